@@ -1,0 +1,5 @@
+module github.com/sharedconfig/sharedconfig
+
+go 1.26.0
+
+require go.uber.org/goleak v1.3.0

@@ -1,0 +1,22 @@
+// Package statesync keeps one state consistent across processes that share an
+// append-only log, in the way Pravega's StateSynchronizer does.
+//
+// The folder is sync/, but the package is named statesync so that files which
+// also need the standard library's sync package can import both without an
+// alias. Import it as
+//
+//	import "github.com/sharedconfig/sharedconfig/sync"
+//
+// and refer to it as statesync.
+//
+// The split follows hashicorp/raft: fsm.go holds what a user of the package
+// supplies (the state's updates and their encoding), log.go the small log
+// interface a backend implements, and synchronizer.go the generic engine that
+// joins the two. Nothing here knows about NATS; MemLog is an in-memory log for
+// tests, and package jetstream provides the real one.
+//
+// Every change is a conditional append at the revision the writer last saw
+// (optimistic concurrency). UpdateState runs the caller's function on the local
+// state; if the log moved on, it catches up and runs the function again, as
+// etcd's STM does, until the append lands or the context ends.
+package statesync

@@ -1,0 +1,35 @@
+package statesync
+
+// Revisioned is a state as of a revision of the log: the state after applying
+// every entry up to and including Revision. Value must be treated as
+// immutable: the synchronizer hands the same value to concurrent readers.
+type Revisioned[S any] struct {
+	Value    S
+	Revision uint64
+}
+
+// Update turns one state into the next. Apply must not modify s: it returns
+// a new state (a persistent data structure makes that cheap), so that readers
+// holding s keep a consistent snapshot.
+type Update[S any] interface {
+	Apply(s S) S
+}
+
+// InitialUpdate creates a state from nothing. Initialize writes one as the
+// first entry of a log, and every compaction writes one (a snapshot) that
+// replaces everything before it.
+type InitialUpdate[S any] interface {
+	Create() S
+}
+
+// Codec turns updates into the bytes stored in the log and back. A log entry
+// holds either a batch of updates or one initial update (a snapshot).
+//
+// Decode errors must be returned, never panicked: log entries may come from
+// foreign writers.
+type Codec[S any] interface {
+	EncodeUpdates(updates []Update[S]) ([]byte, error)
+	DecodeUpdates(data []byte) ([]Update[S], error)
+	EncodeInitial(initial InitialUpdate[S]) ([]byte, error)
+	DecodeInitial(data []byte) (InitialUpdate[S], error)
+}

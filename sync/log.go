@@ -1,0 +1,102 @@
+package statesync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Entry is one record of a log.
+type Entry struct {
+	// Revision is the entry's position: revisions increase by one per entry
+	// appended, starting at 1. Compaction removes old entries but never
+	// renumbers the rest.
+	Revision uint64
+	// Snapshot marks an initial update: it replaces all state before it.
+	Snapshot bool
+	Data     []byte
+}
+
+// Log is the storage a Synchronizer works on: an append-only sequence of
+// entries with a conditional append. Implementations must be safe for
+// concurrent use.
+type Log interface {
+	// Name identifies the log in error messages.
+	Name() string
+
+	// Append adds an update entry if and only if the log's last revision is
+	// expected, and returns the new entry's revision. If the log has moved
+	// on it returns a *ConflictError (errors.Is(err, ErrConflict)) and
+	// appends nothing. With expected == AnyRevision the append is
+	// unconditional. An append must take effect at most once, even when the
+	// implementation retries after an ambiguous failure.
+	Append(ctx context.Context, expected uint64, data []byte) (uint64, error)
+
+	// Compact appends a snapshot entry if and only if the log's last revision
+	// is expected, and drops every entry before the snapshot. It returns the
+	// snapshot's revision, or a *ConflictError as Append does. Readers never
+	// see a partial snapshot.
+	Compact(ctx context.Context, expected uint64, snapshot []byte) (uint64, error)
+
+	// Read calls fn, in order, for the entries with after < Revision <= upTo.
+	// Where compaction has removed entries in that range, reading resumes at
+	// the snapshot that covers them, so the first entry fn sees after a gap
+	// is a snapshot; a gap followed by anything else is an error wrapping
+	// ErrGap. Entries that carry no state (for example the pieces of an
+	// unfinished snapshot) may be skipped. An error from fn stops the read
+	// and is returned.
+	Read(ctx context.Context, after, upTo uint64, fn func(Entry) error) error
+
+	// LastRevision returns the revision of the last entry appended, or 0 for
+	// an empty log.
+	LastRevision(ctx context.Context) (uint64, error)
+}
+
+// AnyRevision as the expected revision makes Append unconditional.
+const AnyRevision = ^uint64(0)
+
+var (
+	// ErrConflict: the log was not at the expected revision.
+	ErrConflict = errors.New("the log moved past the expected revision")
+	// ErrGap: entries were missing from a read and no snapshot covered them.
+	ErrGap = errors.New("entries are missing and no snapshot covers them")
+	// ErrNotInitialized: the log holds no initial state yet.
+	ErrNotInitialized = errors.New("the log holds no initial state; call Initialize first")
+	// ErrUnknownOutcome: an append may or may not have landed and the log
+	// cannot tell which (for example its entry was compacted away before the
+	// writer could look for it). Fetch, then look at the state.
+	ErrUnknownOutcome = errors.New("the append may or may not have been applied")
+)
+
+// ConflictError reports a conditional append that found the log elsewhere.
+type ConflictError struct {
+	Expected uint64
+	// Current is the log's last revision when the append was refused, or 0
+	// when the log did not say.
+	Current uint64
+}
+
+func (e *ConflictError) Error() string {
+	if e.Current == 0 {
+		return fmt.Sprintf("conflict: expected revision %d, the log has moved on", e.Expected)
+	}
+	return fmt.Sprintf("conflict: expected revision %d, the log is at %d", e.Expected, e.Current)
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// EntryError is an entry that could not be used: it does not decode, or it
+// stands where it cannot (an update before any initial state). The local
+// state stays at the last good revision.
+type EntryError struct {
+	Log      string
+	Revision uint64
+	Err      error
+}
+
+func (e *EntryError) Error() string {
+	return fmt.Sprintf("%s: entry %d: %v", e.Log, e.Revision, e.Err)
+}
+
+func (e *EntryError) Unwrap() error { return e.Err }

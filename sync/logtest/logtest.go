@@ -1,0 +1,251 @@
+// Package logtest is the conformance suite for implementations of
+// statesync.Log: every log must pass Run.
+package logtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// Run checks the Log contract on logs made by newLog, one fresh empty log per
+// subtest.
+func Run(t *testing.T, newLog func(t *testing.T) statesync.Log) {
+	t.Run("Empty", func(t *testing.T) { testEmpty(t, newLog(t)) })
+	t.Run("ConditionalAppend", func(t *testing.T) { testConditionalAppend(t, newLog(t)) })
+	t.Run("UnconditionalAppend", func(t *testing.T) { testUnconditionalAppend(t, newLog(t)) })
+	t.Run("ReadRange", func(t *testing.T) { testReadRange(t, newLog(t)) })
+	t.Run("Compact", func(t *testing.T) { testCompact(t, newLog(t)) })
+	t.Run("CompactConflict", func(t *testing.T) { testCompactConflict(t, newLog(t)) })
+	t.Run("LargeSnapshot", func(t *testing.T) { testLargeSnapshot(t, newLog(t)) })
+	t.Run("ConcurrentAppends", func(t *testing.T) { testConcurrentAppends(t, newLog(t)) })
+	t.Run("ReadStopsOnError", func(t *testing.T) { testReadStopsOnError(t, newLog(t)) })
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func mustAppend(t *testing.T, l statesync.Log, expected uint64, data string) uint64 {
+	t.Helper()
+	rev, err := l.Append(ctx(t), expected, []byte(data))
+	if err != nil {
+		t.Fatalf("Append(%d, %q): %v", expected, data, err)
+	}
+	return rev
+}
+
+func readAll(t *testing.T, l statesync.Log, after, upTo uint64) []statesync.Entry {
+	t.Helper()
+	var got []statesync.Entry
+	err := l.Read(ctx(t), after, upTo, func(e statesync.Entry) error {
+		got = append(got, e)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Read(%d, %d): %v", after, upTo, err)
+	}
+	return got
+}
+
+func describe(es []statesync.Entry) string {
+	var b bytes.Buffer
+	for _, e := range es {
+		kind := "u"
+		if e.Snapshot {
+			kind = "s"
+		}
+		data := string(e.Data)
+		if len(data) > 20 {
+			data = fmt.Sprintf("<%d bytes>", len(data))
+		}
+		fmt.Fprintf(&b, "%d%s:%s ", e.Revision, kind, data)
+	}
+	return b.String()
+}
+
+func expectEntries(t *testing.T, got []statesync.Entry, want string) {
+	t.Helper()
+	if d := describe(got); d != want {
+		t.Errorf("entries:\n got  %s\n want %s", d, want)
+	}
+}
+
+func lastRevision(t *testing.T, l statesync.Log) uint64 {
+	t.Helper()
+	last, err := l.LastRevision(ctx(t))
+	if err != nil {
+		t.Fatalf("LastRevision: %v", err)
+	}
+	return last
+}
+
+func testEmpty(t *testing.T, l statesync.Log) {
+	if last := lastRevision(t, l); last != 0 {
+		t.Fatalf("LastRevision of an empty log = %d, want 0", last)
+	}
+	expectEntries(t, readAll(t, l, 0, 0), "")
+}
+
+func testConditionalAppend(t *testing.T, l statesync.Log) {
+	if rev := mustAppend(t, l, 0, "a"); rev != 1 {
+		t.Fatalf("first append landed at %d, want 1", rev)
+	}
+	if rev := mustAppend(t, l, 1, "b"); rev != 2 {
+		t.Fatalf("second append landed at %d, want 2", rev)
+	}
+	_, err := l.Append(ctx(t), 1, []byte("stale"))
+	var conflict *statesync.ConflictError
+	if !errors.As(err, &conflict) || !errors.Is(err, statesync.ErrConflict) {
+		t.Fatalf("append at a stale revision: got %v, want a *ConflictError", err)
+	}
+	if conflict.Expected != 1 || (conflict.Current != 0 && conflict.Current != 2) {
+		t.Errorf("conflict = %+v, want expected 1 and current 2 (or unknown)", conflict)
+	}
+	if _, err := l.Append(ctx(t), 5, []byte("ahead")); !errors.Is(err, statesync.ErrConflict) {
+		t.Fatalf("append at a revision past the end: got %v, want a conflict", err)
+	}
+	if last := lastRevision(t, l); last != 2 {
+		t.Fatalf("LastRevision = %d after refused appends, want 2", last)
+	}
+	expectEntries(t, readAll(t, l, 0, 2), "1u:a 2u:b ")
+}
+
+func testUnconditionalAppend(t *testing.T, l statesync.Log) {
+	mustAppend(t, l, 0, "a")
+	if rev := mustAppend(t, l, statesync.AnyRevision, "b"); rev != 2 {
+		t.Fatalf("unconditional append landed at %d, want 2", rev)
+	}
+	expectEntries(t, readAll(t, l, 0, 2), "1u:a 2u:b ")
+}
+
+func testReadRange(t *testing.T, l statesync.Log) {
+	for i := range uint64(300) {
+		mustAppend(t, l, i, fmt.Sprint(i+1))
+	}
+	got := readAll(t, l, 0, 300)
+	if len(got) != 300 {
+		t.Fatalf("read %d entries, want 300", len(got))
+	}
+	for i, e := range got {
+		if e.Revision != uint64(i+1) || string(e.Data) != fmt.Sprint(i+1) || e.Snapshot {
+			t.Fatalf("entry %d = %+v", i, e)
+		}
+	}
+	expectEntries(t, readAll(t, l, 10, 13), "11u:11 12u:12 13u:13 ")
+	expectEntries(t, readAll(t, l, 299, 300), "300u:300 ")
+	expectEntries(t, readAll(t, l, 300, 300), "")
+}
+
+func testCompact(t *testing.T, l statesync.Log) {
+	// A snapshot at 0 initialises an empty log.
+	rev, err := l.Compact(ctx(t), 0, []byte("init"))
+	if err != nil || rev != 1 {
+		t.Fatalf("Compact(0) on an empty log = %d, %v; want 1", rev, err)
+	}
+	mustAppend(t, l, 1, "a")
+	mustAppend(t, l, 2, "b")
+	rev, err = l.Compact(ctx(t), 3, []byte("snap"))
+	if err != nil {
+		t.Fatalf("Compact(3): %v", err)
+	}
+	if rev <= 3 {
+		t.Fatalf("snapshot revision %d, want > 3", rev)
+	}
+	if last := lastRevision(t, l); last != rev {
+		t.Fatalf("LastRevision = %d, want the snapshot's %d", last, rev)
+	}
+	mustAppend(t, l, rev, "c")
+	want := fmt.Sprintf("%ds:snap %du:c ", rev, rev+1)
+	// A reader from before the compaction resumes at the snapshot.
+	expectEntries(t, readAll(t, l, 0, rev+1), want)
+	expectEntries(t, readAll(t, l, 2, rev+1), want)
+	// A reader that is past the snapshot sees only what follows.
+	expectEntries(t, readAll(t, l, rev, rev+1), fmt.Sprintf("%du:c ", rev+1))
+}
+
+func testCompactConflict(t *testing.T, l statesync.Log) {
+	mustAppend(t, l, 0, "a")
+	mustAppend(t, l, 1, "b")
+	if _, err := l.Compact(ctx(t), 1, []byte("stale snapshot")); !errors.Is(err, statesync.ErrConflict) {
+		t.Fatalf("Compact at a stale revision: got %v, want a conflict", err)
+	}
+	expectEntries(t, readAll(t, l, 0, 2), "1u:a 2u:b ")
+	if _, err := l.Compact(ctx(t), 0, []byte("init")); !errors.Is(err, statesync.ErrConflict) {
+		t.Fatalf("Compact(0) on a non-empty log: got %v, want a conflict", err)
+	}
+}
+
+func testLargeSnapshot(t *testing.T, l statesync.Log) {
+	mustAppend(t, l, 0, "a")
+	big := bytes.Repeat([]byte("0123456789abcdef"), 5<<20/16) // 5 MiB
+	big[12345] = 'X'
+	rev, err := l.Compact(ctx(t), 1, big)
+	if err != nil {
+		t.Fatalf("Compact of 5 MiB: %v", err)
+	}
+	mustAppend(t, l, rev, "after")
+	got := readAll(t, l, 0, rev+1)
+	if len(got) != 2 || !got[0].Snapshot || got[0].Revision != rev || !bytes.Equal(got[0].Data, big) {
+		t.Fatalf("reading back a 5 MiB snapshot: got %s", describe(got))
+	}
+	if string(got[1].Data) != "after" {
+		t.Fatalf("entry after the snapshot: %s", describe(got[1:]))
+	}
+}
+
+func testConcurrentAppends(t *testing.T, l statesync.Log) {
+	mustAppend(t, l, 0, "base")
+	const writers = 8
+	var wg sync.WaitGroup
+	results := make(chan error, writers)
+	for i := range writers {
+		wg.Go(func() {
+			_, err := l.Append(ctx(t), 1, []byte(fmt.Sprint("w", i)))
+			results <- err
+		})
+	}
+	wg.Wait()
+	close(results)
+	won := 0
+	for err := range results {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, statesync.ErrConflict):
+			t.Errorf("concurrent append: %v", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d of %d appends at the same revision landed, want exactly 1", won, writers)
+	}
+	if last := lastRevision(t, l); last != 2 {
+		t.Fatalf("LastRevision = %d, want 2", last)
+	}
+}
+
+func testReadStopsOnError(t *testing.T, l statesync.Log) {
+	for i := range uint64(5) {
+		mustAppend(t, l, i, "x")
+	}
+	stop := errors.New("stop")
+	n := 0
+	err := l.Read(ctx(t), 0, 5, func(statesync.Entry) error {
+		n++
+		if n == 2 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || n != 2 {
+		t.Fatalf("Read returned %v after %d entries, want the callback's error after 2", err, n)
+	}
+}

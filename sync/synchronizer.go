@@ -1,0 +1,320 @@
+package statesync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Synchronizer keeps a local copy of a state that lives in a Log. Reads of
+// the local copy (State) do no I/O; every change goes through UpdateState.
+// A Synchronizer is safe for concurrent use; its I/O operations run one at a
+// time.
+type Synchronizer[S any] struct {
+	log   Log
+	codec Codec[S]
+	trace func(Attempt)
+
+	mu    sync.Mutex // serialises Fetch, UpdateState, Initialize and Compact
+	local atomic.Pointer[local[S]]
+}
+
+// local is what the synchronizer knows: a state, and where it came from.
+type local[S any] struct {
+	Revisioned[S]
+	initialized bool
+	compactedAt uint64 // revision of the newest snapshot applied or written
+}
+
+// Attempt describes one try of a conditional write, for tracing.
+type Attempt struct {
+	N        int    // 1 for the first try
+	Base     uint64 // the revision the try was based on
+	Updates  int    // updates the function returned; 0 means nothing to write
+	Revision uint64 // on success, the revision the entry landed at
+	// Conflict is set when the log had moved on; CaughtUp is then the
+	// revision the synchronizer caught up to before the next try.
+	Conflict *ConflictError
+	CaughtUp uint64
+}
+
+// Option configures a Synchronizer.
+type Option func(*options)
+
+type options struct{ trace func(Attempt) }
+
+// WithTrace calls fn after every attempt of a conditional write.
+func WithTrace(fn func(Attempt)) Option { return func(o *options) { o.trace = fn } }
+
+// New returns a synchronizer over log. Its state is empty and uninitialized
+// until Initialize or Fetch loads it.
+func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace}
+	s.local.Store(&local[S]{})
+	return s
+}
+
+// Log returns the log the synchronizer works on.
+func (s *Synchronizer[S]) Log() Log { return s.log }
+
+// State returns the local copy of the state and whether it holds one yet.
+// It does no I/O, so it may be behind the log until Fetch.
+func (s *Synchronizer[S]) State() (Revisioned[S], bool) {
+	l := s.local.Load()
+	return l.Revisioned, l.initialized
+}
+
+// EntriesSinceCompaction is how many entries the local copy has applied since
+// the newest snapshot it knows of: the history a new reader would replay.
+func (s *Synchronizer[S]) EntriesSinceCompaction() uint64 {
+	l := s.local.Load()
+	return l.Revision - l.compactedAt
+}
+
+// Fetch brings the local copy up to the end of the log as of the call.
+func (s *Synchronizer[S]) Fetch(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.fetchLocked(ctx, 0)
+	return err
+}
+
+// fetchLocked reads the log up to target (0: the log's last revision as of
+// now) and returns the revision reached. On an error the local copy keeps
+// every entry applied before it.
+func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint64, error) {
+	cur := *s.local.Load()
+	if target == 0 {
+		last, err := s.log.LastRevision(ctx)
+		if err != nil {
+			return cur.Revision, err
+		}
+		target = last
+	}
+	if target <= cur.Revision {
+		return cur.Revision, nil
+	}
+	err := s.log.Read(ctx, cur.Revision, target, func(e Entry) error {
+		next, err := s.apply(cur, e)
+		if err != nil {
+			return err
+		}
+		cur = next
+		return nil
+	})
+	if err == nil {
+		// Every entry up to target was read; those not delivered carry no
+		// state, so the copy is at target.
+		cur.Revision = target
+	}
+	s.local.Store(&cur)
+	return cur.Revision, err
+}
+
+// apply returns cur with entry e applied.
+func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], error) {
+	bad := func(err error) (local[S], error) {
+		return cur, &EntryError{Log: s.log.Name(), Revision: e.Revision, Err: err}
+	}
+	if e.Snapshot {
+		init, err := s.codec.DecodeInitial(e.Data)
+		if err != nil {
+			return bad(err)
+		}
+		return local[S]{Revisioned: Revisioned[S]{Value: init.Create(), Revision: e.Revision}, initialized: true, compactedAt: e.Revision}, nil
+	}
+	if !cur.initialized {
+		return bad(errors.New("an update comes before any initial state"))
+	}
+	updates, err := s.codec.DecodeUpdates(e.Data)
+	if err != nil {
+		return bad(err)
+	}
+	for _, u := range updates {
+		cur.Value = u.Apply(cur.Value)
+	}
+	cur.Revision = e.Revision
+	return cur, nil
+}
+
+// UpdateState is the one way to change the state conditionally. It calls fn
+// with the local state; if fn returns updates, they are appended to the log
+// only if the log is still at the revision fn saw. When the log has moved on,
+// UpdateState catches up and calls fn again, backing off with jitter after the
+// second try, until the append lands or ctx ends. fn may therefore run several
+// times and must have no side effects; its result from the last run is
+// returned.
+//
+// When fn returns no updates nothing is written, but UpdateState first checks
+// that the log has not moved past the state fn saw (and, if it has, catches up
+// and runs fn again), so a decision not to write was true of the shared state
+// at some instant during the call, not only of a stale local copy.
+func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(state S) ([]Update[S], R)) (R, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var zero R
+	if err := s.ensureInitializedLocked(ctx); err != nil {
+		return zero, err
+	}
+	for attempt := 1; ; attempt++ {
+		cur := *s.local.Load()
+		updates, result := fn(cur.Value)
+		try := Attempt{N: attempt, Base: cur.Revision, Updates: len(updates)}
+		var err error
+		if len(updates) == 0 {
+			var last uint64
+			if last, err = s.log.LastRevision(ctx); err != nil {
+				return zero, err
+			}
+			if last == cur.Revision {
+				s.traceAttempt(try)
+				return result, nil
+			}
+			err = &ConflictError{Expected: cur.Revision, Current: last}
+		} else {
+			var data []byte
+			if data, err = s.codec.EncodeUpdates(updates); err != nil {
+				return zero, err
+			}
+			var rev uint64
+			if rev, err = s.log.Append(ctx, cur.Revision, data); err == nil {
+				for _, u := range updates {
+					cur.Value = u.Apply(cur.Value)
+				}
+				cur.Revision = rev
+				s.local.Store(&cur)
+				try.Revision = rev
+				s.traceAttempt(try)
+				return result, nil
+			}
+		}
+		var conflict *ConflictError
+		if !errors.As(err, &conflict) {
+			return zero, err
+		}
+		try.Conflict = conflict
+		try.CaughtUp, err = s.fetchLocked(ctx, conflict.Current)
+		s.traceAttempt(try)
+		if err != nil {
+			return zero, err
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return zero, err
+		}
+	}
+}
+
+func (s *Synchronizer[S]) traceAttempt(a Attempt) {
+	if s.trace != nil {
+		s.trace(a)
+	}
+}
+
+// backoff waits before try attempt+1: not at all after the first conflict
+// (catching up usually settles it), then a random time up to a bound that
+// doubles per try, capped at 50ms, so contending writers spread out.
+func backoff(ctx context.Context, attempt int) error {
+	if attempt < 2 {
+		return ctx.Err()
+	}
+	limit := min(time.Millisecond<<min(attempt-2, 6), 50*time.Millisecond)
+	t := time.NewTimer(rand.N(limit) + 1)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// UpdateUnconditionally appends updates whatever the log's revision. As in
+// Pravega, they are not applied to the local copy until the next Fetch. It
+// returns the revision the entry landed at.
+func (s *Synchronizer[S]) UpdateUnconditionally(ctx context.Context, updates ...Update[S]) (uint64, error) {
+	data, err := s.codec.EncodeUpdates(updates)
+	if err != nil {
+		return 0, err
+	}
+	return s.log.Append(ctx, AnyRevision, data)
+}
+
+// Initialize writes init as the log's first entry if the log is empty, and
+// otherwise loads the state the log holds: it never overwrites shared state.
+func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S]) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.local.Load().initialized {
+		return nil
+	}
+	data, err := s.codec.EncodeInitial(init)
+	if err != nil {
+		return err
+	}
+	rev, err := s.log.Compact(ctx, 0, data)
+	if err == nil {
+		s.local.Store(&local[S]{Revisioned: Revisioned[S]{Value: init.Create(), Revision: rev}, initialized: true, compactedAt: rev})
+		return nil
+	}
+	if !errors.Is(err, ErrConflict) {
+		return err
+	}
+	return s.ensureInitializedLocked(ctx)
+}
+
+func (s *Synchronizer[S]) ensureInitializedLocked(ctx context.Context) error {
+	if s.local.Load().initialized {
+		return nil
+	}
+	if _, err := s.fetchLocked(ctx, 0); err != nil {
+		return err
+	}
+	if !s.local.Load().initialized {
+		return fmt.Errorf("%s: %w", s.log.Name(), ErrNotInitialized)
+	}
+	return nil
+}
+
+// Compact writes a snapshot of the local state, made by snapshot, and drops
+// the entries before it. Like a write, it lands only if the log is still at
+// the local revision, catching up and retrying otherwise, until ctx ends.
+func (s *Synchronizer[S]) Compact(ctx context.Context, snapshot func(state S) InitialUpdate[S]) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ensureInitializedLocked(ctx); err != nil {
+		return err
+	}
+	for attempt := 1; ; attempt++ {
+		cur := *s.local.Load()
+		data, err := s.codec.EncodeInitial(snapshot(cur.Value))
+		if err != nil {
+			return err
+		}
+		rev, err := s.log.Compact(ctx, cur.Revision, data)
+		if err == nil {
+			// The snapshot is the local state itself, so the copy stays valid
+			// and moves to the snapshot's revision.
+			cur.Revision, cur.compactedAt = rev, rev
+			s.local.Store(&cur)
+			return nil
+		}
+		var conflict *ConflictError
+		if !errors.As(err, &conflict) {
+			return err
+		}
+		if _, err := s.fetchLocked(ctx, conflict.Current); err != nil {
+			return err
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}

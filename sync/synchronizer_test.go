@@ -1,0 +1,242 @@
+package statesync_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func newCounter(t *testing.T, log statesync.Log, opts ...statesync.Option) *statesync.Synchronizer[counter] {
+	t.Helper()
+	s := statesync.New[counter](log, counterCodec{}, opts...)
+	if err := s.Initialize(context.Background(), start(0)); err != nil {
+		t.Fatalf("Initialize: %v", err)
+	}
+	return s
+}
+
+// increment adds 1 and returns the value it saw.
+func increment(ctx context.Context, s *statesync.Synchronizer[counter]) (counter, error) {
+	return statesync.UpdateState(ctx, s, func(c counter) ([]statesync.Update[counter], counter) {
+		return []statesync.Update[counter]{add(1)}, c
+	})
+}
+
+func value(t *testing.T, s *statesync.Synchronizer[counter]) counter {
+	t.Helper()
+	st, ok := s.State()
+	if !ok {
+		t.Fatal("state not initialized")
+	}
+	return st.Value
+}
+
+func TestInitializeNeverOverwrites(t *testing.T) {
+	log := statesync.NewMemLog("t")
+	a := newCounter(t, log)
+	if _, err := increment(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	b := statesync.New[counter](log, counterCodec{})
+	if _, ok := b.State(); ok {
+		t.Fatal("a new synchronizer claims a state before loading one")
+	}
+	if err := b.Initialize(context.Background(), start(100)); err != nil {
+		t.Fatal(err)
+	}
+	if v := value(t, b); v != 1 {
+		t.Fatalf("second Initialize gave %d, want the shared 1", v)
+	}
+}
+
+func TestUpdateStateRerunsOnConflict(t *testing.T) {
+	ctx := context.Background()
+	log := statesync.NewMemLog("t")
+	a, b := newCounter(t, log), newCounter(t, log)
+	if _, err := increment(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	var attempts []statesync.Attempt
+	b = statesync.New[counter](log, counterCodec{}, statesync.WithTrace(func(at statesync.Attempt) { attempts = append(attempts, at) }))
+	if err := b.Initialize(ctx, start(0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := increment(ctx, a); err != nil { // b is now stale
+		t.Fatal(err)
+	}
+	runs := 0
+	saw, err := statesync.UpdateState(ctx, b, func(c counter) ([]statesync.Update[counter], counter) {
+		runs++
+		return []statesync.Update[counter]{add(10)}, c
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs != 2 || saw != 2 {
+		t.Fatalf("function ran %d times and returned %d; want 2 runs returning the fresh value 2", runs, saw)
+	}
+	if v := value(t, b); v != 12 {
+		t.Fatalf("b = %d, want 12", v)
+	}
+	if len(attempts) != 2 || attempts[0].Conflict == nil || attempts[0].CaughtUp != 3 || attempts[1].Revision != 4 {
+		t.Fatalf("trace = %+v; want a conflict caught up to 3, then a commit at 4", attempts)
+	}
+}
+
+func TestNoUpdateDecisionIsCheckedAgainstTheLog(t *testing.T) {
+	ctx := context.Background()
+	log := statesync.NewMemLog("t")
+	a, b := newCounter(t, log), newCounter(t, log)
+	if _, err := increment(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	// b's copy says 0; "add only if zero" must not decide on that stale copy.
+	added, err := statesync.UpdateState(ctx, b, func(c counter) ([]statesync.Update[counter], bool) {
+		if c != 0 {
+			return nil, false
+		}
+		return []statesync.Update[counter]{add(1)}, true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := value(t, b); added || v != 1 {
+		t.Fatalf("added=%v value=%d; want not added, value 1", added, v)
+	}
+	rev, _ := log.LastRevision(ctx)
+	if rev != 2 {
+		t.Fatalf("log at %d, want 2 (nothing written)", rev)
+	}
+}
+
+func TestConcurrentIncrementsLoseNothing(t *testing.T) {
+	log := statesync.NewMemLog("t")
+	const writers, each = 8, 250
+	var wg sync.WaitGroup
+	for range writers {
+		s := newCounter(t, log)
+		wg.Go(func() {
+			for range each {
+				if _, err := increment(context.Background(), s); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r := newCounter(t, log)
+	if v := value(t, r); v != writers*each {
+		t.Fatalf("counter = %d, want %d", v, writers*each)
+	}
+}
+
+func TestCompactionAndCatchUp(t *testing.T) {
+	ctx := context.Background()
+	log := statesync.NewMemLog("t")
+	a, stale := newCounter(t, log), newCounter(t, log)
+	for range 5 {
+		if _, err := increment(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := a.EntriesSinceCompaction(); n != 5 {
+		t.Fatalf("EntriesSinceCompaction = %d, want 5", n)
+	}
+	if err := a.Compact(ctx, func(c counter) statesync.InitialUpdate[counter] { return start(c) }); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.EntriesSinceCompaction(); n != 0 {
+		t.Fatalf("EntriesSinceCompaction after Compact = %d, want 0", n)
+	}
+	if _, err := increment(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	// stale was at revision 1, before the snapshot: it resumes from it.
+	if err := stale.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := value(t, stale); v != 6 {
+		t.Fatalf("stale reader after compaction = %d, want 6", v)
+	}
+	if v := value(t, newCounter(t, log)); v != 6 {
+		t.Fatalf("new reader after compaction = %d, want 6", v)
+	}
+}
+
+func TestGarbageEntry(t *testing.T) {
+	ctx := context.Background()
+	log := statesync.NewMemLog("garbage")
+	s := newCounter(t, log)
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	bad := log.AppendRaw([]byte("{not json"), false)
+	err := s.Fetch(ctx)
+	var entryErr *statesync.EntryError
+	if !errors.As(err, &entryErr) || entryErr.Revision != bad || entryErr.Log != "garbage" {
+		t.Fatalf("Fetch over garbage: %v; want an EntryError naming entry %d", err, bad)
+	}
+	if st, _ := s.State(); st.Value != 1 || st.Revision != 2 {
+		t.Fatalf("state after garbage = %+v; want the last good state (1 at revision 2)", st)
+	}
+	if _, err := increment(ctx, s); !errors.As(err, &entryErr) {
+		t.Fatalf("write past garbage: %v; want the EntryError", err)
+	}
+	// An update before any initial state is refused the same way.
+	fresh := statesync.NewMemLog("fresh")
+	fresh.AppendRaw([]byte("[1]"), false)
+	if err := statesync.New[counter](fresh, counterCodec{}).Initialize(ctx, start(0)); !errors.As(err, &entryErr) {
+		t.Fatalf("Initialize over an update-first log: %v; want an EntryError", err)
+	}
+}
+
+// conflictingLog refuses every append, as a log under endless contention would.
+type conflictingLog struct{ *statesync.MemLog }
+
+func (l conflictingLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
+	return 0, &statesync.ConflictError{Expected: expected}
+}
+
+func TestUpdateStateIsBoundedByContext(t *testing.T) {
+	log := conflictingLog{statesync.NewMemLog("t")}
+	s := newCounter(t, log)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := increment(ctx, s); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("endless conflicts gave %v, want the context's deadline", err)
+	}
+}
+
+func TestUpdateUnconditionally(t *testing.T) {
+	ctx := context.Background()
+	log := statesync.NewMemLog("t")
+	s := newCounter(t, log)
+	if _, err := s.UpdateUnconditionally(ctx, add(5)); err != nil {
+		t.Fatal(err)
+	}
+	if v := value(t, s); v != 0 {
+		t.Fatalf("unconditional update applied locally before Fetch: %d", v)
+	}
+	if err := s.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := value(t, s); v != 5 {
+		t.Fatalf("after Fetch = %d, want 5", v)
+	}
+}
+
+func TestUninitializedLog(t *testing.T) {
+	s := statesync.New[counter](statesync.NewMemLog("t"), counterCodec{})
+	if _, err := increment(context.Background(), s); !errors.Is(err, statesync.ErrNotInitialized) {
+		t.Fatalf("update on an empty log: %v, want ErrNotInitialized", err)
+	}
+}
