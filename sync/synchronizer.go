@@ -110,9 +110,10 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 		cur = next
 		return nil
 	})
-	if err == nil {
+	if err == nil && cur.Revision < target {
 		// Every entry up to target was read; those not delivered carry no
-		// state, so the copy is at target.
+		// state, so the copy is at target. (A snapshot that covered a gap
+		// may have taken it further.)
 		cur.Revision = target
 	}
 	s.local.Store(&cur)

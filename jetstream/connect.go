@@ -1,0 +1,118 @@
+package jetstream
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// DefaultURL is where sharedconfig looks for a server when given none.
+const DefaultURL = "nats://127.0.0.1:4222"
+
+// ConnectOptions say how to reach NATS servers and how to authenticate.
+type ConnectOptions struct {
+	// URLs is a comma-separated list of server URLs; empty means NATS_URL,
+	// then DefaultURL.
+	URLs string
+	// Authentication: at most one of Creds, User/Password and Token.
+	Creds    string // a credentials file (JWT and NKey seed)
+	User     string
+	Password string
+	Token    string
+	// TLS: a CA to trust, and a client certificate and key if the server
+	// asks for one.
+	CACert, Cert, Key string
+	// Timeout bounds the first connection; 0 means 5s.
+	Timeout time.Duration
+	// Name is the client name servers show in their connection lists.
+	Name string
+}
+
+// ResolveURLs returns the server list these options use.
+func (o ConnectOptions) ResolveURLs() string {
+	switch {
+	case o.URLs != "":
+		return o.URLs
+	case os.Getenv("NATS_URL") != "":
+		return os.Getenv("NATS_URL")
+	default:
+		return DefaultURL
+	}
+}
+
+// Connect opens a connection that reconnects for ever, trying every server
+// in the list; operations in flight while it is away fail with timeouts.
+func Connect(o ConnectOptions) (*nats.Conn, error) {
+	urls := o.ResolveURLs()
+	timeout := o.Timeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	opts := []nats.Option{
+		nats.Name(o.Name),
+		nats.Timeout(timeout),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+	}
+	auth := 0
+	if o.Creds != "" {
+		auth++
+		opts = append(opts, nats.UserCredentials(o.Creds))
+	}
+	if o.User != "" || o.Password != "" {
+		auth++
+		opts = append(opts, nats.UserInfo(o.User, o.Password))
+	}
+	if o.Token != "" {
+		auth++
+		opts = append(opts, nats.Token(o.Token))
+	}
+	if auth > 1 {
+		return nil, errors.New("give only one of a credentials file, a user and password, or a token")
+	}
+	if o.CACert != "" {
+		opts = append(opts, nats.RootCAs(o.CACert))
+	}
+	if (o.Cert == "") != (o.Key == "") {
+		return nil, errors.New("a client certificate needs both a certificate file and a key file")
+	}
+	if o.Cert != "" {
+		opts = append(opts, nats.ClientCert(o.Cert, o.Key))
+	}
+	nc, err := nats.Connect(urls, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot connect to %s: %v", RedactURLs(urls), redact(err, o))
+	}
+	return nc, nil
+}
+
+// RedactURLs hides passwords and tokens in a comma-separated URL list, so
+// that it can be shown.
+func RedactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		u, err := url.Parse(strings.TrimSpace(p))
+		if err != nil || u.User == nil {
+			continue
+		}
+		u.User = url.User("***")
+		parts[i] = u.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// redact removes secrets from an error's text.
+func redact(err error, o ConnectOptions) string {
+	msg := err.Error()
+	for _, secret := range []string{o.Password, o.Token} {
+		if secret != "" {
+			msg = strings.ReplaceAll(msg, secret, "***")
+		}
+	}
+	return msg
+}

@@ -1,0 +1,321 @@
+package jetstream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var logCount atomic.Int64
+
+func openLog(t *testing.T, nc *nats.Conn) *jetstream.Log {
+	t.Helper()
+	l, err := jetstream.OpenLog(context.Background(), nc, "test", fmt.Sprint("log", logCount.Add(1)), jetstream.LogOptions{})
+	if err != nil {
+		t.Fatalf("OpenLog: %v", err)
+	}
+	return l
+}
+
+func TestLogConformance(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	logtest.Run(t, func(t *testing.T) statesync.Log { return openLog(t, nc) })
+}
+
+func entries(t *testing.T, l statesync.Log, after, upTo uint64) string {
+	t.Helper()
+	var b strings.Builder
+	err := l.Read(context.Background(), after, upTo, func(e statesync.Entry) error {
+		fmt.Fprintf(&b, "%d:%s ", e.Revision, e.Data)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	return b.String()
+}
+
+// An append whose acknowledgement is lost is retried and applied exactly
+// once, and reported as landed, not as a conflict.
+func TestLostAckAppliedOnce(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	for _, expected := range []uint64{1, statesync.AnyRevision} {
+		t.Run(fmt.Sprint("expected=", expected), func(t *testing.T) {
+			l := openLog(t, nc)
+			ctx := context.Background()
+			if _, err := l.Append(ctx, 0, []byte("first")); err != nil {
+				t.Fatal(err)
+			}
+			calls := 0
+			l.WrapPublish(func(publish jetstream.PublishFunc) jetstream.PublishFunc {
+				return func(ctx context.Context, msg *nats.Msg, opts ...natsjs.PublishOpt) (*natsjs.PubAck, error) {
+					calls++
+					ack, err := publish(ctx, msg, opts...)
+					if calls == 1 && err == nil {
+						return nil, context.DeadlineExceeded // it landed; the ack is lost
+					}
+					return ack, err
+				}
+			})
+			rev, err := l.Append(ctx, expected, []byte("second"))
+			if err != nil || rev != 2 {
+				t.Fatalf("Append after a lost ack = %d, %v; want 2, nil", rev, err)
+			}
+			if calls != 2 {
+				t.Fatalf("%d publishes, want a first try and one retry", calls)
+			}
+			if got := entries(t, l, 0, 2); got != "1:first 2:second " {
+				t.Fatalf("stream holds %q", got)
+			}
+			if last, _ := l.LastRevision(ctx); last != 2 {
+				t.Fatalf("stream at %d, want 2: the retry must not append again", last)
+			}
+		})
+	}
+}
+
+// A try that never reached the server is retried and lands.
+func TestLostRequestRetried(t *testing.T) {
+	srv := jstest.Server(t)
+	l := openLog(t, jstest.Connect(t, srv))
+	calls := 0
+	l.WrapPublish(func(publish jetstream.PublishFunc) jetstream.PublishFunc {
+		return func(ctx context.Context, msg *nats.Msg, opts ...natsjs.PublishOpt) (*natsjs.PubAck, error) {
+			if calls++; calls == 1 {
+				return nil, nats.ErrTimeout
+			}
+			return publish(ctx, msg, opts...)
+		}
+	})
+	if rev, err := l.Append(context.Background(), 0, []byte("x")); err != nil || rev != 1 {
+		t.Fatalf("Append = %d, %v; want 1, nil", rev, err)
+	}
+}
+
+// A retried append that lost to another writer is a conflict, not a success.
+func TestAmbiguousThenConflict(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	l := openLog(t, nc)
+	other, err := jetstream.OpenLog(context.Background(), nc, "test", strings.TrimPrefix(l.Name(), "SC_4_test_"), jetstream.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	l.WrapPublish(func(publish jetstream.PublishFunc) jetstream.PublishFunc {
+		return func(ctx context.Context, msg *nats.Msg, opts ...natsjs.PublishOpt) (*natsjs.PubAck, error) {
+			if calls++; calls == 1 {
+				if _, err := other.Append(ctx, 0, []byte("theirs")); err != nil {
+					t.Error(err)
+				}
+				return nil, nats.ErrTimeout
+			}
+			return publish(ctx, msg, opts...)
+		}
+	})
+	_, err = l.Append(context.Background(), 0, []byte("mine"))
+	var conflict *statesync.ConflictError
+	if !errors.As(err, &conflict) || conflict.Current != 1 {
+		t.Fatalf("Append = %v; want a conflict at 1", err)
+	}
+}
+
+func publishRaw(t *testing.T, nc *nats.Conn, l *jetstream.Log, msg *nats.Msg) uint64 {
+	t.Helper()
+	js, _ := natsjs.New(nc)
+	msg.Subject = l.Stream().CachedInfo().Config.Subjects[0]
+	ack, err := js.PublishMsg(context.Background(), msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ack.Sequence
+}
+
+func TestForeignEntry(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	cases := map[string]func(*nats.Msg){
+		"no headers": func(m *nats.Msg) {},
+		"unknown kind": func(m *nats.Msg) {
+			m.Header.Set(jetstream.HeaderFormat, "1")
+			m.Header.Set(jetstream.HeaderKind, "mystery")
+		},
+		"future format": func(m *nats.Msg) {
+			m.Header.Set(jetstream.HeaderFormat, "9")
+			m.Header.Set(jetstream.HeaderKind, "update")
+		},
+		"bad chunk index": func(m *nats.Msg) {
+			m.Header.Set(jetstream.HeaderFormat, "1")
+			m.Header.Set(jetstream.HeaderKind, "snapshot-chunk")
+			m.Header.Set(jetstream.HeaderChunk, "x")
+		},
+	}
+	for name, set := range cases {
+		t.Run(name, func(t *testing.T) {
+			l := openLog(t, nc)
+			if _, err := l.Append(context.Background(), 0, []byte("ok")); err != nil {
+				t.Fatal(err)
+			}
+			msg := nats.NewMsg("")
+			msg.Data = []byte("\x00garbage")
+			set(msg)
+			seq := publishRaw(t, nc, l, msg)
+			var seen []uint64
+			err := l.Read(context.Background(), 0, seq, func(e statesync.Entry) error {
+				seen = append(seen, e.Revision)
+				return nil
+			})
+			var entryErr *statesync.EntryError
+			if !errors.As(err, &entryErr) || entryErr.Revision != seq || entryErr.Log != l.Name() {
+				t.Fatalf("Read over a foreign entry: %v; want an EntryError for %s entry %d", err, l.Name(), seq)
+			}
+			if len(seen) != 1 {
+				t.Fatalf("entries before the bad one: %v, want [1]", seen)
+			}
+		})
+	}
+}
+
+// The pieces of a snapshot whose writer gave up are never read as a
+// snapshot, and lose nothing.
+func TestUnfinishedChunkedSnapshotIsIgnored(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	l := openLog(t, nc)
+	ctx := context.Background()
+	if _, err := l.Append(ctx, 0, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 { // 2 of 3 chunks
+		msg := nats.NewMsg("")
+		msg.Data = []byte("part")
+		msg.Header.Set(jetstream.HeaderFormat, "1")
+		msg.Header.Set(jetstream.HeaderKind, jetstream.KindSnapshotChunk)
+		msg.Header.Set(jetstream.HeaderSnapshot, "abandoned")
+		msg.Header.Set(jetstream.HeaderChunk, fmt.Sprintf("%d/3", i))
+		publishRaw(t, nc, l, msg)
+	}
+	if _, err := l.Append(ctx, 3, []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if got := entries(t, l, 0, 4); got != "1:a 4:b " {
+		t.Fatalf("entries = %q, want the updates only", got)
+	}
+	// A reader whose last read ended inside the run also skips the rest.
+	if got := entries(t, l, 2, 4); got != "4:b " {
+		t.Fatalf("entries after 2 = %q", got)
+	}
+}
+
+func TestNames(t *testing.T) {
+	for _, bad := range []string{"", "a.b", "a b", "a*", "a>", "a/b", "é", strings.Repeat("x", 65)} {
+		if err := jetstream.ValidateName("name", bad); err == nil {
+			t.Errorf("ValidateName(%q) accepted it", bad)
+		}
+	}
+	for _, good := range []string{"example", "some_Config-1", strings.Repeat("x", 64)} {
+		if err := jetstream.ValidateName("name", good); err != nil {
+			t.Errorf("ValidateName(%q): %v", good, err)
+		}
+	}
+	if a, b := jetstream.StreamName("a_b", "c"), jetstream.StreamName("a", "b_c"); a == b {
+		t.Errorf("two configs share stream %s", a)
+	}
+	srv := jstest.Server(t)
+	_, err := jetstream.OpenLog(context.Background(), jstest.Connect(t, srv), "my.scope", "x", jetstream.LogOptions{})
+	if err == nil || !strings.Contains(err.Error(), "use only letters, digits") {
+		t.Fatalf("OpenLog with a dotted scope: %v", err)
+	}
+}
+
+func TestIncompatibleStream(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	js, _ := natsjs.New(nc)
+	_, err := js.CreateStream(context.Background(), natsjs.StreamConfig{
+		Name:     jetstream.StreamName("test", "limited"),
+		Subjects: []string{jetstream.Subject("test", "limited")},
+		MaxMsgs:  10,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = jetstream.OpenLog(context.Background(), nc, "test", "limited", jetstream.LogOptions{})
+	if err == nil || !strings.Contains(err.Error(), "rollups not allowed") || !strings.Contains(err.Error(), "limits that would drop entries") {
+		t.Fatalf("OpenLog on an incompatible stream: %v", err)
+	}
+}
+
+func TestServerLocksDataDir(t *testing.T) {
+	dir := t.TempDir()
+	jstest.ServerAt(t, dir, "127.0.0.1:0")
+	_, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
+	if !errors.Is(err, jetstream.ErrDataDirLocked) {
+		t.Fatalf("second server on one data dir: %v, want ErrDataDirLocked", err)
+	}
+}
+
+func TestServerRefusesRemoteListen(t *testing.T) {
+	_, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "0.0.0.0:0", DataDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "not a loopback address") {
+		t.Fatalf("StartServer on 0.0.0.0: %v", err)
+	}
+}
+
+func TestServerRestartKeepsData(t *testing.T) {
+	dir := t.TempDir()
+	srv := jstest.ServerAt(t, dir, "127.0.0.1:0")
+	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: srv.ClientURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := jetstream.OpenLog(context.Background(), nc, "test", "restart", jetstream.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(context.Background(), 0, []byte("kept")); err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	srv.Shutdown()
+	srv = jstest.ServerAt(t, dir, "127.0.0.1:0")
+	nc = jstest.Connect(t, srv)
+	l, err = jetstream.OpenLog(context.Background(), nc, "test", "restart", jetstream.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := entries(t, l, 0, 1); got != "1:kept " {
+		t.Fatalf("after restart: %q", got)
+	}
+}
+
+func TestConnectFailsFast(t *testing.T) {
+	start := time.Now()
+	_, err := jetstream.Connect(jetstream.ConnectOptions{URLs: "nats://u:hunter2@127.0.0.1:1", Timeout: time.Second})
+	if err == nil {
+		t.Fatal("connected to a closed port")
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("the error shows the password: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v to fail", d)
+	}
+}

@@ -1,0 +1,167 @@
+package jetstream
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// ServerOptions configure an embedded server.
+type ServerOptions struct {
+	// Listen is host:port; the host must be a loopback address unless
+	// AllowRemote is set. Port 0 picks a free port.
+	Listen string
+	// AllowRemote permits a non-loopback Listen address.
+	AllowRemote bool
+	// DataDir holds the file store. The server takes an exclusive lock on
+	// it: two servers on one store would hand out the same sequences.
+	DataDir string
+	// MaxPayload is the largest message the server takes; 0 means 1 MiB.
+	MaxPayload int32
+}
+
+// Server is an embedded nats-server with JetStream and a file store.
+type Server struct {
+	ns   *server.Server
+	lock *os.File
+	once sync.Once
+}
+
+// ErrDataDirLocked: another process serves the data directory.
+var ErrDataDirLocked = errors.New("the data directory is in use by another sharedconfig server")
+
+// StartServer starts a server and waits until it takes connections.
+func StartServer(o ServerOptions) (*Server, error) {
+	host, portStr, err := net.SplitHostPort(o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen address %q: %v (want host:port, e.g. 127.0.0.1:4222)", o.Listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return nil, fmt.Errorf("listen address %q: the port must be a number from 0 to 65535", o.Listen)
+	}
+	if port == 0 {
+		port = -1 // nats-server takes 0 to mean 4222 and -1 to mean any free port
+	}
+	if !o.AllowRemote && !isLoopback(host) {
+		return nil, fmt.Errorf("listen address %q is not a loopback address: the embedded server serves this machine only", o.Listen)
+	}
+	if o.DataDir == "" {
+		return nil, errors.New("the server needs a data directory")
+	}
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	lock, err := lockDir(o.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	logger := &captureLogger{}
+	ns, err := server.NewServer(&server.Options{
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   o.DataDir,
+		NoSigs:     true, // else SIGINT makes the server call os.Exit
+		NoLog:      true,
+		MaxPayload: o.MaxPayload,
+		// Every acknowledged write is on disk: this is a consistency tool.
+		SyncAlways: true,
+	})
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("starting the server: %w", err)
+	}
+	// A logger whose Fatalf does not exit, so that a failure to start
+	// JetStream comes back as an error.
+	ns.SetLogger(logger, false, false)
+	ns.Start()
+	if !ns.ReadyForConnections(10*time.Second) || !ns.JetStreamEnabled() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		lock.Close()
+		if msg := logger.failure(); msg != "" {
+			return nil, fmt.Errorf("starting the server: %s", msg)
+		}
+		return nil, fmt.Errorf("the server on %s did not start within 10s", o.Listen)
+	}
+	return &Server{ns: ns, lock: lock}, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ClientURL is the URL clients connect to.
+func (s *Server) ClientURL() string { return s.ns.ClientURL() }
+
+// NumClients is the number of clients connected now.
+func (s *Server) NumClients() int { return s.ns.NumClients() }
+
+// Shutdown stops the server, flushing its store, and releases the data
+// directory. It is safe to call more than once.
+func (s *Server) Shutdown() {
+	s.once.Do(func() {
+		s.ns.Shutdown()
+		s.ns.WaitForShutdown()
+		s.lock.Close()
+	})
+}
+
+// lockDir takes the data directory's lock file, or says who holds it.
+func lockDir(dir string) (*os.File, error) {
+	path := filepath.Join(dir, "LOCK")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("data directory lock: %w", err)
+	}
+	if err := flock(f); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		if pid := strings.TrimSpace(string(holder)); pid != "" {
+			return nil, fmt.Errorf("%s (pid %s): %w", dir, pid, ErrDataDirLocked)
+		}
+		return nil, fmt.Errorf("%s: %w", dir, ErrDataDirLocked)
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
+}
+
+// captureLogger keeps the server's errors, to report why it did not start.
+type captureLogger struct {
+	mu     sync.Mutex
+	errors []string
+}
+
+func (l *captureLogger) record(format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errors = append(l.errors, fmt.Sprintf(format, v...))
+}
+
+func (l *captureLogger) failure() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.errors, "; ")
+}
+
+func (l *captureLogger) Noticef(string, ...any)         {}
+func (l *captureLogger) Warnf(string, ...any)           {}
+func (l *captureLogger) Debugf(string, ...any)          {}
+func (l *captureLogger) Tracef(string, ...any)          {}
+func (l *captureLogger) Errorf(format string, v ...any) { l.record(format, v...) }
+func (l *captureLogger) Fatalf(format string, v ...any) { l.record(format, v...) }
