@@ -14,21 +14,25 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+type (
+	counter = statesync.Counter
+	add     = statesync.Add
+)
+
+var counterCodec = statesync.CounterCodec{}
+
+func start(n int64) statesync.CounterStart { return statesync.CounterStart{Value: n} }
+
 func newCounter(t *testing.T, log statesync.Log, opts ...statesync.Option) *statesync.Synchronizer[counter] {
 	t.Helper()
-	s := statesync.New[counter](log, counterCodec{}, opts...)
+	s := statesync.New[counter](log, counterCodec, opts...)
 	if err := s.Initialize(context.Background(), start(0)); err != nil {
 		t.Fatalf("Initialize: %v", err)
 	}
 	return s
 }
 
-// increment adds 1 and returns the value it saw.
-func increment(ctx context.Context, s *statesync.Synchronizer[counter]) (counter, error) {
-	return statesync.UpdateState(ctx, s, func(c counter) ([]statesync.Update[counter], counter) {
-		return []statesync.Update[counter]{add(1)}, c
-	})
-}
+var increment = statesync.Increment
 
 func value(t *testing.T, s *statesync.Synchronizer[counter]) counter {
 	t.Helper()
@@ -45,7 +49,7 @@ func TestInitializeNeverOverwrites(t *testing.T) {
 	if _, err := increment(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
-	b := statesync.New[counter](log, counterCodec{})
+	b := statesync.New[counter](log, counterCodec)
 	if _, ok := b.State(); ok {
 		t.Fatal("a new synchronizer claims a state before loading one")
 	}
@@ -65,7 +69,7 @@ func TestUpdateStateRerunsOnConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	var attempts []statesync.Attempt
-	b = statesync.New[counter](log, counterCodec{}, statesync.WithTrace(func(at statesync.Attempt) { attempts = append(attempts, at) }))
+	b = statesync.New[counter](log, counterCodec, statesync.WithTrace(func(at statesync.Attempt) { attempts = append(attempts, at) }))
 	if err := b.Initialize(ctx, start(0)); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +79,7 @@ func TestUpdateStateRerunsOnConflict(t *testing.T) {
 	runs := 0
 	saw, err := statesync.UpdateState(ctx, b, func(c counter) ([]statesync.Update[counter], counter) {
 		runs++
-		return []statesync.Update[counter]{add(10)}, c
+		return []statesync.Update[counter]{add{N: 10}}, c
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +107,7 @@ func TestNoUpdateDecisionIsCheckedAgainstTheLog(t *testing.T) {
 		if c != 0 {
 			return nil, false
 		}
-		return []statesync.Update[counter]{add(1)}, true
+		return []statesync.Update[counter]{add{N: 1}}, true
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +155,7 @@ func TestCompactionAndCatchUp(t *testing.T) {
 	if n := a.EntriesSinceCompaction(); n != 5 {
 		t.Fatalf("EntriesSinceCompaction = %d, want 5", n)
 	}
-	if err := a.Compact(ctx, func(c counter) statesync.InitialUpdate[counter] { return start(c) }); err != nil {
+	if err := a.Compact(ctx, func(c counter) statesync.InitialUpdate[counter] { return statesync.CounterStart{Value: int64(c)} }); err != nil {
 		t.Fatal(err)
 	}
 	if n := a.EntriesSinceCompaction(); n != 0 {
@@ -193,8 +197,8 @@ func TestGarbageEntry(t *testing.T) {
 	}
 	// An update before any initial state is refused the same way.
 	fresh := statesync.NewMemLog("fresh")
-	fresh.AppendRaw([]byte("[1]"), false)
-	if err := statesync.New[counter](fresh, counterCodec{}).Initialize(ctx, start(0)); !errors.As(err, &entryErr) {
+	fresh.AppendRaw([]byte(`{"add":[1]}`), false)
+	if err := statesync.New[counter](fresh, counterCodec).Initialize(ctx, start(0)); !errors.As(err, &entryErr) {
 		t.Fatalf("Initialize over an update-first log: %v; want an EntryError", err)
 	}
 }
@@ -220,7 +224,7 @@ func TestUpdateUnconditionally(t *testing.T) {
 	ctx := context.Background()
 	log := statesync.NewMemLog("t")
 	s := newCounter(t, log)
-	if _, err := s.UpdateUnconditionally(ctx, add(5)); err != nil {
+	if _, err := s.UpdateUnconditionally(ctx, add{N: 5}); err != nil {
 		t.Fatal(err)
 	}
 	if v := value(t, s); v != 0 {
@@ -235,7 +239,7 @@ func TestUpdateUnconditionally(t *testing.T) {
 }
 
 func TestUninitializedLog(t *testing.T) {
-	s := statesync.New[counter](statesync.NewMemLog("t"), counterCodec{})
+	s := statesync.New[counter](statesync.NewMemLog("t"), counterCodec)
 	if _, err := increment(context.Background(), s); !errors.Is(err, statesync.ErrNotInitialized) {
 		t.Fatalf("update on an empty log: %v, want ErrNotInitialized", err)
 	}
