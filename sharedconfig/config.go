@@ -1,0 +1,252 @@
+// Package sharedconfig is a key/value configuration shared by many processes:
+// Pravega's SharedConfig sample, on the statesync synchronizer.
+//
+// Reads (Get, GetAll) use the local copy and do no I/O: they may be stale
+// until Refresh or the process's next write, as in the original. Every write
+// is a conditional append that lands only if the writer's copy was the
+// latest; otherwise the writer catches up and decides again. Unlike the
+// original, a conditional operation that decides not to write (a
+// put-if-absent on an existing key, a remove or replace whose value does not
+// match, a clear of an empty config) checks that its copy was current, so
+// its answer was true of the shared config at some instant during the call.
+package sharedconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"unicode/utf8"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// CompactionPolicy says when a process writes a snapshot and drops the
+// history before it.
+type CompactionPolicy struct {
+	// RemovesBeforeCompaction: compact after this many Remove and
+	// RemoveIfValue calls by this process, whether or not they removed
+	// anything (the original's rule, with 5). 0 turns the rule off.
+	RemovesBeforeCompaction int
+	// CompactOnClear: compact after every Clear (the original's rule).
+	CompactOnClear bool
+	// MaxEntries: compact when the history since the last snapshot reaches
+	// this many entries, so that a put-only workload cannot grow it without
+	// bound. 0 turns the rule off.
+	MaxEntries uint64
+}
+
+// DefaultCompactionPolicy is the original's policy plus a bound of 1,000
+// entries of history.
+var DefaultCompactionPolicy = CompactionPolicy{RemovesBeforeCompaction: 5, CompactOnClear: true, MaxEntries: 1000}
+
+// Options configure Open.
+type Options struct {
+	// Compaction is the compaction policy; the zero value never compacts
+	// on its own. Use DefaultCompactionPolicy for the original's.
+	Compaction CompactionPolicy
+	// CompactionFailed, if set, hears of compactions that failed. A failed
+	// compaction loses nothing (the history just stays longer) and does not
+	// fail the operation that triggered it.
+	CompactionFailed func(error)
+	// Trace, if set, sees every attempt of every conditional write.
+	Trace func(statesync.Attempt)
+}
+
+// Config is one shared config, open in this process. It is safe for
+// concurrent use.
+type Config struct {
+	sync *statesync.Synchronizer[State]
+	opts Options
+
+	mu          sync.Mutex
+	removesLeft int
+}
+
+// ErrNotUTF8: keys and values must be UTF-8 text.
+var ErrNotUTF8 = errors.New("keys and values must be UTF-8 text")
+
+// Open opens the shared config held in log, initialising it as empty if the
+// log is empty and loading it otherwise.
+func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
+	var syncOpts []statesync.Option
+	if o.Trace != nil {
+		syncOpts = append(syncOpts, statesync.WithTrace(o.Trace))
+	}
+	c := &Config{
+		sync:        statesync.New[State](log, Codec{}, syncOpts...),
+		opts:        o,
+		removesLeft: o.Compaction.RemovesBeforeCompaction,
+	}
+	if err := c.sync.Initialize(ctx, Snapshot{EmptyState()}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// State is the local copy: no I/O.
+func (c *Config) State() State {
+	st, _ := c.sync.State()
+	return st.Value
+}
+
+// Revision is the revision of the local copy.
+func (c *Config) Revision() uint64 {
+	st, _ := c.sync.State()
+	return st.Revision
+}
+
+// EntriesSinceCompaction is the history a new reader would replay after the
+// newest snapshot, as this process knows it.
+func (c *Config) EntriesSinceCompaction() uint64 { return c.sync.EntriesSinceCompaction() }
+
+// Log is the log the config is stored in.
+func (c *Config) Log() statesync.Log { return c.sync.Log() }
+
+// Get returns the local value of key.
+func (c *Config) Get(key string) (string, bool) { return c.State().Get(key) }
+
+// Refresh brings the local copy up to date with the shared config.
+func (c *Config) Refresh(ctx context.Context) error { return c.sync.Fetch(ctx) }
+
+// update runs fn through the synchronizer and then applies the compaction
+// policy.
+func update[R any](ctx context.Context, c *Config, fn func(State) ([]statesync.Update[State], R), keysAndValues ...string) (R, error) {
+	for _, s := range keysAndValues {
+		if !utf8.ValidString(s) {
+			var zero R
+			return zero, fmt.Errorf("%q: %w", s, ErrNotUTF8)
+		}
+	}
+	r, err := statesync.UpdateState(ctx, c.sync, fn)
+	if err != nil {
+		return r, err
+	}
+	if c.opts.Compaction.MaxEntries > 0 && c.sync.EntriesSinceCompaction() >= c.opts.Compaction.MaxEntries {
+		c.compact(ctx)
+	}
+	return r, nil
+}
+
+func (c *Config) compact(ctx context.Context) {
+	c.mu.Lock()
+	c.removesLeft = c.opts.Compaction.RemovesBeforeCompaction
+	c.mu.Unlock()
+	if err := c.Compact(ctx); err != nil && c.opts.CompactionFailed != nil {
+		c.opts.CompactionFailed(err)
+	}
+}
+
+// countRemove applies the original's rule: every fifth remove compacts.
+func (c *Config) countRemove(ctx context.Context) {
+	if c.opts.Compaction.RemovesBeforeCompaction <= 0 {
+		return
+	}
+	c.mu.Lock()
+	c.removesLeft--
+	due := c.removesLeft <= 0
+	c.mu.Unlock()
+	if due {
+		c.compact(ctx)
+	}
+}
+
+// Compact writes a snapshot of the config and drops the history before it.
+func (c *Config) Compact(ctx context.Context) error {
+	return c.sync.Compact(ctx, func(s State) statesync.InitialUpdate[State] { return Snapshot{s} })
+}
+
+type updates = []statesync.Update[State]
+
+// previous is what an operation found: a value and whether the key had one.
+type previous struct {
+	value  string
+	exists bool
+}
+
+// Put sets key to value and returns the value it replaced, if any.
+func (c *Config) Put(ctx context.Context, key, value string) (old string, existed bool, err error) {
+	p, err := update(ctx, c, func(s State) (updates, previous) {
+		old, ok := s.Get(key)
+		return updates{Put{key, value}}, previous{old, ok}
+	}, key, value)
+	return p.value, p.exists, err
+}
+
+// PutIfAbsent sets key to value only if key has no value, and otherwise
+// returns the value it has.
+func (c *Config) PutIfAbsent(ctx context.Context, key, value string) (existing string, existed bool, err error) {
+	p, err := update(ctx, c, func(s State) (updates, previous) {
+		if old, ok := s.Get(key); ok {
+			return nil, previous{old, true}
+		}
+		return updates{Put{key, value}}, previous{}
+	}, key, value)
+	return p.value, p.exists, err
+}
+
+// Remove deletes key and returns the value it had, if any.
+func (c *Config) Remove(ctx context.Context, key string) (old string, existed bool, err error) {
+	p, err := update(ctx, c, func(s State) (updates, previous) {
+		old, ok := s.Get(key)
+		if !ok {
+			return nil, previous{}
+		}
+		return updates{Remove{key}}, previous{old, true}
+	}, key)
+	if err == nil {
+		c.countRemove(ctx)
+	}
+	return p.value, p.exists, err
+}
+
+// RemoveIfValue deletes key only if its value is value.
+func (c *Config) RemoveIfValue(ctx context.Context, key, value string) (removed bool, err error) {
+	removed, err = update(ctx, c, func(s State) (updates, bool) {
+		if old, ok := s.Get(key); !ok || old != value {
+			return nil, false
+		}
+		return updates{Remove{key}}, true
+	}, key, value)
+	if err == nil {
+		c.countRemove(ctx)
+	}
+	return removed, err
+}
+
+// Replace sets key to value only if key has a value, and returns that value.
+func (c *Config) Replace(ctx context.Context, key, value string) (old string, existed bool, err error) {
+	p, err := update(ctx, c, func(s State) (updates, previous) {
+		old, ok := s.Get(key)
+		if !ok {
+			return nil, previous{}
+		}
+		return updates{Put{key, value}}, previous{old, true}
+	}, key, value)
+	return p.value, p.exists, err
+}
+
+// ReplaceIfValue sets key to newValue only if its value is currentValue.
+func (c *Config) ReplaceIfValue(ctx context.Context, key, currentValue, newValue string) (replaced bool, err error) {
+	return update(ctx, c, func(s State) (updates, bool) {
+		if old, ok := s.Get(key); !ok || old != currentValue {
+			return nil, false
+		}
+		return updates{Put{key, newValue}}, true
+	}, key, currentValue, newValue)
+}
+
+// Clear deletes every key of the shared config, even when the local copy
+// looks empty, and returns how many there were.
+func (c *Config) Clear(ctx context.Context) (removed int, err error) {
+	removed, err = update(ctx, c, func(s State) (updates, int) {
+		if s.Len() == 0 {
+			return nil, 0
+		}
+		return updates{Clear{}}, s.Len()
+	})
+	if err == nil && c.opts.Compaction.CompactOnClear {
+		c.compact(ctx)
+	}
+	return removed, err
+}

@@ -1,0 +1,460 @@
+package sharedconfig_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var configCount atomic.Int64
+
+// env is one server and one config name; open gives each client its own
+// connection, as separate processes would have.
+type env struct {
+	t    *testing.T
+	srv  *jetstream.Server
+	name string
+}
+
+func newEnv(t *testing.T) *env {
+	return &env{t: t, srv: jstest.Server(t), name: fmt.Sprint("cfg", configCount.Add(1))}
+}
+
+func (e *env) open(o sharedconfig.Options) *sharedconfig.Config {
+	e.t.Helper()
+	nc := jstest.Connect(e.t, e.srv)
+	return openOn(e.t, nc, e.name, o)
+}
+
+func openOn(t *testing.T, nc *nats.Conn, name string, o sharedconfig.Options) *sharedconfig.Config {
+	t.Helper()
+	ctx := context.Background()
+	l, err := jetstream.OpenLog(ctx, nc, "test", name, jetstream.LogOptions{})
+	if err != nil {
+		t.Fatalf("OpenLog: %v", err)
+	}
+	c, err := sharedconfig.Open(ctx, l, o)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return c
+}
+
+func contents(c *sharedconfig.Config) map[string]string {
+	return maps.Collect(c.State().All())
+}
+
+func must[T any](t *testing.T) func(T, error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+type answer struct {
+	value string
+	ok    bool
+}
+
+// answers returns a function that turns an operation's results into an
+// answer, failing the test on an error.
+func answers(t *testing.T) func(string, bool, error) answer {
+	return func(v string, ok bool, err error) answer {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return answer{v, ok}
+	}
+}
+
+func put(t *testing.T, c *sharedconfig.Config, key, value string) {
+	t.Helper()
+	if _, _, err := c.Put(context.Background(), key, value); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOperations(t *testing.T) {
+	ctx := context.Background()
+	ans := answers(t)
+	c := newEnv(t).open(sharedconfig.Options{})
+
+	if got := ans(c.Put(ctx, "a", "1")); got != (answer{"", false}) {
+		t.Errorf("Put new = %v", got)
+	}
+	if got := ans(c.Put(ctx, "a", "2")); got != (answer{"1", true}) {
+		t.Errorf("Put existing = %v", got)
+	}
+	if v, ok := c.Get("a"); v != "2" || !ok {
+		t.Errorf("Get = %q, %v", v, ok)
+	}
+	if _, ok := c.Get("nope"); ok {
+		t.Error("Get of an absent key found it")
+	}
+	if got := ans(c.PutIfAbsent(ctx, "a", "3")); got != (answer{"2", true}) {
+		t.Errorf("PutIfAbsent existing = %v", got)
+	}
+	if got := ans(c.PutIfAbsent(ctx, "b", "x")); got != (answer{"", false}) {
+		t.Errorf("PutIfAbsent new = %v", got)
+	}
+	if got := ans(c.Replace(ctx, "a", "4")); got != (answer{"2", true}) {
+		t.Errorf("Replace existing = %v", got)
+	}
+	if got := ans(c.Replace(ctx, "nope", "4")); got != (answer{"", false}) {
+		t.Errorf("Replace absent = %v", got)
+	}
+	if _, ok := c.Get("nope"); ok {
+		t.Error("Replace of an absent key created it")
+	}
+	if ok := must[bool](t)(c.ReplaceIfValue(ctx, "a", "wrong", "5")); ok {
+		t.Error("ReplaceIfValue with a wrong value replaced")
+	}
+	if ok := must[bool](t)(c.ReplaceIfValue(ctx, "nope", "", "5")); ok {
+		t.Error("ReplaceIfValue of an absent key replaced")
+	}
+	if ok := must[bool](t)(c.ReplaceIfValue(ctx, "a", "4", "5")); !ok {
+		t.Error("ReplaceIfValue with the right value did not replace")
+	}
+	if ok := must[bool](t)(c.RemoveIfValue(ctx, "a", "4")); ok {
+		t.Error("RemoveIfValue with a wrong value removed")
+	}
+	if ok := must[bool](t)(c.RemoveIfValue(ctx, "a", "5")); !ok {
+		t.Error("RemoveIfValue with the right value did not remove")
+	}
+	if got := ans(c.Remove(ctx, "b")); got != (answer{"x", true}) {
+		t.Errorf("Remove existing = %v", got)
+	}
+	if got := ans(c.Remove(ctx, "b")); got != (answer{"", false}) {
+		t.Errorf("Remove absent = %v", got)
+	}
+	for _, k := range []string{"z", "m", "a/1", "a"} {
+		put(t, c, k, "v"+k)
+	}
+	var keys []string
+	for k := range c.State().All() {
+		keys = append(keys, k)
+	}
+	if strings.Join(keys, ",") != "a,a/1,m,z" {
+		t.Errorf("All is not sorted: %v", keys)
+	}
+	keys = nil
+	for k := range c.State().WithPrefix("a") {
+		keys = append(keys, k)
+	}
+	if strings.Join(keys, ",") != "a,a/1" {
+		t.Errorf("WithPrefix(a) = %v", keys)
+	}
+	if n := must[int](t)(c.Clear(ctx)); n != 4 {
+		t.Errorf("Clear removed %d, want 4", n)
+	}
+	if n := must[int](t)(c.Clear(ctx)); n != 0 {
+		t.Errorf("Clear of an empty config removed %d", n)
+	}
+	if c.State().Len() != 0 {
+		t.Errorf("after Clear: %v", contents(c))
+	}
+	if _, _, err := c.Put(ctx, "k\xff", "v"); !errors.Is(err, sharedconfig.ErrNotUTF8) {
+		t.Errorf("Put of a non-UTF-8 key: %v", err)
+	}
+}
+
+// The original answered conditional operations from a stale copy; these
+// answers must hold for the shared config.
+func TestStaleCopyAnswersAreTrue(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	ans := answers(t)
+	fresh, stale := e.open(sharedconfig.Options{}), e.open(sharedconfig.Options{})
+
+	put(t, fresh, "k", "v1")
+	// stale has not seen k.
+	if got := ans(stale.PutIfAbsent(ctx, "k", "mine")); got != (answer{"v1", true}) {
+		t.Errorf("stale PutIfAbsent = %v, want the existing v1", got)
+	}
+	put(t, fresh, "k", "v2")
+	if got := ans(stale.Put(ctx, "k", "v3")); got != (answer{"v2", true}) {
+		t.Errorf("stale Put = %v, want the latest old value v2", got)
+	}
+	put(t, fresh, "n", "x")
+	if got := ans(stale.Replace(ctx, "n", "y")); got != (answer{"x", true}) {
+		t.Errorf("stale Replace of a key it has not seen = %v, want replaced from x", got)
+	}
+	put(t, fresh, "r", "x")
+	if got := ans(stale.Remove(ctx, "r")); got != (answer{"x", true}) {
+		t.Errorf("stale Remove of a key it has not seen = %v, want removed x", got)
+	}
+	put(t, fresh, "r", "x")
+	if ok := must[bool](t)(stale.RemoveIfValue(ctx, "r", "x")); !ok {
+		t.Error("stale RemoveIfValue with the shared value did not remove")
+	}
+	put(t, fresh, "q", "new")
+	if ok := must[bool](t)(stale.ReplaceIfValue(ctx, "q", "new", "newer")); !ok {
+		t.Error("stale ReplaceIfValue with the shared value did not replace")
+	}
+
+	// CLEAR from a copy that looks empty still clears the shared config.
+	e2 := newEnv(t)
+	writer, empty := e2.open(sharedconfig.Options{}), e2.open(sharedconfig.Options{})
+	put(t, writer, "a", "1")
+	if empty.State().Len() != 0 {
+		t.Fatal("the second copy is not stale")
+	}
+	if n := must[int](t)(empty.Clear(ctx)); n != 1 {
+		t.Errorf("Clear from an empty-looking copy removed %d, want 1", n)
+	}
+	if err := writer.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if writer.State().Len() != 0 {
+		t.Errorf("shared config after Clear: %v", contents(writer))
+	}
+}
+
+func TestCompactionPolicy(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	c := e.open(sharedconfig.Options{Compaction: sharedconfig.DefaultCompactionPolicy})
+	for i := range 4 {
+		put(t, c, fmt.Sprint(i), "v")
+	}
+	for i := range 4 {
+		if _, _, err := c.Remove(ctx, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.EntriesSinceCompaction(); n != 8 {
+		t.Fatalf("entries after 4 puts and 4 removes = %d, want 8", n)
+	}
+	must[bool](t)(c.RemoveIfValue(ctx, "none", "x")) // the fifth remove, though it removes nothing
+	if n := c.EntriesSinceCompaction(); n != 0 {
+		t.Fatalf("entries after the fifth remove = %d, want 0 (compacted)", n)
+	}
+	put(t, c, "x", "v")
+	must[int](t)(c.Clear(ctx))
+	if n := c.EntriesSinceCompaction(); n != 0 {
+		t.Fatalf("entries after Clear = %d, want 0 (compacted)", n)
+	}
+
+	bounded := e.open(sharedconfig.Options{Compaction: sharedconfig.CompactionPolicy{MaxEntries: 10}})
+	for i := range 25 {
+		put(t, bounded, "k", fmt.Sprint(i))
+		if n := bounded.EntriesSinceCompaction(); n >= 10 {
+			t.Fatalf("after put %d the history is %d entries, over the bound of 10", i, n)
+		}
+	}
+	last, err := bounded.Log().LastRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := e.open(sharedconfig.Options{})
+	if v, _ := reader.Get("k"); v != "24" || reader.Revision() != last {
+		t.Fatalf("a new reader sees k=%q at %d, want 24 at %d", v, reader.Revision(), last)
+	}
+}
+
+// 8 synchronizers on separate connections, 250 increments each.
+func TestConcurrentCounter(t *testing.T) {
+	srv := jstest.Server(t)
+	const writers, each = 8, 250
+	openCounter := func() *statesync.Synchronizer[statesync.Counter] {
+		l, err := jetstream.OpenLog(context.Background(), jstest.Connect(t, srv), "test", "counter", jetstream.LogOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := statesync.New[statesync.Counter](l, statesync.CounterCodec{})
+		if err := s.Initialize(context.Background(), statesync.CounterStart{}); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var wg sync.WaitGroup
+	for range writers {
+		s := openCounter()
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			for range each {
+				if _, err := statesync.Increment(ctx, s); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	st, _ := openCounter().State()
+	if st.Value != writers*each {
+		t.Fatalf("counter = %d, want %d", st.Value, writers*each)
+	}
+	// One initial entry plus one per increment: nothing lost or doubled.
+	if st.Revision != 1+writers*each {
+		t.Fatalf("log at revision %d, want %d", st.Revision, 1+writers*each)
+	}
+}
+
+func TestCompactionRacingWriters(t *testing.T) {
+	e := newEnv(t)
+	const writers, each = 4, 60
+	var wg sync.WaitGroup
+	for w := range writers {
+		c := e.open(sharedconfig.Options{})
+		wg.Go(func() {
+			for i := range each {
+				if _, _, err := c.Put(context.Background(), fmt.Sprintf("w%d/%03d", w, i), fmt.Sprint(i)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	compactor := e.open(sharedconfig.Options{})
+	stale := e.open(sharedconfig.Options{}) // never refreshes until the end
+	done := make(chan struct{})
+	compactions := 0
+	go func() {
+		defer close(done)
+		for range 15 {
+			if err := compactor.Compact(context.Background()); err != nil {
+				t.Error(err)
+				return
+			}
+			compactions++
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	wg.Wait()
+	<-done
+	want := map[string]string{}
+	for w := range writers {
+		for i := range each {
+			want[fmt.Sprintf("w%d/%03d", w, i)] = fmt.Sprint(i)
+		}
+	}
+	if err := stale.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]*sharedconfig.Config{"stale reader": stale, "new reader": e.open(sharedconfig.Options{})} {
+		if got := contents(c); !maps.Equal(got, want) {
+			t.Errorf("%s sees %d keys, want %d", name, len(got), len(want))
+		}
+	}
+	if compactions != 15 {
+		t.Errorf("%d compactions landed, want 15", compactions)
+	}
+}
+
+func TestLargeStateCompacts(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	c := e.open(sharedconfig.Options{})
+	value := strings.Repeat("v", 64<<10)
+	want := map[string]string{}
+	for i := range 80 { // 80 × 64 KiB = 5 MiB, over the 1 MiB max payload
+		k := fmt.Sprintf("key%02d", i)
+		want[k] = value + k
+		if _, _, err := c.Put(ctx, k, want[k]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Compact(ctx); err != nil {
+		t.Fatalf("compacting 5 MiB: %v", err)
+	}
+	if _, _, err := c.Put(ctx, "after", "x"); err != nil {
+		t.Fatal(err)
+	}
+	want["after"] = "x"
+	if got := contents(e.open(sharedconfig.Options{})); !maps.Equal(got, want) {
+		t.Fatalf("a new client rebuilt %d keys, want %d", len(got), len(want))
+	}
+}
+
+func TestServerRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	srv := jstest.ServerAt(t, dir, "127.0.0.1:0")
+	listen := strings.TrimPrefix(srv.ClientURL(), "nats://")
+	nc := jstest.Connect(t, srv)
+	a := openOn(t, nc, "restart", sharedconfig.Options{})
+	b := openOn(t, jstest.Connect(t, srv), "restart", sharedconfig.Options{})
+	if _, _, err := a.Put(ctx, "k", "before"); err != nil {
+		t.Fatal(err)
+	}
+	srv.Shutdown()
+	jstest.ServerAt(t, dir, listen)
+	// The clients reconnect on their own and go on.
+	opCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	old, _, err := b.Put(opCtx, "k", "after")
+	if err != nil || old != "before" {
+		t.Fatalf("Put after restart = %q, %v; want the old value before", old, err)
+	}
+	if err := a.Refresh(opCtx); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := a.Get("k"); v != "after" {
+		t.Fatalf("a sees %q after restart, want after", v)
+	}
+}
+
+func TestGarbageEntry(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	c := e.open(sharedconfig.Options{})
+	if _, _, err := c.Put(ctx, "k", "good"); err != nil {
+		t.Fatal(err)
+	}
+	nc := jstest.Connect(t, e.srv)
+	js, _ := natsjs.New(nc)
+	cases := []struct{ kind, body string }{
+		{"update", "not json"},
+		{"update", `{"ops":[{"op":"explode"}]}`},
+		{"update", `{"ops":[{"op":"put","key":"k"}]}`},
+		{"snapshot", `{"properties":null}`},
+	}
+	for _, tc := range cases {
+		msg := nats.NewMsg(jetstream.Subject("test", e.name))
+		msg.Header.Set(jetstream.HeaderFormat, "1")
+		msg.Header.Set(jetstream.HeaderKind, tc.kind)
+		msg.Data = []byte(tc.body)
+		ack, err := js.PublishMsg(ctx, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Refresh(ctx)
+		var entryErr *statesync.EntryError
+		if !errors.As(err, &entryErr) || entryErr.Revision != ack.Sequence || !strings.Contains(err.Error(), jetstream.StreamName("test", e.name)) {
+			t.Fatalf("Refresh over %q: %v; want an error naming the stream and entry %d", tc.body, err, ack.Sequence)
+		}
+		if v, _ := c.Get("k"); v != "good" {
+			t.Fatalf("reads after garbage: %q, want the last good value", v)
+		}
+		if _, _, err := c.Put(ctx, "k", "new"); !errors.As(err, &entryErr) {
+			t.Fatalf("a write past garbage: %v; want it refused with the entry error", err)
+		}
+		// The next case starts on a clean config.
+		e.name = fmt.Sprint("cfg", configCount.Add(1))
+		c = e.open(sharedconfig.Options{})
+		put(t, c, "k", "good")
+	}
+}
