@@ -1,0 +1,69 @@
+package cmd
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sharedconfig/sharedconfig/jetstream"
+)
+
+func newServerCmd() *cobra.Command {
+	var (
+		listen, dataDir string
+		idle            time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "server",
+		Short: "Run a NATS server with JetStream for sharedconfig, in the foreground",
+		Long: `server runs an embedded NATS server with JetStream and a file store, listening
+on a loopback address, until it is interrupted (Ctrl-C or SIGTERM). Every
+acknowledged write is synced to disk. The data directory is locked: one
+server per directory.`,
+		Example: `  sharedconfig server --listen 127.0.0.1:4222 --data-dir ./data`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dataDir == "" {
+				dataDir = defaultDataDir()
+			}
+			srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: listen, DataDir: dataDir})
+			if err != nil {
+				return &exitError{exitStartup, err}
+			}
+			defer srv.Shutdown()
+			fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig server: listening on %s, data in %s\n", srv.ClientURL(), dataDir)
+			ctx := cmd.Context()
+			if idle <= 0 {
+				<-ctx.Done()
+			} else {
+				waitIdle(ctx.Done(), srv, idle)
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), "sharedconfig server: shutting down")
+			return nil
+		},
+	}
+	c.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "loopback `HOST:PORT` to listen on")
+	c.Flags().StringVar(&dataDir, "data-dir", "", "`DIR` for the file store (default: "+defaultDataDir()+")")
+	c.Flags().DurationVar(&idle, "exit-when-idle", 0, "exit once no client has been connected for this long (0: never)")
+	return c
+}
+
+// waitIdle returns when done closes or srv has had no clients for idle.
+func waitIdle(done <-chan struct{}, srv *jetstream.Server, idle time.Duration) {
+	tick := time.NewTicker(min(idle/4, time.Second))
+	defer tick.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-done:
+			return
+		case now := <-tick.C:
+			if srv.NumClients() > 0 {
+				last = now
+			} else if now.Sub(last) >= idle {
+				return
+			}
+		}
+	}
+}

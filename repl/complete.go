@@ -1,0 +1,49 @@
+package repl
+
+import (
+	"strings"
+	"unicode"
+)
+
+// Suggestion is one completion: the text to put in place of the word being
+// typed, and a description.
+type Suggestion struct {
+	Text, Description string
+}
+
+// Complete returns completions for the text before the cursor: command
+// names for the first word, then keys of the local copy for a command's
+// first parameter.
+func (sh *Shell) Complete(before string) []Suggestion {
+	before = strings.TrimLeftFunc(before, unicode.IsSpace)
+	i := strings.IndexFunc(before, unicode.IsSpace)
+	if i < 0 {
+		var out []Suggestion
+		for _, c := range commands {
+			if hasPrefixFold(c.name, before) {
+				out = append(out, Suggestion{c.name, c.help})
+			}
+		}
+		return out
+	}
+	c := lookup(before[:i])
+	rest := strings.TrimLeftFunc(before[i:], unicode.IsSpace)
+	if c == nil || !c.keyArg || strings.Contains(rest, ",") || strings.HasPrefix(rest, `"`) {
+		return nil
+	}
+	var out []Suggestion
+	for k, v := range sh.cfg.State().WithPrefix(rest) {
+		if strings.ContainsAny(k, " ,\"") {
+			continue // completion replaces one word; such keys are typed quoted
+		}
+		out = append(out, Suggestion{k, v})
+		if len(out) == 50 {
+			break
+		}
+	}
+	return out
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}

@@ -1,0 +1,114 @@
+package repl
+
+import (
+	"errors"
+	"io"
+	"os"
+
+	prompt "github.com/c-bata/go-prompt"
+	"golang.org/x/term"
+)
+
+// ErrInterrupted: the user pressed Ctrl-C twice at the prompt.
+var ErrInterrupted = errors.New("interrupted")
+
+// Terminal reads lines from the terminal with go-prompt: a prompt, command
+// and key completion, and history (Up and Down). Ctrl-D on an empty line
+// ends input; Ctrl-C clears the line, and a second Ctrl-C in a row quits.
+//
+// go-prompt v0.2.6 leaves the terminal in raw mode after each line (it
+// restores a copy of the settings that it had made raw), so Terminal saves
+// the settings itself and puts them back after every line and on Close.
+type Terminal struct {
+	p      *prompt.Prompt
+	keys   *keyWatcher
+	fd     int
+	saved  *term.State
+	closed bool
+}
+
+// NewTerminal starts reading the terminal on stdin. It must only be called
+// when stdin is a terminal: go-prompt panics without one.
+func NewTerminal(prefix string, complete func(before string) []Suggestion) (*Terminal, error) {
+	fd := int(os.Stdin.Fd())
+	saved, err := term.GetState(fd)
+	if err != nil {
+		return nil, err
+	}
+	keys := &keyWatcher{ConsoleParser: prompt.NewStandardInputParser()}
+	t := &Terminal{keys: keys, fd: fd, saved: saved}
+	t.p = prompt.New(
+		func(string) {}, // lines are taken with Input, not run by go-prompt
+		func(d prompt.Document) []prompt.Suggest {
+			var out []prompt.Suggest
+			for _, s := range complete(d.TextBeforeCursor()) {
+				out = append(out, prompt.Suggest{Text: s.Text, Description: s.Description})
+			}
+			return out
+		},
+		prompt.OptionParser(keys),
+		prompt.OptionPrefix(prefix),
+		prompt.OptionCompletionWordSeparator(" ,"),
+		prompt.OptionMaxSuggestion(8),
+		prompt.OptionSetExitCheckerOnInput(func(_ string, breakline bool) bool {
+			return !breakline && keys.ctrlC >= 2
+		}),
+	)
+	return t, nil
+}
+
+// ReadLine implements Input.
+func (t *Terminal) ReadLine() (string, error) {
+	line := t.p.Input()
+	// Put the terminal back in the state it was in, so that answers print
+	// normally and Ctrl-C during a command is a signal again.
+	if err := term.Restore(t.fd, t.saved); err != nil {
+		return "", err
+	}
+	switch {
+	case t.keys.ctrlC >= 2:
+		return "", ErrInterrupted
+	case line == "" && t.keys.last == ctrlD:
+		return "", io.EOF
+	}
+	return line, nil
+}
+
+// Close restores the terminal. It is safe to call more than once.
+func (t *Terminal) Close() error {
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	return term.Restore(t.fd, t.saved)
+}
+
+const (
+	ctrlC = 0x03
+	ctrlD = 0x04
+)
+
+// keyWatcher passes keys through to go-prompt and remembers the last one and
+// how many Ctrl-Cs came in a row, which go-prompt's Input does not report.
+type keyWatcher struct {
+	prompt.ConsoleParser
+	last  byte
+	ctrlC int
+}
+
+func (k *keyWatcher) Read() ([]byte, error) {
+	b, err := k.ConsoleParser.Read()
+	if len(b) == 0 {
+		return b, err // go-prompt polls; nothing was typed
+	}
+	k.last = 0
+	if len(b) == 1 {
+		k.last = b[0]
+	}
+	if k.last == ctrlC {
+		k.ctrlC++
+	} else {
+		k.ctrlC = 0
+	}
+	return b, err
+}
