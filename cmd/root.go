@@ -180,7 +180,10 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 	err = sh.Run(ctx, in)
 	switch {
 	case errors.Is(err, repl.ErrInterrupted), errors.Is(err, context.Canceled):
-		// Ctrl-C, SIGINT or SIGTERM: a clean exit.
+		// Ctrl-C, SIGINT or SIGTERM: a clean exit, off the prompt's line.
+		if interactive {
+			fmt.Fprintln(out)
+		}
 	case err != nil:
 		return &exitError{exitFailures, fmt.Errorf("reading input: %w", err)}
 	}

@@ -100,7 +100,7 @@ func RedactURLs(urls string) string {
 		if err != nil || u.User == nil {
 			continue
 		}
-		u.User = url.User("***")
+		u.User = url.User("REDACTED")
 		parts[i] = u.String()
 	}
 	return strings.Join(parts, ",")

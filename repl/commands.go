@@ -96,7 +96,9 @@ func runGetAll(_ context.Context, sh *Shell, _ []string) outcome {
 	}
 	table := tablewriter.NewTable(sh.out,
 		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
 		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithTrimSpace(tw.Off), // values keep their spaces, as GET shows them
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
 	)
 	table.Header("Key", "Value")

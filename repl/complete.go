@@ -16,6 +16,9 @@ type Suggestion struct {
 // first parameter.
 func (sh *Shell) Complete(before string) []Suggestion {
 	before = strings.TrimLeftFunc(before, unicode.IsSpace)
+	if before == "" {
+		return nil // a menu on every empty prompt is noise; a letter opens it
+	}
 	i := strings.IndexFunc(before, unicode.IsSpace)
 	if i < 0 {
 		var out []Suggestion

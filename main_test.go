@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"go.uber.org/goleak"
+
+	"github.com/sharedconfig/sharedconfig/cmd"
+	"github.com/sharedconfig/sharedconfig/jetstream"
+)
+
+// runMain is the sharedconfig binary inside the test binary: testscript
+// runs it as the command "sharedconfig", and the Go tests below as a
+// process of their own.
+func runMain() int { return cmd.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr) }
+
+const runMainEnv = "SHAREDCONFIG_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		os.Exit(runMain())
+	}
+	os.Exit(testscript.RunMain(leakChecked{m}, map[string]func() int{"sharedconfig": runMain}))
+}
+
+// leakChecked fails the run if the tests leave goroutines behind.
+type leakChecked struct{ m *testing.M }
+
+func (l leakChecked) Run() int {
+	code := l.m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			return 1
+		}
+	}
+	return code
+}
+
+// TestScripts runs testdata/script/*.txtar. Each script gets its own server,
+// reachable through NATS_URL (and $SERVER), and a free port in $FREEPORT for
+// scripts that start servers of their own.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: filepath.Join(env.WorkDir, ".server")})
+			if err != nil {
+				return err
+			}
+			env.Defer(srv.Shutdown)
+			env.Setenv("NATS_URL", srv.ClientURL())
+			env.Setenv("SERVER", srv.ClientURL())
+			env.Setenv("FREEPORT", strconv.Itoa(freePort(env.T())))
+			env.Setenv("XDG_DATA_HOME", filepath.Join(env.WorkDir, ".data"))
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"stoplocal": stopLocal,
+			"waitport":  waitPort,
+		},
+	})
+}
+
+func freePort(t testscript.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// stoplocal DIR: stops the server whose pid is in DIR/LOCK and waits until
+// it has let go of the directory.
+func stopLocal(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: stoplocal DIR")
+	}
+	lock := ts.MkAbs(filepath.Join(args[0], "LOCK"))
+	b, err := os.ReadFile(lock)
+	ts.Check(err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	ts.Check(err)
+	ts.Check(syscall.Kill(pid, syscall.SIGTERM))
+	for range 100 {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ts.Fatalf("server %d did not stop", pid)
+}
+
+// waitport [!] PORT: waits until something listens on 127.0.0.1:PORT (or,
+// with !, until nothing does).
+func waitPort(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: waitport PORT")
+	}
+	for range 100 {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+args[0], time.Second)
+		if c != nil {
+			c.Close()
+		}
+		if (err == nil) != neg {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ts.Fatalf("port %s: still not in the wanted state", args[0])
+}
+
+// repl is a sharedconfig process driven through pipes, as a user in a
+// terminal would drive it (stdin is not a terminal, so no prompt).
+type repl struct {
+	t     *testing.T
+	name  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan string
+}
+
+func startREPL(t *testing.T, name string, args ...string) *repl {
+	t.Helper()
+	c := exec.Command(os.Args[0], args...)
+	c.Env = append(os.Environ(), runMainEnv+"=1")
+	stdin, err := c.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stderr = c.Stdout
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := &repl{t: t, name: name, cmd: c, stdin: stdin, lines: make(chan string, 100)}
+	go func() {
+		defer close(r.lines)
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			r.lines <- s.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		stdin.Close()
+		if err := c.Wait(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	})
+	return r
+}
+
+func (r *repl) send(line string) {
+	r.t.Helper()
+	if _, err := fmt.Fprintln(r.stdin, line); err != nil {
+		r.t.Fatalf("%s: %v", r.name, err)
+	}
+}
+
+// expect waits for the next line of output and checks that it is want.
+func (r *repl) expect(want string) {
+	r.t.Helper()
+	select {
+	case got, ok := <-r.lines:
+		if !ok {
+			r.t.Fatalf("%s exited; want %q", r.name, want)
+		}
+		if got != want {
+			r.t.Fatalf("%s printed %q, want %q", r.name, got, want)
+		}
+	case <-time.After(15 * time.Second):
+		r.t.Fatalf("%s printed nothing; want %q", r.name, want)
+	}
+}
+
+// TestWalkthrough runs the original documentation's two-process walkthrough
+// with two processes on one server.
+func TestWalkthrough(t *testing.T) {
+	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	args := []string{"--server", srv.ClientURL(), "--scope", "walkthrough"}
+	p1, p2 := startREPL(t, "p1", args...), startREPL(t, "p2", args...)
+
+	p1.send("GET_ALL")
+	p1.expect("**** Properties for SharedConfig: 'someConfig' :")
+	p2.send("GET_ALL")
+	p2.expect("**** Properties for SharedConfig: 'someConfig' :")
+	p1.send("PUT p1,v1")
+	p1.expect("**** Property 'p1' added with value 'v1'")
+	p1.send("GET p1")
+	p1.expect("**** The value of property 'p1' is 'v1'")
+	p2.send("GET p1")
+	p2.expect("!!!! Property 'p1' is undefined")
+	p2.send("REFRESH")
+	p2.expect("**** Properties refreshed")
+	p2.send("GET p1")
+	p2.expect("**** The value of property 'p1' is 'v1'")
+	p2.send("REPLACE p1, newVal, v1")
+	p2.expect("**** Property 'p1' had value 'v1', now replaced with new value 'newVal'")
+	p2.send("GET p1")
+	p2.expect("**** The value of property 'p1' is 'newVal'")
+	p1.send("REPLACE p1, anotherVal, v1")
+	p1.expect("!!!! Property 'p1' was NOT replaced -- current value did not match given value 'v1'")
+	p1.send("GET p1")
+	p1.expect("**** The value of property 'p1' is 'newVal'")
+	// The stale-copy cases the original got wrong.
+	p2.send("PUT p2, x")
+	p2.expect("**** Property 'p2' added with value 'x'")
+	p1.send("REMOVE p2")
+	p1.expect("**** Property 'p2' is removed -- old value was 'x'")
+	p2.send("PUT_IF_ABSENT p1, mine")
+	p2.expect("**** Property 'p1' exists with value 'newVal'")
+	p2.send("CLEAR")
+	p2.expect("**** All properties removed")
+	p1.send("REFRESH")
+	p1.expect("**** Properties refreshed")
+	p1.send("GET p1")
+	p1.expect("!!!! Property 'p1' is undefined")
+	p1.send("QUIT")
+	p1.expect("**** Exiting...")
+	p2.send("QUIT")
+	p2.expect("**** Exiting...")
+}
