@@ -131,6 +131,8 @@ type repl struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	lines chan string
+	// wantExit is the exit status the test expects at the end.
+	wantExit int
 }
 
 func startREPL(t *testing.T, name string, args ...string) *repl {
@@ -159,8 +161,9 @@ func startREPL(t *testing.T, name string, args ...string) *repl {
 	}()
 	t.Cleanup(func() {
 		stdin.Close()
-		if err := c.Wait(); err != nil {
-			t.Errorf("%s: %v", name, err)
+		c.Wait()
+		if code := c.ProcessState.ExitCode(); code != r.wantExit {
+			t.Errorf("%s exited with status %d, want %d", name, code, r.wantExit)
 		}
 	})
 	return r
@@ -186,6 +189,64 @@ func (r *repl) expect(want string) {
 		}
 	case <-time.After(15 * time.Second):
 		r.t.Fatalf("%s printed nothing; want %q", r.name, want)
+	}
+}
+
+// expectPrefix waits for the next line of output and checks its start.
+func (r *repl) expectPrefix(prefix string) {
+	r.t.Helper()
+	select {
+	case got, ok := <-r.lines:
+		if !ok {
+			r.t.Fatalf("%s exited; want a line starting %q", r.name, prefix)
+		}
+		if !strings.HasPrefix(got, prefix) {
+			r.t.Fatalf("%s printed %q, want a line starting %q", r.name, got, prefix)
+		}
+	case <-time.After(15 * time.Second):
+		r.t.Fatalf("%s printed nothing; want a line starting %q", r.name, prefix)
+	}
+}
+
+// A server that goes away mid-session: commands fail with one line each, the
+// shell stays up, and commands work again once the server is back.
+func TestServerGoesAway(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Shutdown() }()
+	listen := strings.TrimPrefix(srv.ClientURL(), "nats://")
+	p := startREPL(t, "p", "--server", srv.ClientURL(), "--timeout", "1s")
+	p.wantExit = 1 // some lines failed
+	p.send("PUT a, 1")
+	p.expect("**** Property 'a' added with value '1'")
+	srv.Shutdown()
+	p.send("REFRESH")
+	p.expectPrefix("!!!! Error: no answer from the server within 1s")
+	p.send("GET a")
+	p.expect("**** The value of property 'a' is '1'")
+	srv, err = jetstream.StartServer(jetstream.ServerOptions{Listen: listen, DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p.send("PUT b, 2")
+		select {
+		case got := <-p.lines:
+			if got == "**** Property 'b' added with value '2'" {
+				p.send("QUIT")
+				p.expect("**** Exiting...")
+				return
+			}
+			if !strings.HasPrefix(got, "!!!! Error: ") || time.Now().After(deadline) {
+				t.Fatalf("after the server came back: %q", got)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("no answer after the server came back")
+		}
 	}
 }
 

@@ -108,7 +108,7 @@ malformed or a command failed, 2 when the shell could not start.`,
 	fl.StringVarP(&f.scope, "scope", "s", "example", "the config's scope")
 	fl.StringVarP(&f.name, "name", "n", "someConfig", "the config's name")
 	fl.StringVarP(&f.file, "file", "f", "", "run the commands in `FILE` as a script, then exit")
-	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long one command may wait for the server")
+	fl.DurationVar(&f.timeout, "timeout", 5*time.Second, "how long one command may wait for the server")
 	f.conn.register(root)
 	root.AddCommand(newServerCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })

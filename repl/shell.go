@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 // Input is where lines come from: a terminal or a script.
@@ -36,14 +37,14 @@ type Options struct {
 	Name string
 	// Out receives every answer.
 	Out io.Writer
-	// Timeout bounds each command's I/O; 0 means 10s.
+	// Timeout bounds each command's I/O; 0 means 5s.
 	Timeout time.Duration
 }
 
 // New returns a shell on cfg.
 func New(cfg *sharedconfig.Config, o Options) *Shell {
 	if o.Timeout == 0 {
-		o.Timeout = 10 * time.Second
+		o.Timeout = 5 * time.Second
 	}
 	return &Shell{cfg: cfg, name: o.Name, out: o.Out, timeout: o.Timeout}
 }
@@ -144,9 +145,12 @@ func (sh *Shell) warn(format string, args ...any) {
 
 // fail reports an error on one line.
 func (sh *Shell) fail(err error) outcome {
-	if errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(err, statesync.ErrUnknownOutcome):
+		sh.warn("Error: no answer from the server within %s: the change may or may not have been made; REFRESH, then look (%v)", sh.timeout, err)
+	case errors.Is(err, context.DeadlineExceeded):
 		sh.warn("Error: no answer from the server within %s; is it running? (%v)", sh.timeout, err)
-	} else {
+	default:
 		sh.warn("Error: %v", err)
 	}
 	return failed
