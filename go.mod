@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/benbjohnson/immutable v0.4.3
 	github.com/c-bata/go-prompt v0.2.6
+	github.com/creack/pty v1.1.24
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/nats-io/nuid v1.0.1

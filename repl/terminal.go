@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync/atomic"
 
 	prompt "github.com/c-bata/go-prompt"
 	"golang.org/x/term"
@@ -51,7 +52,7 @@ func NewTerminal(prefix string, complete func(before string) []Suggestion) (*Ter
 		prompt.OptionCompletionWordSeparator(" ,"),
 		prompt.OptionMaxSuggestion(8),
 		prompt.OptionSetExitCheckerOnInput(func(_ string, breakline bool) bool {
-			return !breakline && keys.ctrlC >= 2
+			return !breakline && keys.ctrlC.Load() >= 2
 		}),
 	)
 	return t, nil
@@ -66,9 +67,9 @@ func (t *Terminal) ReadLine() (string, error) {
 		return "", err
 	}
 	switch {
-	case t.keys.ctrlC >= 2:
+	case t.keys.ctrlC.Load() >= 2:
 		return "", ErrInterrupted
-	case line == "" && t.keys.last == ctrlD:
+	case line == "" && t.keys.last.Load() == ctrlD:
 		return "", io.EOF
 	}
 	return line, nil
@@ -90,10 +91,12 @@ const (
 
 // keyWatcher passes keys through to go-prompt and remembers the last one and
 // how many Ctrl-Cs came in a row, which go-prompt's Input does not report.
+// go-prompt reads keys on one goroutine and handles them on another, hence
+// the atomics.
 type keyWatcher struct {
 	prompt.ConsoleParser
-	last  byte
-	ctrlC int
+	last  atomic.Uint32 // the last key, if it was one byte
+	ctrlC atomic.Int32
 }
 
 func (k *keyWatcher) Read() ([]byte, error) {
@@ -101,14 +104,15 @@ func (k *keyWatcher) Read() ([]byte, error) {
 	if len(b) == 0 {
 		return b, err // go-prompt polls; nothing was typed
 	}
-	k.last = 0
+	var key uint32
 	if len(b) == 1 {
-		k.last = b[0]
+		key = uint32(b[0])
 	}
-	if k.last == ctrlC {
-		k.ctrlC++
+	k.last.Store(key)
+	if key == ctrlC {
+		k.ctrlC.Add(1)
 	} else {
-		k.ctrlC = 0
+		k.ctrlC.Store(0)
 	}
 	return b, err
 }
