@@ -74,7 +74,7 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-func freePort(t testscript.T) int {
+func freePort(t interface{ Fatal(...any) }) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -137,8 +137,14 @@ type repl struct {
 
 func startREPL(t *testing.T, name string, args ...string) *repl {
 	t.Helper()
+	return startREPLEnv(t, name, nil, args...)
+}
+
+// startREPLEnv starts a shell with env added to the test's environment.
+func startREPLEnv(t *testing.T, name string, env []string, args ...string) *repl {
+	t.Helper()
 	c := exec.Command(os.Args[0], args...)
-	c.Env = append(os.Environ(), runMainEnv+"=1")
+	c.Env = append(append(os.Environ(), runMainEnv+"=1"), env...)
 	stdin, err := c.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -176,35 +182,34 @@ func (r *repl) send(line string) {
 	}
 }
 
-// expect waits for the next line of output and checks that it is want.
-func (r *repl) expect(want string) {
+// next waits for the next line of output.
+func (r *repl) next() string {
 	r.t.Helper()
 	select {
 	case got, ok := <-r.lines:
 		if !ok {
-			r.t.Fatalf("%s exited; want %q", r.name, want)
+			r.t.Fatalf("%s exited", r.name)
 		}
-		if got != want {
-			r.t.Fatalf("%s printed %q, want %q", r.name, got, want)
-		}
+		return got
 	case <-time.After(15 * time.Second):
-		r.t.Fatalf("%s printed nothing; want %q", r.name, want)
+		r.t.Fatalf("%s printed nothing for 15s", r.name)
+		return ""
 	}
 }
 
-// expectPrefix waits for the next line of output and checks its start.
+// expect checks that the next line is want.
+func (r *repl) expect(want string) {
+	r.t.Helper()
+	if got := r.next(); got != want {
+		r.t.Fatalf("%s printed %q, want %q", r.name, got, want)
+	}
+}
+
+// expectPrefix checks that the next line starts with prefix.
 func (r *repl) expectPrefix(prefix string) {
 	r.t.Helper()
-	select {
-	case got, ok := <-r.lines:
-		if !ok {
-			r.t.Fatalf("%s exited; want a line starting %q", r.name, prefix)
-		}
-		if !strings.HasPrefix(got, prefix) {
-			r.t.Fatalf("%s printed %q, want a line starting %q", r.name, got, prefix)
-		}
-	case <-time.After(15 * time.Second):
-		r.t.Fatalf("%s printed nothing; want a line starting %q", r.name, prefix)
+	if got := r.next(); !strings.HasPrefix(got, prefix) {
+		r.t.Fatalf("%s printed %q, want a line starting %q", r.name, got, prefix)
 	}
 }
 
@@ -234,18 +239,14 @@ func TestServerGoesAway(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		p.send("PUT b, 2")
-		select {
-		case got := <-p.lines:
-			if got == "**** Property 'b' added with value '2'" {
-				p.send("QUIT")
-				p.expect("**** Exiting...")
-				return
-			}
-			if !strings.HasPrefix(got, "!!!! Error: ") || time.Now().After(deadline) {
-				t.Fatalf("after the server came back: %q", got)
-			}
-		case <-time.After(15 * time.Second):
-			t.Fatal("no answer after the server came back")
+		got := p.next()
+		if got == "**** Property 'b' added with value '2'" {
+			p.send("QUIT")
+			p.expect("**** Exiting...")
+			return
+		}
+		if !strings.HasPrefix(got, "!!!! Error: ") || time.Now().After(deadline) {
+			t.Fatalf("after the server came back: %q", got)
 		}
 	}
 }
@@ -300,4 +301,34 @@ func TestWalkthrough(t *testing.T) {
 	p1.expect("**** Exiting...")
 	p2.send("QUIT")
 	p2.expect("**** Exiting...")
+}
+
+// With the local server started by the first shell, closing that shell does
+// not disturb the second: its next command works at once.
+func TestClosingFirstShellKeepsSecond(t *testing.T) {
+	data := t.TempDir()
+	env := []string{"NATS_URL=", "SHAREDCONFIG_LOCAL_PORT=" + strconv.Itoa(freePort(t)), "XDG_DATA_HOME=" + data}
+	p1 := startREPLEnv(t, "p1", env)
+	p1.send("PUT k, from p1")
+	p1.expect("**** Property 'k' added with value 'from p1'")
+	p2 := startREPLEnv(t, "p2", env)
+	p2.send("GET k")
+	p2.expect("**** The value of property 'k' is 'from p1'")
+	p1.send("QUIT")
+	p1.expect("**** Exiting...")
+	p1.cmd.Wait()
+	p2.send("PUT k, from p2")
+	p2.expect("**** Property 'k' updated from: 'from p1' to: 'from p2'")
+	p2.send("QUIT")
+	p2.expect("**** Exiting...")
+	// Stop the background server this test started.
+	t.Cleanup(func() {
+		b, err := os.ReadFile(filepath.Join(data, "sharedconfig", "LOCK"))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		syscall.Kill(pid, syscall.SIGTERM)
+	})
 }
