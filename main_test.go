@@ -65,11 +65,16 @@ func TestScripts(t *testing.T) {
 			env.Setenv("SERVER", srv.ClientURL())
 			env.Setenv("FREEPORT", strconv.Itoa(freePort(env.T())))
 			env.Setenv("XDG_DATA_HOME", filepath.Join(env.WorkDir, ".data"))
+			env.Values[replsKey{}] = map[string]*scriptShell{}
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"stoplocal": stopLocal,
 			"waitport":  waitPort,
+			"repl":      scriptREPL,
+			"send":      scriptSend,
+			"expect":    scriptExpect,
+			"close":     scriptClose,
 		},
 	})
 }
@@ -126,7 +131,7 @@ func waitPort(ts *testscript.TestScript, neg bool, args []string) {
 // repl is a sharedconfig process driven through pipes, as a user in a
 // terminal would drive it (stdin is not a terminal, so no prompt).
 type repl struct {
-	t     *testing.T
+	t     testing.TB
 	name  string
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
@@ -331,4 +336,121 @@ func TestClosingFirstShellKeepsSecond(t *testing.T) {
 		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 		syscall.Kill(pid, syscall.SIGTERM)
 	})
+}
+
+// Background shells in scripts:
+//
+//	repl NAME ARGS...   start sharedconfig ARGS with a pipe for its stdin
+//	send NAME LINE      type LINE into it
+//	expect NAME TEXT    wait until it prints a line containing TEXT
+//	close NAME [CODE]   end its input and wait for it to exit with CODE (0)
+//
+// The environment is the script's ($NATS_URL and so on).
+type replsKey struct{}
+
+type scriptShell struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan string
+	seen  []string // every line printed, for failure messages
+}
+
+func shells(ts *testscript.TestScript) map[string]*scriptShell {
+	return ts.Value(replsKey{}).(map[string]*scriptShell)
+}
+
+func scriptREPL(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: repl NAME ARGS...")
+	}
+	c := exec.Command(os.Args[0], args[1:]...)
+	c.Dir = ts.Getenv("WORK")
+	c.Env = append(scriptEnv(ts), runMainEnv+"=1")
+	stdin, err := c.StdinPipe()
+	ts.Check(err)
+	stdout, err := c.StdoutPipe()
+	ts.Check(err)
+	c.Stderr = c.Stdout
+	ts.Check(c.Start())
+	sh := &scriptShell{cmd: c, stdin: stdin, lines: make(chan string, 1000)}
+	go func() {
+		defer close(sh.lines)
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			sh.lines <- s.Text()
+		}
+	}()
+	shells(ts)[args[0]] = sh
+	ts.Defer(func() {
+		c.Process.Kill()
+		c.Wait()
+	})
+}
+
+// scriptEnv is the script's environment, for a process the script starts.
+func scriptEnv(ts *testscript.TestScript) []string {
+	env := os.Environ()
+	for _, k := range []string{"NATS_URL", "SERVER", "WORK", "XDG_DATA_HOME", "SHAREDCONFIG_LOCAL_PORT", "HOME"} {
+		env = append(env, k+"="+ts.Getenv(k))
+	}
+	return env
+}
+
+func shellNamed(ts *testscript.TestScript, name string) *scriptShell {
+	sh := shells(ts)[name]
+	if sh == nil {
+		ts.Fatalf("no shell named %s (start it with repl)", name)
+	}
+	return sh
+}
+
+func scriptSend(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: send NAME LINE")
+	}
+	_, err := fmt.Fprintln(shellNamed(ts, args[0]).stdin, args[1])
+	ts.Check(err)
+}
+
+func scriptExpect(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: expect NAME TEXT")
+	}
+	sh := shellNamed(ts, args[0])
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case line, ok := <-sh.lines:
+			if !ok {
+				ts.Fatalf("%s exited without printing %q; it printed:\n%s", args[0], args[1], strings.Join(sh.seen, "\n"))
+			}
+			sh.seen = append(sh.seen, line)
+			ts.Logf("%s: %s", args[0], line)
+			if strings.Contains(line, args[1]) {
+				return
+			}
+		case <-timeout:
+			ts.Fatalf("%s did not print %q within 15s; it printed:\n%s", args[0], args[1], strings.Join(sh.seen, "\n"))
+		}
+	}
+}
+
+func scriptClose(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: close NAME [EXIT-CODE]")
+	}
+	sh := shellNamed(ts, args[0])
+	want := 0
+	if len(args) == 2 {
+		var err error
+		want, err = strconv.Atoi(args[1])
+		ts.Check(err)
+	}
+	sh.stdin.Close()
+	for range sh.lines { // drain, so that the process can finish writing
+	}
+	sh.cmd.Wait()
+	if got := sh.cmd.ProcessState.ExitCode(); got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[0], got, want)
+	}
 }

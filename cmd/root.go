@@ -72,6 +72,11 @@ type rootFlags struct {
 	scope, name string
 	file        string
 	timeout     time.Duration
+	output      string
+	follow      bool
+	trace       bool
+	revisions   bool
+	writer      string
 	conn        connFlags
 }
 
@@ -109,6 +114,11 @@ malformed or a command failed, 2 when the shell could not start.`,
 	fl.StringVarP(&f.name, "name", "n", "someConfig", "the config's name")
 	fl.StringVarP(&f.file, "file", "f", "", "run the commands in `FILE` as a script, then exit")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Second, "how long one command may wait for the server")
+	fl.StringVarP(&f.output, "output", "o", "text", "answers as `text` or json (one JSON object per command)")
+	fl.BoolVar(&f.follow, "follow", false, "start with FOLLOW ON: show others' changes as they land, no REFRESH needed")
+	fl.BoolVar(&f.trace, "trace", false, "start with TRACE ON: show every try of every write")
+	fl.BoolVar(&f.revisions, "revisions", false, "GET and GET_ALL show the revision that set each value")
+	fl.StringVar(&f.writer, "writer", defaultWriter(), "the `NAME` others see on this process's changes (LOG, follow mode)")
 	f.conn.register(root)
 	root.AddCommand(newServerCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
@@ -128,6 +138,9 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		if err := jetstream.ValidateName(n.kind, n.value); err != nil {
 			return &exitError{exitStartup, err}
 		}
+	}
+	if f.output != "text" && f.output != "json" {
+		return &exitError{exitStartup, fmt.Errorf("--output %q: use text or json", f.output)}
 	}
 	// Open the input first: a missing script file should not wait on a server.
 	var in repl.Input
@@ -153,21 +166,36 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 	defer nc.Close()
 	openCtx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	log, err := jetstream.OpenLog(openCtx, nc, f.scope, f.name, jetstream.LogOptions{})
+	log, err := jetstream.OpenLog(openCtx, nc, f.scope, f.name, jetstream.LogOptions{Writer: f.writer})
 	if err != nil {
 		return &exitError{exitStartup, err}
 	}
 	out := cmd.OutOrStdout()
+	sh := repl.New(repl.Options{
+		Scope: f.scope, Name: f.name, Out: out, Timeout: f.timeout,
+		Server:    nc.ConnectedUrlRedacted,
+		JSON:      f.output == "json",
+		Trace:     f.trace,
+		Revisions: f.revisions,
+	})
+	defer sh.Close()
 	cfg, err := sharedconfig.Open(openCtx, log, sharedconfig.Options{
 		Compaction: sharedconfig.DefaultCompactionPolicy,
 		CompactionFailed: func(err error) {
 			fmt.Fprintf(out, "!!!! Compaction failed (nothing is lost; it will be tried again): %v\n", err)
 		},
+		Trace:   sh.Attempt,
+		Changed: sh.Changed,
 	})
 	if err != nil {
 		return &exitError{exitStartup, fmt.Errorf("opening %s/%s: %w", f.scope, f.name, err)}
 	}
-	sh := repl.New(cfg, repl.Options{Name: f.name, Out: out, Timeout: f.timeout})
+	sh.Attach(cfg)
+	if f.follow {
+		if err := sh.SetFollow(true); err != nil {
+			return &exitError{exitStartup, err}
+		}
+	}
 	if interactive {
 		t, err := repl.NewTerminal(f.name+" > ", sh.Complete)
 		if err != nil {
@@ -191,6 +219,16 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		return &exitError{code: exitFailures}
 	}
 	return nil
+}
+
+// defaultWriter names this process: user@host:pid.
+func defaultWriter() string {
+	host, _ := os.Hostname()
+	user := os.Getenv("USER")
+	if user == "" {
+		user = "someone"
+	}
+	return fmt.Sprintf("%s@%s:%d", user, host, os.Getpid())
 }
 
 func isTerminal(r io.Reader) bool {

@@ -13,6 +13,7 @@
 //	Sharedconfig-Format: 1
 //	Sharedconfig-Kind:   update | snapshot | snapshot-chunk
 //	Nats-Msg-Id:         a unique id per append (duplicate detection)
+//	Sharedconfig-Writer: who wrote it (optional; shown by LOG and follow mode)
 //
 // The body is the codec's bytes (JSON for sharedconfig, see that package).
 // A snapshot replaces all state before it and is written with

@@ -22,6 +22,7 @@ const (
 	HeaderKind     = "Sharedconfig-Kind"
 	HeaderSnapshot = "Sharedconfig-Snapshot"
 	HeaderChunk    = "Sharedconfig-Chunk"
+	HeaderWriter   = "Sharedconfig-Writer"
 
 	FormatVersion     = "1"
 	KindUpdate        = "update"
@@ -45,11 +46,13 @@ var ErrTooLarge = errors.New("too large for the server's max payload")
 
 // Log is a statesync.Log on one JetStream stream.
 type Log struct {
+	nc         *nats.Conn
 	js         jetstream.JetStream
 	stream     jetstream.Stream
 	name       string // the stream's name
 	subject    string
 	maxPayload int
+	writer     string
 
 	// publish is JetStream's PublishMsg; tests replace it to lose acks.
 	publish func(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
@@ -60,6 +63,9 @@ type LogOptions struct {
 	// Replicas is the stream's replication factor when OpenLog creates it;
 	// 0 means 1.
 	Replicas int
+	// Writer names this process in the entries it writes (the
+	// Sharedconfig-Writer header), so that others can say who changed what.
+	Writer string
 }
 
 // OpenLog opens the log for scope/name on nc, creating its stream if it does
@@ -76,7 +82,7 @@ func OpenLog(ctx context.Context, nc *nats.Conn, scope, name string, o LogOption
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{js: js, name: StreamName(scope, name), subject: Subject(scope, name), maxPayload: int(nc.MaxPayload())}
+	l := &Log{nc: nc, js: js, name: StreamName(scope, name), subject: Subject(scope, name), maxPayload: int(nc.MaxPayload()), writer: o.Writer}
 	l.publish = js.PublishMsg
 	replicas := max(o.Replicas, 1)
 	l.stream, err = js.Stream(ctx, l.name)
@@ -136,6 +142,9 @@ func checkStreamConfig(c jetstream.StreamConfig, subject string) error {
 // Name implements statesync.Log: the stream's name.
 func (l *Log) Name() string { return l.name }
 
+// Conn is the connection the log uses.
+func (l *Log) Conn() *nats.Conn { return l.nc }
+
 // Stream is the JetStream stream the log is on.
 func (l *Log) Stream() jetstream.Stream { return l.stream }
 
@@ -183,7 +192,20 @@ func (l *Log) newMsg(kind string, data []byte) *nats.Msg {
 	msg.Data = data
 	msg.Header.Set(HeaderFormat, FormatVersion)
 	msg.Header.Set(HeaderKind, kind)
+	if l.writer != "" {
+		msg.Header.Set(HeaderWriter, l.writer)
+	}
 	return msg
+}
+
+// Notify implements statesync.Notifier with a plain subscription to the
+// config's subject: every message stored in the stream is published there.
+func (l *Log) Notify(fn func()) (stop func(), err error) {
+	sub, err := l.nc.Subscribe(l.subject, func(*nats.Msg) { fn() })
+	if err != nil {
+		return nil, fmt.Errorf("%s: watching for changes: %w", l.name, err)
+	}
+	return func() { sub.Unsubscribe() }, nil
 }
 
 // publishOnce publishes msg at expected (conditionally unless AnyRevision)
@@ -339,6 +361,8 @@ func (l *Log) Read(ctx context.Context, after, upTo uint64, fn func(statesync.En
 			return err
 		}
 		if ok {
+			entry.Writer = msg.Headers().Get(HeaderWriter)
+			entry.Time = meta.Timestamp
 			if err := fn(entry); err != nil {
 				return err
 			}

@@ -3,11 +3,11 @@ package repl
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
 
 // command is one row of the command table. The same rows drive dispatch,
@@ -17,13 +17,15 @@ type command struct {
 	aliases []string
 	// syntax and help make the command's HELP line: "syntax - help".
 	syntax, help string
-	// min and max bound the parameters; usage is the warning for too few
-	// or too many. max -1: any number, ignored.
+	// min and max bound the parameters, max -1 meaning any number (they
+	// are ignored); usage is the warning for too few or too many.
 	min, max int
 	usage    string
 	// keyArg: the first parameter is a key, so completion offers keys.
 	keyArg bool
-	run    func(ctx context.Context, sh *Shell, args []string) outcome
+	// words: the values completion offers for the first parameter.
+	words []string
+	run   func(ctx context.Context, sh *Shell, args []string) reply
 }
 
 // outcome is how a command ended, for the exit status of a script.
@@ -35,14 +37,14 @@ const (
 	quitNow                // QUIT
 )
 
-// commands is the table. HELP lists the rows in this order; the texts are
-// the original SharedConfigCLI's.
+// commands is the table. HELP lists the rows in this order; the texts of the
+// original SharedConfigCLI's commands are its own.
 var commands []*command
 
 func init() {
 	commands = []*command{
-		{name: "GET_ALL", syntax: "GET_ALL", help: "prints out all of the properties in the Shared Config.",
-			run: runGetAll},
+		{name: "GET_ALL", syntax: "GET_ALL [{prefix}]", help: "prints out all of the properties in the Shared Config (with a prefix, only the keys that start with it).",
+			max: 1, usage: "Expecting parameters: [prefix]", keyArg: true, run: runGetAll},
 		{name: "GET", syntax: "GET {key}", help: "print out the configuration property for the given key.",
 			min: 1, max: 1, usage: "Please enter a key to retrieve", keyArg: true, run: runGet},
 		{name: "PUT", syntax: "PUT {key} , {value}", help: "update the Shared Config with the given key/value pair.  Print out previous value (if it existed).",
@@ -55,8 +57,17 @@ func init() {
 			min: 2, max: 3, usage: "Expecting parameters: key , newValue [, currentValue]", keyArg: true, run: runReplace},
 		{name: "CLEAR", syntax: "CLEAR", help: "remove all the keys from the Shared Config.", run: runClear},
 		{name: "REFRESH", syntax: "REFRESH", help: "force an update from the Synchronized State.", run: runRefresh},
+		{name: "LOG", syntax: "LOG [{n}]", help: "print the last n entries of the stream (default 10): revision, time, writer, operation; snapshots marked.",
+			max: 1, usage: "Expecting parameters: [number of entries]", run: runLog},
+		{name: "HISTORY", syntax: "HISTORY {key}", help: "print the values a property had, with their revisions, as far back as compaction allows.",
+			min: 1, max: 1, usage: "Expecting parameters: key", keyArg: true, run: runHistory},
+		{name: "STATUS", syntax: "STATUS", help: "print the stream, the server, the local revision against the stream's, and more.", run: runStatus},
+		{name: "COMPACT", syntax: "COMPACT", help: "write a snapshot now, dropping the history before it.", run: runCompact},
+		{name: "FOLLOW", syntax: "FOLLOW ON|OFF", help: "keep the local copy current without REFRESH, printing each change others make as it lands.",
+			min: 1, max: 1, usage: "Expecting parameters: ON or OFF", words: []string{"ON", "OFF"}, run: runFollow},
+		{name: "TRACE", syntax: "TRACE ON|OFF", help: "print every try of every write: the revision it was based on, conflicts, catching up, the commit.",
+			min: 1, max: 1, usage: "Expecting parameters: ON or OFF", words: []string{"ON", "OFF"}, run: runTrace},
 		{name: "HELP", syntax: "HELP", help: "print out a list of commands.", run: runHelp},
-		// QUIT ignores anything after it, as the original does.
 		{name: "QUIT", aliases: []string{"EXIT"}, syntax: "QUIT", help: "terminate the program.", max: -1, run: runQuit},
 	}
 }
@@ -88,145 +99,327 @@ func helpText() string {
 	return b.String()
 }
 
-func runGetAll(_ context.Context, sh *Shell, _ []string) outcome {
-	sh.say("Properties for SharedConfig: '%s' :", sh.name)
-	state := sh.cfg.State()
-	if state.Len() == 0 {
-		return ok
+func propertyFields(key string, p sharedconfig.Property) fields {
+	return fields{"key": key, "value": p.Value, "revision": p.Revision}
+}
+
+func runGetAll(_ context.Context, sh *Shell, args []string) reply {
+	prefix := ""
+	if len(args) == 1 {
+		prefix = args[0]
 	}
-	table := tablewriter.NewTable(sh.out,
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithTrimSpace(tw.Off), // values keep their spaces, as GET shows them
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
-	)
-	table.Header("Key", "Value")
-	for k, v := range state.All() {
-		if err := table.Append(k, v); err != nil {
-			return sh.fail(err)
+	r := answer(say("Properties for SharedConfig: '%s' :", sh.name), nil)
+	props := []fields{}
+	t := &table{header: []string{"Key", "Value"}}
+	if sh.revisions {
+		t.header = append(t.header, "Revision")
+	}
+	for k, p := range sh.cfg.State().WithPrefix(prefix) {
+		props = append(props, propertyFields(k, p))
+		row := []string{k, p.Value}
+		if sh.revisions {
+			row = append(row, strconv.FormatUint(p.Revision, 10))
 		}
+		t.rows = append(t.rows, row)
 	}
-	if err := table.Render(); err != nil {
-		return sh.fail(err)
+	if len(t.rows) > 0 {
+		r.table = t
 	}
-	return ok
+	r.result = fields{"properties": props}
+	if prefix != "" {
+		r.result["prefix"] = prefix
+	}
+	return r
 }
 
-func runGet(_ context.Context, sh *Shell, args []string) outcome {
+func runGet(_ context.Context, sh *Shell, args []string) reply {
 	key := args[0]
-	if v, found := sh.cfg.Get(key); found {
-		sh.say("The value of property '%s' is '%s'", key, v)
-	} else {
-		sh.warn("Property '%s' is undefined", key)
+	p, found := sh.cfg.State().Lookup(key)
+	if !found {
+		return answer(warn("Property '%s' is undefined", key), fields{"key": key, "found": false})
 	}
-	return ok
+	line := say("The value of property '%s' is '%s'", key, p.Value)
+	if sh.revisions {
+		line += fmt.Sprintf(" (set at revision %d)", p.Revision)
+	}
+	f := propertyFields(key, p)
+	f["found"] = true
+	return answer(line, f)
 }
 
-func runPut(ctx context.Context, sh *Shell, args []string) outcome {
+// failure is the reply for a command that ran into an error.
+func (sh *Shell) failure(err error) reply {
+	msg := describeError(err, sh.timeout)
+	return reply{outcome: failed, lines: []string{warn("Error: %s", msg)}, err: msg}
+}
+
+func runPut(ctx context.Context, sh *Shell, args []string) reply {
 	key, value := args[0], args[1]
 	old, existed, err := sh.cfg.Put(ctx, key, value)
 	if err != nil {
-		return sh.fail(err)
+		return sh.failure(err)
 	}
+	f := fields{"key": key, "value": value, "existed": existed}
 	if existed {
-		sh.say("Property '%s' updated from: '%s' to: '%s'", key, old, value)
-	} else {
-		sh.say("Property '%s' added with value '%s'", key, value)
+		f["previous"] = old
+		return answer(say("Property '%s' updated from: '%s' to: '%s'", key, old, value), f)
 	}
-	return ok
+	return answer(say("Property '%s' added with value '%s'", key, value), f)
 }
 
-func runPutIfAbsent(ctx context.Context, sh *Shell, args []string) outcome {
+func runPutIfAbsent(ctx context.Context, sh *Shell, args []string) reply {
 	key, value := args[0], args[1]
 	existing, existed, err := sh.cfg.PutIfAbsent(ctx, key, value)
 	if err != nil {
-		return sh.fail(err)
+		return sh.failure(err)
 	}
 	if existed {
-		sh.say("Property '%s' exists with value '%s'", key, existing)
-	} else {
-		sh.say("Property '%s' added with value '%s'", key, value)
+		return answer(say("Property '%s' exists with value '%s'", key, existing), fields{"key": key, "added": false, "existing": existing})
 	}
-	return ok
+	return answer(say("Property '%s' added with value '%s'", key, value), fields{"key": key, "value": value, "added": true})
 }
 
-func runRemove(ctx context.Context, sh *Shell, args []string) outcome {
+func runRemove(ctx context.Context, sh *Shell, args []string) reply {
 	key := args[0]
 	if len(args) == 2 {
 		current := args[1]
 		removed, err := sh.cfg.RemoveIfValue(ctx, key, current)
 		if err != nil {
-			return sh.fail(err)
+			return sh.failure(err)
 		}
+		f := fields{"key": key, "expected": current, "removed": removed}
 		if removed {
-			sh.say("Property '%s' is removed -- old value was '%s'", key, current)
-		} else {
-			sh.warn("Property '%s' was NOT removed -- current value did not match given value '%s'", key, current)
+			return answer(say("Property '%s' is removed -- old value was '%s'", key, current), f)
 		}
-		return ok
+		return answer(warn("Property '%s' was NOT removed -- current value did not match given value '%s'", key, current), f)
 	}
 	old, existed, err := sh.cfg.Remove(ctx, key)
 	if err != nil {
-		return sh.fail(err)
+		return sh.failure(err)
 	}
 	if existed {
-		sh.say("Property '%s' is removed -- old value was '%s'", key, old)
-	} else {
-		sh.say("Property '%s' is undefined; nothing to remove", key)
+		return answer(say("Property '%s' is removed -- old value was '%s'", key, old), fields{"key": key, "removed": true, "previous": old})
 	}
-	return ok
+	return answer(say("Property '%s' is undefined; nothing to remove", key), fields{"key": key, "removed": false})
 }
 
-func runReplace(ctx context.Context, sh *Shell, args []string) outcome {
+func runReplace(ctx context.Context, sh *Shell, args []string) reply {
 	key, newValue := args[0], args[1]
 	if len(args) == 3 {
 		current := args[2]
 		replaced, err := sh.cfg.ReplaceIfValue(ctx, key, current, newValue)
 		if err != nil {
-			return sh.fail(err)
+			return sh.failure(err)
 		}
+		f := fields{"key": key, "value": newValue, "expected": current, "replaced": replaced}
 		if replaced {
-			sh.say("Property '%s' had value '%s', now replaced with new value '%s'", key, current, newValue)
-		} else {
-			sh.warn("Property '%s' was NOT replaced -- current value did not match given value '%s'", key, current)
+			return answer(say("Property '%s' had value '%s', now replaced with new value '%s'", key, current, newValue), f)
 		}
-		return ok
+		return answer(warn("Property '%s' was NOT replaced -- current value did not match given value '%s'", key, current), f)
 	}
 	old, existed, err := sh.cfg.Replace(ctx, key, newValue)
 	if err != nil {
-		return sh.fail(err)
+		return sh.failure(err)
 	}
 	if existed {
-		sh.say("Property '%s' had value '%s', now replaced with new value '%s'", key, old, newValue)
-	} else {
-		sh.say("Property '%s' is undefined", key)
+		return answer(say("Property '%s' had value '%s', now replaced with new value '%s'", key, old, newValue), fields{"key": key, "value": newValue, "replaced": true, "previous": old})
 	}
-	return ok
+	return answer(say("Property '%s' is undefined", key), fields{"key": key, "replaced": false})
 }
 
-func runClear(ctx context.Context, sh *Shell, _ []string) outcome {
-	if _, err := sh.cfg.Clear(ctx); err != nil {
-		return sh.fail(err)
+func runClear(ctx context.Context, sh *Shell, _ []string) reply {
+	n, err := sh.cfg.Clear(ctx)
+	if err != nil {
+		return sh.failure(err)
 	}
-	sh.say("All properties removed")
-	return ok
+	return answer(say("All properties removed"), fields{"removed": n})
 }
 
-func runRefresh(ctx context.Context, sh *Shell, _ []string) outcome {
+func runRefresh(ctx context.Context, sh *Shell, _ []string) reply {
 	if err := sh.cfg.Refresh(ctx); err != nil {
-		return sh.fail(err)
+		return sh.failure(err)
 	}
-	sh.say("Properties refreshed")
-	return ok
+	return answer(say("Properties refreshed"), nil)
 }
 
-func runHelp(_ context.Context, sh *Shell, _ []string) outcome {
-	fmt.Fprintln(sh.out, helpText())
-	return ok
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Local().Format("15:04:05.000")
 }
 
-func runQuit(_ context.Context, sh *Shell, _ []string) outcome {
-	sh.say("Exiting...")
-	return quitNow
+func changeFields(ch sharedconfig.Change) fields {
+	f := fields{"revision": ch.Revision, "writer": ch.Writer}
+	if !ch.Time.IsZero() {
+		f["time"] = ch.Time.UTC().Format(time.RFC3339Nano)
+	}
+	if ch.Snapshot {
+		f["snapshot"] = true
+		f["properties"] = ch.Properties
+		return f
+	}
+	ops := []fields{}
+	for _, op := range ch.Ops {
+		o := fields{"op": op.Kind}
+		if op.Kind != "clear" {
+			o["key"] = op.Key
+		}
+		if op.Kind == "put" {
+			o["value"] = op.Value
+		}
+		ops = append(ops, o)
+	}
+	f["ops"] = ops
+	return f
+}
+
+// describeChange is a change as LOG and follow mode show it.
+func describeChange(ch sharedconfig.Change) (operation, arguments string) {
+	if ch.Snapshot {
+		return "SNAPSHOT", fmt.Sprintf("%d properties; replaces all before it", ch.Properties)
+	}
+	var ops, args []string
+	for _, op := range ch.Ops {
+		switch op.Kind {
+		case "put":
+			ops = append(ops, "PUT")
+			args = append(args, Quote(op.Key)+" , "+Quote(op.Value))
+		case "remove":
+			ops = append(ops, "REMOVE")
+			args = append(args, Quote(op.Key))
+		default:
+			ops = append(ops, "CLEAR")
+		}
+	}
+	return strings.Join(ops, "; "), strings.Join(args, "; ")
+}
+
+func runLog(ctx context.Context, sh *Shell, args []string) reply {
+	n := 10
+	if len(args) == 1 {
+		var err error
+		if n, err = strconv.Atoi(args[0]); err != nil || n < 1 {
+			return refuse(fmt.Sprintf("LOG takes a number of entries, 1 or more: '%s'", args[0]))
+		}
+	}
+	changes, err := sh.cfg.History(ctx, n)
+	if err != nil {
+		return sh.failure(err)
+	}
+	r := answer(say("Last %d entries of stream %s:", len(changes), sh.cfg.Log().Name()), nil)
+	t := &table{header: []string{"Revision", "Time", "Writer", "Operation", "Arguments"}}
+	entries := []fields{}
+	for _, ch := range changes {
+		op, a := describeChange(ch)
+		t.rows = append(t.rows, []string{strconv.FormatUint(ch.Revision, 10), formatTime(ch.Time), ch.Writer, op, a})
+		entries = append(entries, changeFields(ch))
+	}
+	r.table = t
+	r.result = fields{"entries": entries}
+	return r
+}
+
+func runHistory(ctx context.Context, sh *Shell, args []string) reply {
+	key := args[0]
+	changes, start, err := sh.cfg.KeyHistory(ctx, key)
+	if err != nil {
+		return sh.failure(err)
+	}
+	note := "the whole history"
+	if start > 1 {
+		note = fmt.Sprintf("history before revision %d was compacted away", start)
+	}
+	if len(changes) == 0 {
+		return answer(say("Property '%s' has no history (%s)", key, note), fields{"key": key, "complete_from": start, "changes": []fields{}})
+	}
+	r := answer(say("History of property '%s' (%s):", key, note), nil)
+	t := &table{header: []string{"Revision", "Time", "Writer", "Value"}}
+	list := []fields{}
+	for _, kc := range changes {
+		value, f := "'"+kc.Value+"'", fields{"revision": kc.Revision, "writer": kc.Writer}
+		switch {
+		case kc.Removed:
+			value = "(removed)"
+			f["removed"] = true
+		case kc.FromSnapshot:
+			value += " (from the snapshot)"
+			f["value"], f["from_snapshot"] = kc.Value, true
+		default:
+			f["value"] = kc.Value
+		}
+		if !kc.Time.IsZero() {
+			f["time"] = kc.Time.UTC().Format(time.RFC3339Nano)
+		}
+		t.rows = append(t.rows, []string{strconv.FormatUint(kc.Revision, 10), formatTime(kc.Time), kc.Writer, value})
+		list = append(list, f)
+	}
+	r.table = t
+	r.result = fields{"key": key, "complete_from": start, "changes": list}
+	return r
+}
+
+func runStatus(ctx context.Context, sh *Shell, _ []string) reply {
+	st, err := sh.cfg.Status(ctx)
+	if err != nil {
+		return sh.failure(err)
+	}
+	lag := int64(st.LastRevision) - int64(st.Revision)
+	r := reply{lines: []string{
+		say("Config:    %s/%s", sh.scope, sh.name),
+		say("Stream:    %s", st.Stream),
+		say("Server:    %s", sh.server()),
+		say("Revision:  %d local, %d in the stream (%d behind)", st.Revision, st.LastRevision, max(lag, 0)),
+		say("History:   %d entries since the last compaction", st.EntriesSinceCompaction),
+		say("State:     %d properties, %d bytes of keys and values", st.Properties, st.Bytes),
+		say("Follow:    %s", yesNo(sh.following())),
+		say("Trace:     %s", yesNo(sh.tracing.Load())),
+	}}
+	r.result = fields{
+		"scope": sh.scope, "name": sh.name, "stream": st.Stream, "server": sh.server(),
+		"local_revision": st.Revision, "stream_revision": st.LastRevision, "lag": max(lag, 0),
+		"entries_since_compaction": st.EntriesSinceCompaction, "properties": st.Properties, "bytes": st.Bytes,
+		"follow": sh.following(), "trace": sh.tracing.Load(),
+	}
+	return r
+}
+
+func runCompact(ctx context.Context, sh *Shell, _ []string) reply {
+	if err := sh.cfg.Compact(ctx); err != nil {
+		return sh.failure(err)
+	}
+	rev := sh.cfg.Revision()
+	return answer(say("Compacted: the snapshot at revision %d replaces the history before it", rev), fields{"snapshot_revision": rev})
+}
+
+func runFollow(_ context.Context, sh *Shell, args []string) reply {
+	on, valid := onOff(args[0])
+	if !valid {
+		return refuse(fmt.Sprintf("Expecting parameters: ON or OFF, not '%s'", args[0]))
+	}
+	if err := sh.setFollow(on); err != nil {
+		return sh.failure(err)
+	}
+	return answer(say("Follow is %s", yesNo(on)), fields{"follow": on})
+}
+
+func runTrace(_ context.Context, sh *Shell, args []string) reply {
+	on, valid := onOff(args[0])
+	if !valid {
+		return refuse(fmt.Sprintf("Expecting parameters: ON or OFF, not '%s'", args[0]))
+	}
+	sh.tracing.Store(on)
+	return answer(say("Trace is %s", yesNo(on)), fields{"trace": on})
+}
+
+func runHelp(_ context.Context, _ *Shell, _ []string) reply {
+	list := []fields{}
+	for _, c := range commands {
+		list = append(list, fields{"syntax": c.syntax, "help": c.help})
+	}
+	return reply{lines: strings.Split(helpText(), "\n"), result: fields{"commands": list}}
+}
+
+func runQuit(_ context.Context, _ *Shell, _ []string) reply {
+	return reply{outcome: quitNow, lines: []string{say("Exiting...")}}
 }

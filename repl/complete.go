@@ -31,15 +31,23 @@ func (sh *Shell) Complete(before string) []Suggestion {
 	}
 	c := lookup(before[:i])
 	rest := strings.TrimLeftFunc(before[i:], unicode.IsSpace)
-	if c == nil || !c.keyArg || strings.Contains(rest, ",") || strings.HasPrefix(rest, `"`) {
+	if c == nil || strings.Contains(rest, ",") || strings.HasPrefix(rest, `"`) {
 		return nil
 	}
 	var out []Suggestion
-	for k, v := range sh.cfg.State().WithPrefix(rest) {
+	for _, w := range c.words {
+		if hasPrefixFold(w, rest) {
+			out = append(out, Suggestion{w, ""})
+		}
+	}
+	if !c.keyArg {
+		return out
+	}
+	for k, p := range sh.cfg.State().WithPrefix(rest) {
 		if strings.ContainsAny(k, " ,\"") {
 			continue // completion replaces one word; such keys are typed quoted
 		}
-		out = append(out, Suggestion{k, v})
+		out = append(out, Suggestion{k, p.Value})
 		if len(out) == 50 {
 			break
 		}

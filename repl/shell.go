@@ -1,7 +1,8 @@
 // Package repl is the sharedconfig command shell: a line is parsed, looked up
 // in one command table (which also drives the argument checks, HELP and
-// completion), run against a shared config, and its answer printed. Terminal
-// and piped input go through the same loop behind the Input interface.
+// completion), run against a shared config, and its reply rendered as text
+// or JSON. Terminal and piped input go through the same loop behind the
+// Input interface.
 package repl
 
 import (
@@ -10,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
@@ -22,42 +25,85 @@ type Input interface {
 	ReadLine() (string, error)
 }
 
-// Shell runs commands against one shared config.
-type Shell struct {
-	cfg     *sharedconfig.Config
-	name    string
-	out     io.Writer
-	timeout time.Duration
-	failed  int
+// aboveInput is an Input that can print lines above the line being typed
+// without garbling it. PrintAbove returns false when no line is being read,
+// and then prints nothing.
+type aboveInput interface {
+	PrintAbove(lines []string) bool
 }
 
 // Options configure a Shell.
 type Options struct {
-	// Name is the config's name, shown by GET_ALL.
-	Name string
+	// Scope and Name name the config, for GET_ALL and STATUS.
+	Scope, Name string
+	// Server describes the server in use, for STATUS.
+	Server func() string
 	// Out receives every answer.
 	Out io.Writer
 	// Timeout bounds each command's I/O; 0 means 5s.
 	Timeout time.Duration
+	// JSON: one JSON object per command instead of text.
+	JSON bool
+	// Revisions: GET and GET_ALL show the revision that set each value.
+	Revisions bool
+	// Trace starts with TRACE ON.
+	Trace bool
 }
 
-// New returns a shell on cfg.
-func New(cfg *sharedconfig.Config, o Options) *Shell {
+// Shell runs commands against one shared config.
+type Shell struct {
+	cfg         *sharedconfig.Config
+	scope, name string
+	server      func() string
+	timeout     time.Duration
+	json        bool
+	revisions   bool
+	failed      int
+
+	outMu sync.Mutex // one writer at a time: commands, traces, follow
+	out   io.Writer
+	above atomic.Pointer[aboveInput]
+
+	tracing  atomic.Bool
+	attempts []jsonTrace // JSON mode: the current command's tries
+
+	followMu   sync.Mutex
+	stopFollow func()
+}
+
+// New returns a shell; Attach gives it its config. The two steps let the
+// config's hooks (Attempt, Changed) point at the shell from the start.
+func New(o Options) *Shell {
 	if o.Timeout == 0 {
 		o.Timeout = 5 * time.Second
 	}
-	return &Shell{cfg: cfg, name: o.Name, out: o.Out, timeout: o.Timeout}
+	if o.Server == nil {
+		o.Server = func() string { return "" }
+	}
+	sh := &Shell{scope: o.Scope, name: o.Name, server: o.Server, out: o.Out, timeout: o.Timeout, json: o.JSON, revisions: o.Revisions}
+	sh.tracing.Store(o.Trace)
+	return sh
 }
+
+// Attach sets the config the shell works on.
+func (sh *Shell) Attach(cfg *sharedconfig.Config) { sh.cfg = cfg }
+
+// Close stops following, if on.
+func (sh *Shell) Close() { sh.setFollow(false) }
 
 // Failures is how many lines failed: could not be parsed or run, or ran into
 // an error. A command that answers "no" ("was NOT replaced") did not fail.
 func (sh *Shell) Failures() int { return sh.failed }
 
 // PrintHelp prints the help text, as the interactive shell does on start.
-func (sh *Shell) PrintHelp() { fmt.Fprintln(sh.out, helpText()) }
+func (sh *Shell) PrintHelp() { sh.print(strings.Split(helpText(), "\n")) }
 
 // Run executes lines from in until QUIT, the end of input, or ctx ends.
 func (sh *Shell) Run(ctx context.Context, in Input) error {
+	if a, ok := in.(aboveInput); ok {
+		sh.above.Store(&a)
+		defer sh.above.Store(nil)
+	}
 	for {
 		line, err := readLine(ctx, in)
 		if errors.Is(err, io.EOF) {
@@ -99,18 +145,14 @@ func (sh *Shell) Execute(ctx context.Context, text string) outcome {
 	}
 	line, err := Parse(text)
 	if err != nil {
-		sh.warn("%v", err)
-		sh.failed++
-		return failed
+		return sh.render("", refuse(err.Error()))
 	}
 	if line.Word == "" {
 		return ok
 	}
 	c := lookup(line.Word)
 	if c == nil {
-		sh.warn("Unknown command: '%s' (HELP lists the commands)", line.Word)
-		sh.failed++
-		return failed
+		return sh.render(line.Word, refuse(fmt.Sprintf("Unknown command: '%s' (HELP lists the commands)", line.Word)))
 	}
 	if n := len(line.Args); n < c.min || (c.max >= 0 && n > c.max) {
 		msg := c.usage
@@ -120,38 +162,157 @@ func (sh *Shell) Execute(ctx context.Context, text string) outcome {
 		if c.max >= 0 && n > c.max {
 			msg = fmt.Sprintf("%s -- got %d: '%s' (quote a parameter that holds a comma)", msg, n, strings.Join(line.Args, "', '"))
 		}
-		sh.warn("%s", msg)
-		sh.failed++
-		return failed
+		return sh.render(c.name, refuse(msg))
 	}
 	cctx, cancel := context.WithTimeout(ctx, sh.timeout)
 	defer cancel()
-	result := c.run(cctx, sh, line.Args)
-	if result == failed {
+	return sh.render(c.name, c.run(cctx, sh, line.Args))
+}
+
+// render prints a reply and returns its outcome.
+func (sh *Shell) render(command string, r reply) outcome {
+	if r.outcome == failed {
 		sh.failed++
 	}
-	return result
+	sh.outMu.Lock()
+	defer sh.outMu.Unlock()
+	if sh.json {
+		jr := jsonReply{Command: command, OK: r.outcome != failed, Result: r.result, Error: r.err, Attempts: sh.attempts}
+		if sh.cfg != nil {
+			jr.Revision = sh.cfg.Revision()
+		}
+		sh.attempts = nil
+		writeJSON(sh.out, jr)
+		return r.outcome
+	}
+	for _, l := range r.lines {
+		fmt.Fprintln(sh.out, l)
+	}
+	if r.table != nil {
+		if err := renderTable(sh.out, r.table); err != nil {
+			fmt.Fprintln(sh.out, warn("Error: %v", err))
+		}
+	}
+	return r.outcome
 }
 
-// say prints an answer with the original's "**** " prefix.
-func (sh *Shell) say(format string, args ...any) {
-	fmt.Fprintf(sh.out, "**** "+format+"\n", args...)
+// print writes lines as they are.
+func (sh *Shell) print(lines []string) {
+	sh.outMu.Lock()
+	defer sh.outMu.Unlock()
+	for _, l := range lines {
+		fmt.Fprintln(sh.out, l)
+	}
 }
 
-// warn prints a warning with the original's "!!!! " prefix.
-func (sh *Shell) warn(format string, args ...any) {
-	fmt.Fprintf(sh.out, "!!!! "+format+"\n", args...)
+// printAsync prints lines that arrive on their own (follow mode): above the
+// prompt when a line is being typed, else straight out.
+func (sh *Shell) printAsync(lines []string) {
+	if a := sh.above.Load(); a != nil && (*a).PrintAbove(lines) {
+		return
+	}
+	sh.print(lines)
 }
 
-// fail reports an error on one line.
-func (sh *Shell) fail(err error) outcome {
+// Attempt is the config's trace hook: with TRACE ON it shows every try of a
+// write as it happens.
+func (sh *Shell) Attempt(a statesync.Attempt) {
+	if !sh.tracing.Load() {
+		return
+	}
+	if sh.json {
+		t := jsonTrace{Attempt: a.N, Base: a.Base, Updates: a.Updates, Committed: a.Revision}
+		if a.Conflict != nil {
+			t.Conflict, t.StreamAt, t.CaughtUp = true, a.Conflict.Current, a.CaughtUp
+		}
+		sh.outMu.Lock()
+		sh.attempts = append(sh.attempts, t)
+		sh.outMu.Unlock()
+		return
+	}
+	sh.print([]string{describeAttempt(a)})
+}
+
+func describeAttempt(a statesync.Attempt) string {
+	prefix := fmt.Sprintf(".... try %d on revision %d: ", a.N, a.Base)
+	switch {
+	case a.Conflict != nil:
+		at := "has moved on"
+		if a.Conflict.Current != 0 {
+			at = fmt.Sprintf("is at revision %d", a.Conflict.Current)
+		}
+		what := "conflict, the stream " + at
+		if a.Updates == 0 {
+			what = "nothing to write, but the stream " + at
+		}
+		return fmt.Sprintf("%s%s; caught up to revision %d, trying again", prefix, what, a.CaughtUp)
+	case a.Updates == 0:
+		return prefix + "nothing to write, and the stream is still at that revision: done"
+	default:
+		return fmt.Sprintf("%scommitted at revision %d", prefix, a.Revision)
+	}
+}
+
+// Changed is the config's change hook: with FOLLOW ON it shows each change
+// made by others as it lands.
+func (sh *Shell) Changed(ch sharedconfig.Change) {
+	if ch.Local || !sh.following() {
+		return
+	}
+	if sh.json {
+		var b strings.Builder
+		f := changeFields(ch)
+		f["event"] = "change"
+		writeJSON(&b, f)
+		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
+		return
+	}
+	op, args := describeChange(ch)
+	by := ""
+	if ch.Writer != "" {
+		by = " by " + ch.Writer
+	}
+	sh.printAsync([]string{fmt.Sprintf(">>>> revision %d%s: %s %s", ch.Revision, by, op, args)})
+}
+
+func (sh *Shell) following() bool {
+	sh.followMu.Lock()
+	defer sh.followMu.Unlock()
+	return sh.stopFollow != nil
+}
+
+// SetFollow turns follow mode on or off.
+func (sh *Shell) SetFollow(on bool) error { return sh.setFollow(on) }
+
+func (sh *Shell) setFollow(on bool) error {
+	sh.followMu.Lock()
+	defer sh.followMu.Unlock()
+	switch {
+	case on && sh.stopFollow == nil:
+		stop, err := sh.cfg.Follow(func(err error) {
+			sh.printAsync([]string{warn("Follow: %s", describeError(err, 0))})
+		})
+		if err != nil {
+			return err
+		}
+		sh.stopFollow = stop
+	case !on && sh.stopFollow != nil:
+		stop := sh.stopFollow
+		sh.stopFollow = nil
+		sh.followMu.Unlock()
+		stop() // may wait for a fetch whose changes call following()
+		sh.followMu.Lock()
+	}
+	return nil
+}
+
+// describeError is an error as one line says it.
+func describeError(err error, timeout time.Duration) string {
 	switch {
 	case errors.Is(err, statesync.ErrUnknownOutcome):
-		sh.warn("Error: no answer from the server within %s: the change may or may not have been made; REFRESH, then look (%v)", sh.timeout, err)
-	case errors.Is(err, context.DeadlineExceeded):
-		sh.warn("Error: no answer from the server within %s; is it running? (%v)", sh.timeout, err)
-	default:
-		sh.warn("Error: %v", err)
+		return fmt.Sprintf("no answer from the server within %s: the change may or may not have been made; REFRESH, then look (%v)", timeout, err)
+	case errors.Is(err, context.DeadlineExceeded) && timeout > 0:
+		return fmt.Sprintf("no answer from the server within %s; is it running? (%v)", timeout, err)
 	}
-	return failed
+	return err.Error()
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 
 	prompt "github.com/c-bata/go-prompt"
@@ -26,6 +28,11 @@ type Terminal struct {
 	fd     int
 	saved  *term.State
 	closed bool
+	out    io.Writer
+
+	mu      sync.Mutex
+	reading bool     // a line is being typed
+	pending []string // lines to print above it
 }
 
 // NewTerminal starts reading the terminal on stdin. It must only be called
@@ -36,8 +43,8 @@ func NewTerminal(prefix string, complete func(before string) []Suggestion) (*Ter
 	if err != nil {
 		return nil, err
 	}
-	keys := &keyWatcher{ConsoleParser: prompt.NewStandardInputParser()}
-	t := &Terminal{keys: keys, fd: fd, saved: saved}
+	keys := &keyWatcher{ConsoleParser: prompt.NewStandardInputParser(), inject: make(chan []byte, 1)}
+	t := &Terminal{keys: keys, fd: fd, saved: saved, out: os.Stdout}
 	t.p = prompt.New(
 		func(string) {}, // lines are taken with Input, not run by go-prompt
 		func(d prompt.Document) []prompt.Suggest {
@@ -54,13 +61,63 @@ func NewTerminal(prefix string, complete func(before string) []Suggestion) (*Ter
 		prompt.OptionSetExitCheckerOnInput(func(_ string, breakline bool) bool {
 			return !breakline && keys.ctrlC.Load() >= 2
 		}),
+		// The key PrintAbove injects: print the pending lines, after which
+		// go-prompt draws the prompt and the line being typed again.
+		prompt.OptionAddKeyBind(prompt.KeyBind{Key: prompt.Ignore, Fn: func(*prompt.Buffer) { t.flush(true) }}),
 	)
 	return t, nil
 }
 
+// ignoreKey is a key go-prompt reads as Ignore: it does nothing but redraw.
+var ignoreKey = []byte{0x1b, 0x5b, 0x45}
+
+// PrintAbove prints lines above the line being typed, if one is.
+func (t *Terminal) PrintAbove(lines []string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.reading {
+		return false
+	}
+	t.pending = append(t.pending, lines...)
+	select {
+	case t.keys.inject <- ignoreKey:
+	default: // one is on its way already
+	}
+	return true
+}
+
+// flush prints the pending lines. In raw mode (inPrompt) it first clears the
+// prompt line; go-prompt then redraws it below, since its cursor moves back
+// to column 0 at most.
+func (t *Terminal) flush(inPrompt bool) {
+	t.mu.Lock()
+	lines := t.pending
+	t.pending = nil
+	t.mu.Unlock()
+	if len(lines) == 0 {
+		return
+	}
+	var b strings.Builder
+	if inPrompt {
+		b.WriteString("\r\x1b[J")
+	}
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteString("\r\n")
+	}
+	io.WriteString(t.out, b.String())
+}
+
 // ReadLine implements Input.
 func (t *Terminal) ReadLine() (string, error) {
+	t.mu.Lock()
+	t.reading = true
+	t.mu.Unlock()
 	line := t.p.Input()
+	t.mu.Lock()
+	t.reading = false
+	t.mu.Unlock()
+	t.flush(false) // lines that came as the line was entered
 	// Put the terminal back in the state it was in, so that answers print
 	// normally and Ctrl-C during a command is a signal again.
 	if err := term.Restore(t.fd, t.saved); err != nil {
@@ -95,11 +152,17 @@ const (
 // the atomics.
 type keyWatcher struct {
 	prompt.ConsoleParser
-	last  atomic.Uint32 // the last key, if it was one byte
-	ctrlC atomic.Int32
+	last   atomic.Uint32 // the last key, if it was one byte
+	ctrlC  atomic.Int32
+	inject chan []byte // keys to hand go-prompt as if typed
 }
 
 func (k *keyWatcher) Read() ([]byte, error) {
+	select {
+	case b := <-k.inject:
+		return b, nil
+	default:
+	}
 	b, err := k.ConsoleParser.Read()
 	if len(b) == 0 {
 		return b, err // go-prompt polls; nothing was typed

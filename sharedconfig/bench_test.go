@@ -184,7 +184,7 @@ func openWithKeys(b *testing.B, nc *nats.Conn, name string, n int) *sharedconfig
 	c := openBench(b, nc, name)
 	state := sharedconfig.EmptyState()
 	for i := range n {
-		state = sharedconfig.Put{Key: fmt.Sprintf("key%06d", i), Value: "value"}.Apply(state)
+		state = sharedconfig.Put{Key: fmt.Sprintf("key%06d", i), Value: "value"}.Apply(state, 1)
 	}
 	data, err := sharedconfig.Codec{}.EncodeInitial(sharedconfig.Snapshot{State: state})
 	if err != nil {

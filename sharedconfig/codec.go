@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/benbjohnson/immutable"
@@ -19,7 +20,10 @@ import (
 //
 // and a snapshot entry is
 //
-//	{"properties":{"k":"v", ...}}
+//	{"properties":{"k":"v", ...},"revisions":{"k":12, ...}}
+//
+// where revisions says at which revision each property was last set (a
+// property it leaves out counts as set at revision 0).
 //
 // Keys and values are UTF-8 text; anything else is refused before it is
 // written, since JSON would silently change it.
@@ -81,22 +85,28 @@ func (Codec) DecodeUpdates(data []byte) ([]statesync.Update[State], error) {
 // EncodeInitial implements statesync.Codec. It writes the properties in key
 // order without building an intermediate map.
 func (Codec) EncodeInitial(i statesync.InitialUpdate[State]) ([]byte, error) {
-	s := i.Create()
+	s := i.Create(0)
 	var b bytes.Buffer
-	b.WriteString(`{"properties":{`)
-	first := true
-	for k, v := range s.All() {
-		if !first {
-			b.WriteByte(',')
+	object := func(field string, value func(Property) []byte) {
+		b.WriteString(`"` + field + `":{`)
+		first := true
+		for k, p := range s.All() {
+			if !first {
+				b.WriteByte(',')
+			}
+			first = false
+			kj, _ := json.Marshal(k)
+			b.Write(kj)
+			b.WriteByte(':')
+			b.Write(value(p))
 		}
-		first = false
-		kj, _ := json.Marshal(k)
-		vj, _ := json.Marshal(v)
-		b.Write(kj)
-		b.WriteByte(':')
-		b.Write(vj)
+		b.WriteByte('}')
 	}
-	b.WriteString(`}}`)
+	b.WriteByte('{')
+	object("properties", func(p Property) []byte { v, _ := json.Marshal(p.Value); return v })
+	b.WriteByte(',')
+	object("revisions", func(p Property) []byte { return strconv.AppendUint(nil, p.Revision, 10) })
+	b.WriteByte('}')
 	return b.Bytes(), nil
 }
 
@@ -104,6 +114,7 @@ func (Codec) EncodeInitial(i statesync.InitialUpdate[State]) ([]byte, error) {
 func (Codec) DecodeInitial(data []byte) (statesync.InitialUpdate[State], error) {
 	var w struct {
 		Properties *map[string]string `json:"properties"`
+		Revisions  map[string]uint64  `json:"revisions"`
 	}
 	if err := strictUnmarshal(data, &w); err != nil {
 		return nil, fmt.Errorf("not a sharedconfig snapshot: %w", err)
@@ -111,9 +122,9 @@ func (Codec) DecodeInitial(data []byte) (statesync.InitialUpdate[State], error) 
 	if w.Properties == nil {
 		return nil, errors.New(`not a sharedconfig snapshot: no "properties"`)
 	}
-	b := immutable.NewSortedMapBuilder[string, string](stringComparer)
+	b := immutable.NewSortedMapBuilder[string, Property](stringComparer)
 	for k, v := range *w.Properties {
-		b.Set(k, v)
+		b.Set(k, Property{v, w.Revisions[k]})
 	}
 	return Snapshot{State{b.Map()}}, nil
 }

@@ -51,6 +51,10 @@ type Options struct {
 	CompactionFailed func(error)
 	// Trace, if set, sees every attempt of every conditional write.
 	Trace func(statesync.Attempt)
+	// Changed, if set, hears of every entry the local copy takes in, from
+	// this process or read from the log, in order. It must not call back
+	// into the Config.
+	Changed func(Change)
 }
 
 // Config is one shared config, open in this process. It is safe for
@@ -72,6 +76,11 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	var syncOpts []statesync.Option
 	if o.Trace != nil {
 		syncOpts = append(syncOpts, statesync.WithTrace(o.Trace))
+	}
+	if o.Changed != nil {
+		syncOpts = append(syncOpts, statesync.WithApplied(func(a statesync.Applied[State]) {
+			o.Changed(changeOf(a.Entry, a.Updates, a.Local))
+		}))
 	}
 	c := &Config{
 		sync:        statesync.New[State](log, Codec{}, syncOpts...),

@@ -58,7 +58,11 @@ func openOn(t *testing.T, nc *nats.Conn, name string, o sharedconfig.Options) *s
 }
 
 func contents(c *sharedconfig.Config) map[string]string {
-	return maps.Collect(c.State().All())
+	m := map[string]string{}
+	for k, p := range c.State().All() {
+		m[k] = p.Value
+	}
+	return m
 }
 
 func must[T any](t *testing.T) func(T, error) T {

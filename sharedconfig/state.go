@@ -7,39 +7,51 @@ import (
 	"github.com/benbjohnson/immutable"
 )
 
+// Property is a value and the revision at which it was last set.
+type Property struct {
+	Value    string
+	Revision uint64
+}
+
 // State is the content of a shared config at one revision: string keys to
-// string values, sorted by key. It is immutable: updates make a new State
-// that shares all but O(log n) of its structure with the old one, so applying
-// an update costs the same with 10 keys or 100,000, and a reader keeps a
+// properties, sorted by key. It is immutable: updates make a new State that
+// shares all but O(log n) of its structure with the old one, so applying an
+// update costs the same with 10 keys or 100,000, and a reader keeps a
 // consistent snapshot for as long as it holds one.
 type State struct {
-	m *immutable.SortedMap[string, string]
+	m *immutable.SortedMap[string, Property]
 }
 
 var stringComparer = immutable.NewComparer("")
 
 // EmptyState is a State with no properties.
 func EmptyState() State {
-	return State{immutable.NewSortedMap[string, string](stringComparer)}
+	return State{immutable.NewSortedMap[string, Property](stringComparer)}
 }
 
 // Get returns the value of key.
-func (s State) Get(key string) (string, bool) { return s.m.Get(key) }
+func (s State) Get(key string) (string, bool) {
+	p, ok := s.m.Get(key)
+	return p.Value, ok
+}
+
+// Lookup returns the value of key and the revision that set it.
+func (s State) Lookup(key string) (Property, bool) { return s.m.Get(key) }
 
 // Len is the number of properties.
 func (s State) Len() int { return s.m.Len() }
 
 // All yields the properties in key order.
-func (s State) All() iter.Seq2[string, string] { return s.WithPrefix("") }
+func (s State) All() iter.Seq2[string, Property] { return s.WithPrefix("") }
 
 // WithPrefix yields, in key order, the properties whose key starts with prefix.
-func (s State) WithPrefix(prefix string) iter.Seq2[string, string] {
-	return func(yield func(string, string) bool) {
+func (s State) WithPrefix(prefix string) iter.Seq2[string, Property] {
+	return func(yield func(string, Property) bool) {
 		it := s.m.Iterator()
 		it.Seek(prefix)
 		for !it.Done() {
-			k, v, _ := it.Next()
-			if !strings.HasPrefix(k, prefix) || !yield(k, v) {
+			k, p, _ := it.Next()
+			if !strings.HasPrefix(k, prefix) || !yield(k, p) {
 				return
 			}
 		}

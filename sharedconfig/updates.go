@@ -16,16 +16,19 @@ type (
 )
 
 // Apply implements statesync.Update.
-func (u Put) Apply(s State) State { return State{s.m.Set(u.Key, u.Value)} }
+func (u Put) Apply(s State, revision uint64) State {
+	return State{s.m.Set(u.Key, Property{u.Value, revision})}
+}
 
 // Apply implements statesync.Update.
-func (u Remove) Apply(s State) State { return State{s.m.Delete(u.Key)} }
+func (u Remove) Apply(s State, _ uint64) State { return State{s.m.Delete(u.Key)} }
 
 // Apply implements statesync.Update.
-func (Clear) Apply(State) State { return EmptyState() }
+func (Clear) Apply(State, uint64) State { return EmptyState() }
 
-// Create implements statesync.InitialUpdate.
-func (u Snapshot) Create() State { return u.State }
+// Create implements statesync.InitialUpdate. The properties keep the
+// revisions that set them.
+func (u Snapshot) Create(uint64) State { return u.State }
 
 var (
 	_ statesync.Update[State]        = Put{}

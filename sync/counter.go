@@ -15,13 +15,13 @@ type Counter int64
 type Add struct{ N int64 }
 
 // Apply implements Update.
-func (a Add) Apply(c Counter) Counter { return c + Counter(a.N) }
+func (a Add) Apply(c Counter, _ uint64) Counter { return c + Counter(a.N) }
 
 // CounterStart is a Counter's initial value.
 type CounterStart struct{ Value int64 }
 
 // Create implements InitialUpdate.
-func (s CounterStart) Create() Counter { return Counter(s.Value) }
+func (s CounterStart) Create(uint64) Counter { return Counter(s.Value) }
 
 // CounterCodec encodes a Counter's entries as JSON: updates as
 // {"add":[n,...]} and snapshots as {"value":n}.
@@ -55,7 +55,7 @@ func (CounterCodec) DecodeUpdates(data []byte) ([]Update[Counter], error) {
 
 // EncodeInitial implements Codec.
 func (CounterCodec) EncodeInitial(i InitialUpdate[Counter]) ([]byte, error) {
-	return json.Marshal(map[string]int64{"value": int64(i.Create())})
+	return json.Marshal(map[string]int64{"value": int64(i.Create(0))})
 }
 
 // DecodeInitial implements Codec.

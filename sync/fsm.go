@@ -8,18 +8,28 @@ type Revisioned[S any] struct {
 	Revision uint64
 }
 
-// Update turns one state into the next. Apply must not modify s: it returns
-// a new state (a persistent data structure makes that cheap), so that readers
-// holding s keep a consistent snapshot.
+// Update turns one state into the next, as of the revision of the entry
+// that carries it (Pravega's applyTo(oldState, newRevision)). Apply must not
+// modify s: it returns a new state (a persistent data structure makes that
+// cheap), so that readers holding s keep a consistent snapshot.
 type Update[S any] interface {
-	Apply(s S) S
+	Apply(s S, revision uint64) S
 }
 
-// InitialUpdate creates a state from nothing. Initialize writes one as the
-// first entry of a log, and every compaction writes one (a snapshot) that
-// replaces everything before it.
+// InitialUpdate creates a state from nothing, as of a revision. Initialize
+// writes one as the first entry of a log, and every compaction writes one (a
+// snapshot) that replaces everything before it.
 type InitialUpdate[S any] interface {
-	Create() S
+	Create(revision uint64) S
+}
+
+// Applied describes an entry the local copy has taken in, for watchers.
+type Applied[S any] struct {
+	Entry
+	// Updates are the entry's updates; nil for a snapshot.
+	Updates []Update[S]
+	// Local: this synchronizer wrote the entry.
+	Local bool
 }
 
 // Codec turns updates into the bytes stored in the log and back. A log entry

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Entry is one record of a log.
@@ -15,6 +16,18 @@ type Entry struct {
 	// Snapshot marks an initial update: it replaces all state before it.
 	Snapshot bool
 	Data     []byte
+	// Writer names who appended the entry, if the log records it.
+	Writer string
+	// Time is when the log stored the entry, if it records it.
+	Time time.Time
+}
+
+// Notifier is implemented by logs that can say when entries are appended.
+type Notifier interface {
+	// Notify calls fn, from another goroutine, soon after each append by
+	// anyone, until stop is called. Calls may be merged or spurious: fn
+	// should look at the log rather than count calls.
+	Notify(fn func()) (stop func(), err error)
 }
 
 // Log is the storage a Synchronizer works on: an append-only sequence of

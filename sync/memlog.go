@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 )
 
 // MemLog is a Log held in memory, for tests. Its zero value is not usable;
@@ -12,9 +13,11 @@ import (
 type MemLog struct {
 	name string
 
-	mu      sync.Mutex
-	entries []Entry // in revision order; compaction leaves a snapshot first
-	last    uint64
+	mu        sync.Mutex
+	entries   []Entry // in revision order; compaction leaves a snapshot first
+	last      uint64
+	notifiers map[int]func()
+	nextID    int
 }
 
 // NewMemLog returns an empty in-memory log.
@@ -44,12 +47,33 @@ func (l *MemLog) add(ctx context.Context, expected uint64, e Entry) (uint64, err
 	}
 	l.last++
 	e.Revision = l.last
+	e.Time = time.Now()
 	if e.Snapshot {
 		l.entries = []Entry{e}
 	} else {
 		l.entries = append(l.entries, e)
 	}
+	for _, fn := range l.notifiers {
+		go fn()
+	}
 	return e.Revision, nil
+}
+
+// Notify implements Notifier.
+func (l *MemLog) Notify(fn func()) (stop func(), err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.notifiers == nil {
+		l.notifiers = map[int]func(){}
+	}
+	id := l.nextID
+	l.nextID++
+	l.notifiers[id] = fn
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		delete(l.notifiers, id)
+	}, nil
 }
 
 // Read implements Log.

@@ -15,9 +15,10 @@ import (
 // A Synchronizer is safe for concurrent use; its I/O operations run one at a
 // time.
 type Synchronizer[S any] struct {
-	log   Log
-	codec Codec[S]
-	trace func(Attempt)
+	log     Log
+	codec   Codec[S]
+	trace   func(Attempt)
+	applied func(Applied[S])
 
 	mu    sync.Mutex // serialises Fetch, UpdateState, Initialize and Compact
 	local atomic.Pointer[local[S]]
@@ -45,10 +46,21 @@ type Attempt struct {
 // Option configures a Synchronizer.
 type Option func(*options)
 
-type options struct{ trace func(Attempt) }
+type options struct {
+	trace   func(Attempt)
+	applied any // func(Applied[S]) for the synchronizer's S
+}
 
 // WithTrace calls fn after every attempt of a conditional write.
 func WithTrace(fn func(Attempt)) Option { return func(o *options) { o.trace = fn } }
+
+// WithApplied calls fn for every entry the local copy takes in, whether it
+// was read from the log or written by this synchronizer, in revision order,
+// once State shows it. It runs while the synchronizer's lock is held: fn
+// must not call back into it.
+func WithApplied[S any](fn func(Applied[S])) Option {
+	return func(o *options) { o.applied = fn }
+}
 
 // New returns a synchronizer over log. Its state is empty and uninitialized
 // until Initialize or Fetch loads it.
@@ -58,6 +70,7 @@ func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
 		opt(&o)
 	}
 	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace}
+	s.applied, _ = o.applied.(func(Applied[S]))
 	s.local.Store(&local[S]{})
 	return s
 }
@@ -102,12 +115,16 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 	if target <= cur.Revision {
 		return cur.Revision, nil
 	}
+	var applied []Applied[S]
 	err := s.log.Read(ctx, cur.Revision, target, func(e Entry) error {
-		next, err := s.apply(cur, e)
+		next, a, err := s.apply(cur, e)
 		if err != nil {
 			return err
 		}
 		cur = next
+		if s.applied != nil {
+			applied = append(applied, a)
+		}
 		return nil
 	})
 	if err == nil && cur.Revision < target {
@@ -117,20 +134,24 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 		cur.Revision = target
 	}
 	s.local.Store(&cur)
+	// Watchers hear of changes only once reads of the local copy show them.
+	for _, a := range applied {
+		s.applied(a)
+	}
 	return cur.Revision, err
 }
 
-// apply returns cur with entry e applied.
-func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], error) {
-	bad := func(err error) (local[S], error) {
-		return cur, &EntryError{Log: s.log.Name(), Revision: e.Revision, Err: err}
+// apply returns cur with entry e applied, and what to tell watchers.
+func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], Applied[S], error) {
+	bad := func(err error) (local[S], Applied[S], error) {
+		return cur, Applied[S]{}, &EntryError{Log: s.log.Name(), Revision: e.Revision, Err: err}
 	}
 	if e.Snapshot {
 		init, err := s.codec.DecodeInitial(e.Data)
 		if err != nil {
 			return bad(err)
 		}
-		return local[S]{Revisioned: Revisioned[S]{Value: init.Create(), Revision: e.Revision}, initialized: true, compactedAt: e.Revision}, nil
+		return local[S]{Revisioned: Revisioned[S]{Value: init.Create(e.Revision), Revision: e.Revision}, initialized: true, compactedAt: e.Revision}, Applied[S]{Entry: e}, nil
 	}
 	if !cur.initialized {
 		return bad(errors.New("an update comes before any initial state"))
@@ -140,10 +161,16 @@ func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], error) {
 		return bad(err)
 	}
 	for _, u := range updates {
-		cur.Value = u.Apply(cur.Value)
+		cur.Value = u.Apply(cur.Value, e.Revision)
 	}
 	cur.Revision = e.Revision
-	return cur, nil
+	return cur, Applied[S]{Entry: e, Updates: updates}, nil
+}
+
+func (s *Synchronizer[S]) notifyApplied(a Applied[S]) {
+	if s.applied != nil {
+		s.applied(a)
+	}
 }
 
 // UpdateState is the one way to change the state conditionally. It calls fn
@@ -188,10 +215,11 @@ func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(stat
 			var rev uint64
 			if rev, err = s.log.Append(ctx, cur.Revision, data); err == nil {
 				for _, u := range updates {
-					cur.Value = u.Apply(cur.Value)
+					cur.Value = u.Apply(cur.Value, rev)
 				}
 				cur.Revision = rev
 				s.local.Store(&cur)
+				s.notifyApplied(Applied[S]{Entry: Entry{Revision: rev, Data: data, Time: time.Now()}, Updates: updates, Local: true})
 				try.Revision = rev
 				s.traceAttempt(try)
 				return result, nil
@@ -262,7 +290,7 @@ func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S])
 	}
 	rev, err := s.log.Compact(ctx, 0, data)
 	if err == nil {
-		s.local.Store(&local[S]{Revisioned: Revisioned[S]{Value: init.Create(), Revision: rev}, initialized: true, compactedAt: rev})
+		s.local.Store(&local[S]{Revisioned: Revisioned[S]{Value: init.Create(rev), Revision: rev}, initialized: true, compactedAt: rev})
 		return nil
 	}
 	if !errors.Is(err, ErrConflict) {
@@ -319,3 +347,63 @@ func (s *Synchronizer[S]) Compact(ctx context.Context, snapshot func(state S) In
 		}
 	}
 }
+
+// ErrCannotFollow: the log cannot say when entries are appended.
+var ErrCannotFollow = errors.New("this log cannot notify of appends, so it cannot be followed")
+
+// Follow keeps the local copy current in the background: it fetches at once,
+// after every append to the log (which must implement Notifier), and every
+// few seconds in case a notification was lost (say, while reconnecting).
+// Fetch errors go to onError, if set. The returned function stops following
+// and waits for the background work to end.
+func (s *Synchronizer[S]) Follow(onError func(error)) (stop func(), err error) {
+	n, ok := s.log.(Notifier)
+	if !ok {
+		return nil, ErrCannotFollow
+	}
+	kick := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case kick <- struct{}{}:
+		default: // a fetch is already due; it will see this append too
+		}
+	}
+	stopNotify, err := n.Notify(poke)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		poll := time.NewTicker(followPoll)
+		defer poll.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-kick:
+			case <-poll.C:
+			}
+			fetchCtx, cancelFetch := context.WithTimeout(ctx, followFetchTimeout)
+			err := s.Fetch(fetchCtx)
+			cancelFetch()
+			if err != nil && ctx.Err() == nil && onError != nil {
+				onError(err)
+			}
+		}
+	}()
+	poke()
+	return func() {
+		stopNotify()
+		cancel()
+		<-done
+	}, nil
+}
+
+const (
+	// followFetchTimeout bounds one background fetch.
+	followFetchTimeout = 10 * time.Second
+	// followPoll is how often a follower looks at the log unprompted.
+	followPoll = 5 * time.Second
+)

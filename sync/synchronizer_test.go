@@ -244,3 +244,80 @@ func TestUninitializedLog(t *testing.T) {
 		t.Fatalf("update on an empty log: %v, want ErrNotInitialized", err)
 	}
 }
+
+func TestFollow(t *testing.T) {
+	ctx := context.Background()
+	log := statesync.NewMemLog("t")
+	var mu sync.Mutex
+	var seen []uint64
+	follower := newCounter(t, log, statesync.WithApplied(func(a statesync.Applied[counter]) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, a.Revision)
+	}))
+	stop, err := follower.Follow(func(err error) { t.Error(err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer := newCounter(t, log)
+	for range 3 {
+		if _, err := increment(ctx, writer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for value(t, follower) != 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the follower is at %d, want 3 without a Fetch", value(t, follower))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 3 || seen[0] != 2 || seen[2] != 4 {
+		t.Fatalf("applied entries %v, want [2 3 4]", seen)
+	}
+}
+
+func TestAppliedReportsLocalWrites(t *testing.T) {
+	var local []bool
+	s := newCounter(t, statesync.NewMemLog("t"), statesync.WithApplied(func(a statesync.Applied[counter]) {
+		local = append(local, a.Local)
+	}))
+	if _, err := increment(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if len(local) != 1 || !local[0] {
+		t.Fatalf("applied %v, want one local entry", local)
+	}
+}
+
+func TestFollowNeedsNotifier(t *testing.T) {
+	type plainLog struct{ statesync.Log }
+	s := statesync.New[counter](plainLog{statesync.NewMemLog("t")}, counterCodec)
+	if _, err := s.Follow(nil); !errors.Is(err, statesync.ErrCannotFollow) {
+		t.Fatalf("Follow on a log without Notify: %v", err)
+	}
+}
+
+// A watcher hears of a change only once the local copy shows it.
+func TestAppliedAfterStateShowsIt(t *testing.T) {
+	log := statesync.NewMemLog("t")
+	var s *statesync.Synchronizer[counter]
+	var lagging []uint64
+	s = newCounter(t, log, statesync.WithApplied(func(a statesync.Applied[counter]) {
+		if st, _ := s.State(); st.Revision < a.Revision {
+			lagging = append(lagging, a.Revision)
+		}
+	}))
+	if _, err := increment(context.Background(), newCounter(t, log)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Fetch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(lagging) > 0 {
+		t.Fatalf("watchers heard of entries %v before the state showed them", lagging)
+	}
+}

@@ -1,0 +1,190 @@
+package sharedconfig
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// Change is one entry of a config's log, decoded.
+type Change struct {
+	Revision uint64
+	Time     time.Time // when the log stored it; zero if unknown
+	Writer   string    // who wrote it; empty if unknown
+	// Local: this process wrote it.
+	Local bool
+	// Snapshot: a compaction (or the initial state) that replaced all
+	// history before it; Properties is then how many it held.
+	Snapshot   bool
+	Properties int
+	// Ops are an update's operations.
+	Ops []Op
+	// State, for a snapshot read back from the log, is what it holds.
+	State State
+}
+
+// Op is one operation of an update: a put, a remove or a clear.
+type Op struct {
+	Kind       string // "put", "remove" or "clear"
+	Key, Value string
+}
+
+func (o Op) String() string {
+	switch o.Kind {
+	case "put":
+		return fmt.Sprintf("PUT %s = %s", o.Key, o.Value)
+	case "remove":
+		return "REMOVE " + o.Key
+	default:
+		return "CLEAR"
+	}
+}
+
+func opsOf(updates []statesync.Update[State]) []Op {
+	ops := make([]Op, 0, len(updates))
+	for _, u := range updates {
+		switch u := u.(type) {
+		case Put:
+			ops = append(ops, Op{"put", u.Key, u.Value})
+		case Remove:
+			ops = append(ops, Op{"remove", u.Key, ""})
+		case Clear:
+			ops = append(ops, Op{Kind: "clear"})
+		}
+	}
+	return ops
+}
+
+func changeOf(e statesync.Entry, updates []statesync.Update[State], local bool) Change {
+	return Change{Revision: e.Revision, Time: e.Time, Writer: e.Writer, Local: local, Snapshot: e.Snapshot, Ops: opsOf(updates)}
+}
+
+// decode reads one entry of the log into a Change.
+func (c *Config) decode(e statesync.Entry) (Change, error) {
+	ch := changeOf(e, nil, false)
+	bad := func(err error) (Change, error) {
+		return ch, &statesync.EntryError{Log: c.Log().Name(), Revision: e.Revision, Err: err}
+	}
+	if e.Snapshot {
+		init, err := Codec{}.DecodeInitial(e.Data)
+		if err != nil {
+			return bad(err)
+		}
+		ch.State = init.Create(e.Revision)
+		ch.Properties = ch.State.Len()
+		return ch, nil
+	}
+	updates, err := Codec{}.DecodeUpdates(e.Data)
+	if err != nil {
+		return bad(err)
+	}
+	ch.Ops = opsOf(updates)
+	return ch, nil
+}
+
+// History returns up to the last n entries of the log, oldest first. Fewer
+// come back where compaction has dropped the rest: the first is then the
+// snapshot that replaced them.
+func (c *Config) History(ctx context.Context, n int) ([]Change, error) {
+	last, err := c.Log().LastRevision(ctx)
+	if err != nil {
+		return nil, err
+	}
+	after := uint64(0)
+	if uint64(n) < last {
+		after = last - uint64(n)
+	}
+	var out []Change
+	err = c.Log().Read(ctx, after, last, func(e statesync.Entry) error {
+		ch, err := c.decode(e)
+		if err != nil {
+			return err
+		}
+		out = append(out, ch)
+		return nil
+	})
+	if len(out) > n { // a snapshot that covered a gap may add one
+		out = out[len(out)-n:]
+	}
+	return out, err
+}
+
+// KeyChange is one change to a key: its value after the change, or that it
+// was removed.
+type KeyChange struct {
+	Change
+	Removed bool
+	Value   string
+	// FromSnapshot: the value as a snapshot recorded it; the changes before
+	// it were compacted away.
+	FromSnapshot bool
+}
+
+// KeyHistory returns the values key had, oldest first, as far back as
+// compaction allows. The first element comes from a snapshot when older
+// history was compacted away: HistoryStart says from which revision on the
+// history is complete.
+func (c *Config) KeyHistory(ctx context.Context, key string) (changes []KeyChange, historyStart uint64, err error) {
+	last, err := c.Log().LastRevision(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	historyStart = 1
+	err = c.Log().Read(ctx, 0, last, func(e statesync.Entry) error {
+		ch, err := c.decode(e)
+		if err != nil {
+			return err
+		}
+		if ch.Snapshot {
+			historyStart = ch.Revision
+			changes = changes[:0] // a snapshot replaces what came before
+			if p, ok := ch.State.Lookup(key); ok {
+				changes = append(changes, KeyChange{Change: ch, Value: p.Value, FromSnapshot: true})
+			}
+			return nil
+		}
+		for _, op := range ch.Ops {
+			switch {
+			case op.Kind == "put" && op.Key == key:
+				changes = append(changes, KeyChange{Change: ch, Value: op.Value})
+			case op.Kind == "remove" && op.Key == key, op.Kind == "clear":
+				if len(changes) > 0 && !changes[len(changes)-1].Removed {
+					changes = append(changes, KeyChange{Change: ch, Removed: true})
+				}
+			}
+		}
+		return nil
+	})
+	return changes, historyStart, err
+}
+
+// Status is what STATUS shows.
+type Status struct {
+	Stream string
+	// Revision is the local copy's; LastRevision the log's, just read.
+	Revision, LastRevision uint64
+	EntriesSinceCompaction uint64
+	Properties             int
+	Bytes                  int // of keys and values
+}
+
+// Status reads the log's last revision and describes the local copy.
+func (c *Config) Status(ctx context.Context) (Status, error) {
+	st := Status{Stream: c.Log().Name(), Revision: c.Revision(), EntriesSinceCompaction: c.EntriesSinceCompaction()}
+	state := c.State()
+	st.Properties = state.Len()
+	for k, p := range state.All() {
+		st.Bytes += len(k) + len(p.Value)
+	}
+	var err error
+	st.LastRevision, err = c.Log().LastRevision(ctx)
+	return st, err
+}
+
+// Follow keeps the local copy current in the background until stop is
+// called; Options.Changed hears of each change as it lands.
+func (c *Config) Follow(onError func(error)) (stop func(), err error) {
+	return c.sync.Follow(onError)
+}

@@ -1,0 +1,66 @@
+package statesync_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// Two processes share a counter. Each increment is a conditional append;
+// the stale one catches up and adds to the latest value, so none is lost.
+func Example_counter() {
+	ctx := context.Background()
+	log := statesync.NewMemLog("counter") // in real use: a jetstream.Log
+	alice := statesync.New[statesync.Counter](log, statesync.CounterCodec{})
+	bob := statesync.New[statesync.Counter](log, statesync.CounterCodec{})
+	for _, s := range []*statesync.Synchronizer[statesync.Counter]{alice, bob} {
+		if err := s.Initialize(ctx, statesync.CounterStart{}); err != nil {
+			panic(err)
+		}
+	}
+
+	statesync.Increment(ctx, alice)
+	statesync.Increment(ctx, alice)
+	saw, _ := statesync.Increment(ctx, bob) // bob's copy said 0: it catches up first
+
+	st, _ := bob.State()
+	fmt.Println("bob added to", saw, "and now sees", st.Value, "at revision", st.Revision)
+	// Output: bob added to 2 and now sees 3 at revision 4
+}
+
+// A shared set, with a conditional add: "add if there is room", decided
+// against the latest state, as UpdateState guarantees.
+func Example_set() {
+	ctx := context.Background()
+	log := statesync.NewMemLog("set")
+	open := func() *statesync.Synchronizer[statesync.Set] {
+		s := statesync.New[statesync.Set](log, statesync.SetCodec{})
+		if err := s.Initialize(ctx, statesync.SetOf{}); err != nil {
+			panic(err)
+		}
+		return s
+	}
+	addIfRoom := func(s *statesync.Synchronizer[statesync.Set], member string) bool {
+		added, err := statesync.UpdateState(ctx, s, func(set statesync.Set) ([]statesync.Update[statesync.Set], bool) {
+			if set.Len() >= 2 || set.Has(member) {
+				return nil, false
+			}
+			return []statesync.Update[statesync.Set]{statesync.SetAdd{Member: member}}, true
+		})
+		if err != nil {
+			panic(err)
+		}
+		return added
+	}
+	a, b := open(), open()
+	fmt.Println(addIfRoom(a, "x"), addIfRoom(a, "y"))
+	fmt.Println(addIfRoom(b, "z")) // b's copy is empty, but the set is full
+	st, _ := b.State()
+	fmt.Println(slices.Collect(st.Value.Members()))
+	// Output:
+	// true true
+	// false
+	// [x y]
+}
