@@ -186,3 +186,45 @@ func TestTerminalSIGTERM(t *testing.T) {
 		t.Fatal("the terminal was not restored after SIGTERM")
 	}
 }
+
+// In follow mode, a change made elsewhere prints above the prompt, and the
+// line being typed is drawn again below it, intact.
+func TestTerminalFollowPrintsAbove(t *testing.T) {
+	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttyfollow", "--follow")
+	p.waitFor("someConfig > ", 1)
+	p.typeKeys("GET co")
+	other := exec.Command(os.Args[0], "--server", srv.ClientURL(), "--scope", "ttyfollow", "--writer", "bob")
+	other.Env = append(os.Environ(), runMainEnv+"=1")
+	other.Stdin = strings.NewReader("PUT colour, blue\n")
+	if out, err := other.CombinedOutput(); err != nil {
+		t.Fatalf("the other shell: %v\n%s", err, out)
+	}
+	p.waitFor(">>>> revision 2 by bob: PUT colour , blue", 1)
+	// The half-typed line is drawn again after the message (go-prompt puts
+	// colour codes between the prompt and the text).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.mu.Lock()
+		out := p.out.String()
+		p.mu.Unlock()
+		msg := strings.LastIndex(out, ">>>> revision 2")
+		if strings.Contains(out[msg:], "GET co") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the typed line was not drawn again after the message:\n%q", out[msg:])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.typeKeys("lour\r")
+	p.waitFor("**** The value of property 'colour' is 'blue'", 1)
+	p.typeKeys("\x04")
+	if code := p.wait(); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+}
