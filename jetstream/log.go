@@ -340,17 +340,22 @@ func (l *Log) Read(ctx context.Context, after, upTo uint64, fn func(statesync.En
 	}
 	defer msgs.Stop()
 
+	// One timer for the whole read, pushed back at every message, notices a
+	// stalled read (a context per message would cost a timer each).
+	readCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stall := time.AfterFunc(readStall, cancel)
+	defer stall.Stop()
 	r := reader{log: l, next: after + 1}
 	for {
-		next, cancel := context.WithTimeout(ctx, readStall)
-		msg, err := msgs.Next(jetstream.NextContext(next))
-		cancel()
+		msg, err := msgs.Next(jetstream.NextContext(readCtx))
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			return fmt.Errorf("%s: reading entry %d of %d: %w", l.name, r.next, upTo, describeJSError(err))
 		}
+		stall.Reset(readStall)
 		meta, err := msg.Metadata()
 		if err != nil {
 			return fmt.Errorf("%s: reading after %d: %w", l.name, r.next-1, err)

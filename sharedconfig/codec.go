@@ -59,6 +59,85 @@ func (Codec) EncodeUpdates(us []statesync.Update[State]) ([]byte, error) {
 
 // DecodeUpdates implements statesync.Codec.
 func (Codec) DecodeUpdates(data []byte) ([]statesync.Update[State], error) {
+	if us, ok := decodeCanonicalUpdates(data); ok {
+		return us, nil
+	}
+	return decodeUpdatesStrict(data)
+}
+
+// decodeCanonicalUpdates parses exactly what EncodeUpdates writes, without
+// reflection: catching up decodes every entry, so this is the hot path. On
+// anything else (other spacing or field order, escapes, bad UTF-8) it gives
+// up, and the strict decoder decides.
+func decodeCanonicalUpdates(data []byte) ([]statesync.Update[State], bool) {
+	p := canonical{data}
+	if !p.lit(`{"ops":[`) {
+		return nil, false
+	}
+	var us []statesync.Update[State]
+	for {
+		if !p.lit(`{"op":"`) {
+			return nil, false
+		}
+		switch {
+		case p.lit(`put","key":`):
+			k, ok1 := p.str()
+			ok2 := p.lit(`,"value":`)
+			v, ok3 := p.str()
+			if !ok1 || !ok2 || !ok3 || !p.lit("}") {
+				return nil, false
+			}
+			us = append(us, Put{k, v})
+		case p.lit(`remove","key":`):
+			k, ok := p.str()
+			if !ok || !p.lit("}") {
+				return nil, false
+			}
+			us = append(us, Remove{k})
+		case p.lit(`clear"}`):
+			us = append(us, Clear{})
+		default:
+			return nil, false
+		}
+		if p.lit(",") {
+			continue
+		}
+		return us, p.lit("]}") && len(p.rest) == 0
+	}
+}
+
+type canonical struct{ rest []byte }
+
+func (p *canonical) lit(s string) bool {
+	if !bytes.HasPrefix(p.rest, []byte(s)) {
+		return false
+	}
+	p.rest = p.rest[len(s):]
+	return true
+}
+
+// str takes a JSON string with no escapes and valid UTF-8.
+func (p *canonical) str() (string, bool) {
+	if len(p.rest) == 0 || p.rest[0] != '"' {
+		return "", false
+	}
+	for i := 1; i < len(p.rest); i++ {
+		switch c := p.rest[i]; {
+		case c == '"':
+			s := p.rest[1:i]
+			if !utf8.Valid(s) {
+				return "", false
+			}
+			p.rest = p.rest[i+1:]
+			return string(s), true
+		case c == '\\' || c < 0x20:
+			return "", false
+		}
+	}
+	return "", false
+}
+
+func decodeUpdatesStrict(data []byte) ([]statesync.Update[State], error) {
 	var w wireUpdates
 	if err := strictUnmarshal(data, &w); err != nil {
 		return nil, fmt.Errorf("not a sharedconfig update: %w", err)

@@ -1,0 +1,100 @@
+package sharedconfig
+
+import (
+	"reflect"
+	"testing"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+func TestCodecRoundTrip(t *testing.T) {
+	updates := []statesync.Update[State]{Put{"k", "v"}, Put{"a\"b", "<\u00e9>\n"}, Remove{"k"}, Clear{}, Put{"", ""}}
+	data, err := Codec{}.EncodeUpdates(updates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Codec{}.DecodeUpdates(data)
+	if err != nil || !reflect.DeepEqual(got, updates) {
+		t.Fatalf("round trip of %s = %#v, %v", data, got, err)
+	}
+}
+
+func TestDecodeRefuses(t *testing.T) {
+	for _, bad := range []string{
+		``, `{}`, `{"ops":[]}`, `{"ops":[{"op":"put","key":"k"}]}`, `{"ops":[{"op":"put","key":"k","value":"v","x":1}]}`,
+		`{"ops":[{"op":"remove","key":"k","value":"v"}]}`, `{"ops":[{"op":"clear","key":"k"}]}`, `{"ops":[{"op":"drop"}]}`,
+		`{"ops":[{"op":"clear"}]} trailing`, "{\"ops\":[{\"op\":\"put\",\"key\":\"\xff\",\"value\":\"v\"}]}",
+		`{"ops":[{"op":"clear"}],"extra":true}`, `[1,2]`,
+	} {
+		if us, err := (Codec{}).DecodeUpdates([]byte(bad)); err == nil {
+			t.Errorf("DecodeUpdates(%q) = %#v, want an error", bad, us)
+		}
+	}
+	// Other spacing and field order are valid JSON and decode the same.
+	us, err := Codec{}.DecodeUpdates([]byte(` { "ops" : [ { "value":"v", "key":"k", "op":"put" } ] } `))
+	if err != nil || !reflect.DeepEqual(us, []statesync.Update[State]{Put{"k", "v"}}) {
+		t.Errorf("non-canonical JSON: %#v, %v", us, err)
+	}
+}
+
+// FuzzDecodeUpdates: decoding never panics, the fast path agrees with the
+// strict decoder whenever it accepts, and whatever decodes re-encodes to
+// something that decodes the same.
+func FuzzDecodeUpdates(f *testing.F) {
+	for _, s := range []string{
+		`{"ops":[{"op":"put","key":"k","value":"v"}]}`, `{"ops":[{"op":"remove","key":"k"},{"op":"clear"}]}`,
+		`{"ops":[{"op":"put","key":"a\"b","value":"\u00e9"}]}`, `{"ops":[{"op":"put","key":"k","value":"v"},]}`, `{"ops":[{"op":"clear"}]}x`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		strict, strictErr := decodeUpdatesStrict(data)
+		if fast, ok := decodeCanonicalUpdates(data); ok {
+			if strictErr != nil || !reflect.DeepEqual(fast, strict) {
+				t.Fatalf("%q: fast path %#v, strict %#v, %v", data, fast, strict, strictErr)
+			}
+		}
+		if strictErr != nil {
+			return
+		}
+		again, err := Codec{}.EncodeUpdates(strict)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Codec{}.DecodeUpdates(again)
+		if err != nil || !reflect.DeepEqual(back, strict) {
+			t.Fatalf("%q decoded to %#v, re-encoded to %s, decoded to %#v, %v", data, strict, again, back, err)
+		}
+	})
+}
+
+// FuzzDecodeInitial: snapshots never panic and round-trip.
+func FuzzDecodeInitial(f *testing.F) {
+	f.Add([]byte(`{"properties":{"k":"v"},"revisions":{"k":3}}`))
+	f.Add([]byte(`{"properties":{}}`))
+	f.Add([]byte(`{"properties":null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		init, err := Codec{}.DecodeInitial(data)
+		if err != nil {
+			return
+		}
+		state := init.Create(1)
+		again, err := Codec{}.EncodeInitial(Snapshot{state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Codec{}.DecodeInitial(again)
+		if err != nil {
+			t.Fatalf("%q re-encoded to %s, which does not decode: %v", data, again, err)
+		}
+		b := back.Create(1)
+		for k, p := range state.All() {
+			if q, ok := b.Lookup(k); !ok || q != p {
+				t.Fatalf("%q: %q was %+v, after a round trip %+v", data, k, p, q)
+			}
+		}
+		if b.Len() != state.Len() {
+			t.Fatalf("%q: %d properties, after a round trip %d", data, state.Len(), b.Len())
+		}
+	})
+}
