@@ -120,7 +120,7 @@ malformed or a command failed, 2 when the shell could not start.`,
 	fl.BoolVar(&f.revisions, "revisions", false, "GET and GET_ALL show the revision that set each value")
 	fl.StringVar(&f.writer, "writer", defaultWriter(), "the `NAME` others see on this process's changes (LOG, follow mode)")
 	f.conn.register(root)
-	root.AddCommand(newServerCmd())
+	root.AddCommand(newServerCmd(), newBenchCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	return root
 }
@@ -231,7 +231,7 @@ func defaultWriter() string {
 	return fmt.Sprintf("%s@%s:%d", user, host, os.Getpid())
 }
 
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
+func isTerminal(stream any) bool {
+	f, ok := stream.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

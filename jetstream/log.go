@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
@@ -39,6 +40,9 @@ const (
 	// readStall bounds the wait for the next message of a catch-up that
 	// knows the message exists.
 	readStall = 10 * time.Second
+	// consumerIdle is when the server drops a catch-up's consumer that was
+	// not deleted.
+	consumerIdle = 10 * time.Second
 )
 
 // ErrTooLarge: an update does not fit in one message.
@@ -102,6 +106,9 @@ func OpenLog(ctx context.Context, nc *nats.Conn, scope, name string, o LogOption
 			DenyDelete:  true,
 			AllowRollup: true,
 			Duplicates:  2 * time.Minute,
+			// Catch-up reads with batched direct gets: one request for
+			// many entries, no consumer to create and delete.
+			AllowDirect: true,
 		})
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			// Another process created it first.
@@ -321,32 +328,113 @@ func (l *Log) LastRevision(ctx context.Context) (uint64, error) {
 	return info.State.LastSeq, nil
 }
 
-// Read implements statesync.Log with an ordered consumer from after+1. It
-// reads on past upTo only to finish a snapshot that covers a gap.
+// Read implements statesync.Log. A short read (up to directBatch entries:
+// catching up after a conflict, a REFRESH) is one batched direct get when
+// the stream allows them (streams sharedconfig creates do); a long one, or
+// one on a stream without direct gets, streams through an ordered consumer,
+// which is faster in bulk. Either way it reads up to upTo, and further only
+// to finish a snapshot that covers a gap.
 func (l *Log) Read(ctx context.Context, after, upTo uint64, fn func(statesync.Entry) error) error {
 	if upTo <= after {
 		return nil
 	}
+	r := &reader{log: l, next: after + 1}
+	if upTo-after <= directBatch && l.stream.CachedInfo().Config.AllowDirect {
+		done, err := l.readDirect(ctx, r, upTo, fn)
+		if done || err != nil {
+			return err
+		}
+		// A replica answered without moving forward (it may lag): the
+		// consumer waits for the entries instead.
+	}
+	return l.readConsumer(ctx, r, upTo, fn)
+}
+
+// deliver hands one stream message to the reader and fn, and reports
+// whether the read is complete.
+func (l *Log) deliver(r *reader, seq uint64, h nats.Header, data []byte, at time.Time, upTo uint64, fn func(statesync.Entry) error) (bool, error) {
+	entry, ok, err := r.add(seq, h, data)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		entry.Writer = h.Get(HeaderWriter)
+		entry.Time = at
+		if err := fn(entry); err != nil {
+			return false, err
+		}
+	}
+	return seq >= upTo && !r.gap, nil
+}
+
+// directBatch is how many entries one direct get asks for.
+const directBatch = 1000
+
+// readDirect reads with batched direct gets. It returns done=false, with no
+// error, when a batch brought nothing new.
+func (l *Log) readDirect(ctx context.Context, r *reader, upTo uint64, fn func(statesync.Entry) error) (bool, error) {
+	for {
+		from := r.next
+		want := int(min(upTo-from+1, directBatch))
+		if r.gap {
+			want = directBatch // finishing a snapshot past upTo
+		}
+		msgs, err := jetstreamext.GetBatch(ctx, l.js, l.name, want, jetstreamext.GetBatchSeq(from))
+		if err != nil {
+			return false, fmt.Errorf("%s: reading after %d: %w", l.name, from-1, describeJSError(err))
+		}
+		for m, err := range msgs {
+			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				break
+			}
+			if err != nil {
+				return false, fmt.Errorf("%s: reading after %d: %w", l.name, r.next-1, describeJSError(err))
+			}
+			done, err := l.deliver(r, m.Sequence, m.Header, m.Data, m.Time, upTo, fn)
+			if done || err != nil {
+				return done, err
+			}
+		}
+		if r.next == from {
+			return false, nil
+		}
+	}
+}
+
+// readConsumer reads with an ordered consumer from r.next.
+func (l *Log) readConsumer(ctx context.Context, r *reader, upTo uint64, fn func(statesync.Entry) error) error {
 	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:   after + 1,
+		OptStartSeq:   r.next,
+		// The server keeps at most 1,000 consumers per stream by default,
+		// and Stop leaves this one behind: delete it when done (below), and
+		// let the server drop it soon if that delete is lost.
+		InactiveThreshold: consumerIdle,
 	})
 	if err != nil {
-		return fmt.Errorf("%s: reading after %d: %w", l.name, after, describeJSError(err))
+		return fmt.Errorf("%s: reading after %d: %w", l.name, r.next-1, describeJSError(err))
 	}
 	msgs, err := cons.Messages()
 	if err != nil {
-		return fmt.Errorf("%s: reading after %d: %w", l.name, after, describeJSError(err))
+		return fmt.Errorf("%s: reading after %d: %w", l.name, r.next-1, describeJSError(err))
 	}
-	defer msgs.Stop()
-
+	defer func() {
+		msgs.Stop()
+		name := cons.CachedInfo().Name
+		// Off the caller's path, as nats.go does when it replaces an
+		// ordered consumer.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			l.stream.DeleteConsumer(ctx, name)
+		}()
+	}()
 	// One timer for the whole read, pushed back at every message, notices a
 	// stalled read (a context per message would cost a timer each).
 	readCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stall := time.AfterFunc(readStall, cancel)
 	defer stall.Stop()
-	r := reader{log: l, next: after + 1}
 	for {
 		msg, err := msgs.Next(jetstream.NextContext(readCtx))
 		if err != nil {
@@ -360,20 +448,9 @@ func (l *Log) Read(ctx context.Context, after, upTo uint64, fn func(statesync.En
 		if err != nil {
 			return fmt.Errorf("%s: reading after %d: %w", l.name, r.next-1, err)
 		}
-		seq := meta.Sequence.Stream
-		entry, ok, err := r.add(seq, msg.Headers(), msg.Data())
-		if err != nil {
+		done, err := l.deliver(r, meta.Sequence.Stream, msg.Headers(), msg.Data(), meta.Timestamp, upTo, fn)
+		if done || err != nil {
 			return err
-		}
-		if ok {
-			entry.Writer = msg.Headers().Get(HeaderWriter)
-			entry.Time = meta.Timestamp
-			if err := fn(entry); err != nil {
-				return err
-			}
-		}
-		if seq >= upTo && !r.gap {
-			return nil
 		}
 	}
 }

@@ -38,6 +38,36 @@ func TestLogConformance(t *testing.T) {
 	logtest.Run(t, func(t *testing.T) statesync.Log { return openLog(t, nc) })
 }
 
+// openConsumerLog opens a log on a stream created without direct gets (as a
+// user may create it by hand), so that reads use an ordered consumer.
+func openConsumerLog(t *testing.T, nc *nats.Conn) *jetstream.Log {
+	t.Helper()
+	name := fmt.Sprint("consumer", logCount.Add(1))
+	js, _ := natsjs.New(nc)
+	_, err := js.CreateStream(context.Background(), natsjs.StreamConfig{
+		Name:        jetstream.StreamName("test", name),
+		Subjects:    []string{jetstream.Subject("test", name)},
+		AllowRollup: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := jetstream.OpenLog(context.Background(), nc, "test", name, jetstream.LogOptions{})
+	if err != nil {
+		t.Fatalf("OpenLog: %v", err)
+	}
+	if l.Stream().CachedInfo().Config.AllowDirect {
+		t.Fatal("the stream allows direct gets")
+	}
+	return l
+}
+
+func TestLogConformanceConsumerPath(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	logtest.Run(t, func(t *testing.T) statesync.Log { return openConsumerLog(t, nc) })
+}
+
 func entries(t *testing.T, l statesync.Log, after, upTo uint64) string {
 	t.Helper()
 	var b strings.Builder
@@ -317,5 +347,34 @@ func TestConnectFailsFast(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("took %v to fail", d)
+	}
+}
+
+// Reads leave no consumers behind: the server allows 1,000 per stream.
+func TestReadsLeaveNoConsumers(t *testing.T) {
+	srv := jstest.Server(t)
+	l := openConsumerLog(t, jstest.Connect(t, srv))
+	ctx := context.Background()
+	if _, err := l.Append(ctx, 0, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	for range 1100 {
+		if got := entries(t, l, 0, 1); got != "1:a " {
+			t.Fatalf("read %q", got)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		info, err := l.Stream().Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Consumers == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d consumers left after the reads", info.State.Consumers)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

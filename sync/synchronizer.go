@@ -176,8 +176,8 @@ func (s *Synchronizer[S]) notifyApplied(a Applied[S]) {
 // UpdateState is the one way to change the state conditionally. It calls fn
 // with the local state; if fn returns updates, they are appended to the log
 // only if the log is still at the revision fn saw. When the log has moved on,
-// UpdateState catches up and calls fn again, backing off with jitter after the
-// second try, until the append lands or ctx ends. fn may therefore run several
+// UpdateState catches up and calls fn again (backing off with jitter after
+// many tries, see backoff), until the append lands or ctx ends. fn may therefore run several
 // times and must have no side effects; its result from the last run is
 // returned.
 //
@@ -247,14 +247,16 @@ func (s *Synchronizer[S]) traceAttempt(a Attempt) {
 	}
 }
 
-// backoff waits before try attempt+1: not at all after the first conflict
-// (catching up usually settles it), then a random time up to a bound that
-// doubles per try, capped at 50ms, so contending writers spread out.
+// backoff waits before try attempt+1. A writer that lost has just caught
+// up, so it tries again at once: sleeping only lets the writer that won,
+// which is already current, win again. After many losses in a row it waits
+// a random time, up to a bound that doubles per try and is capped at 10ms,
+// to spread out a crowd of writers.
 func backoff(ctx context.Context, attempt int) error {
-	if attempt < 2 {
+	if attempt < backoffAfter {
 		return ctx.Err()
 	}
-	limit := min(time.Millisecond<<min(attempt-2, 6), 50*time.Millisecond)
+	limit := min(100*time.Microsecond<<min(attempt-backoffAfter, 7), 10*time.Millisecond)
 	t := time.NewTimer(rand.N(limit) + 1)
 	defer t.Stop()
 	select {
@@ -264,6 +266,9 @@ func backoff(ctx context.Context, attempt int) error {
 		return nil
 	}
 }
+
+// backoffAfter is the try after which backoff starts to wait.
+const backoffAfter = 8
 
 // UpdateUnconditionally appends updates whatever the log's revision. As in
 // Pravega, they are not applied to the local copy until the next Fetch. It

@@ -1,0 +1,177 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+	"github.com/spf13/cobra"
+
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/sharedconfig/perf"
+)
+
+func newBenchCmd() *cobra.Command {
+	o := perf.DefaultOptions()
+	var (
+		conn    connFlags
+		output  string
+		writers string
+	)
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure sharedconfig against raw JetStream, NATS KV and request round trips",
+		Long: `bench measures each cost of sharedconfig beside the primitive it is built on,
+on the same server in the same run, and prints both and their ratio:
+uncontended PUT latency against a raw conditional publish, PUT with a large
+state against a small one, contended throughput against NATS KV
+compare-and-set, REFRESH against a request round trip, catch-up against a raw
+ordered consumer, joining after compaction against joining a whole history,
+GET's allocations, and memory per key.
+
+Without --server it starts its own server on a temporary store, so nothing
+else shares the machine's server during the run.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "text" && output != "json" {
+				return &exitError{exitStartup, fmt.Errorf("--output %q: use text or json", output)}
+			}
+			o.Writers = nil
+			for _, w := range strings.Split(writers, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(w))
+				if err != nil || n < 1 {
+					return &exitError{exitStartup, fmt.Errorf("--writers %q: give counts such as 1,2,4", writers)}
+				}
+				o.Writers = append(o.Writers, n)
+			}
+			if o.Ops < 1 || o.Keys < 10 || o.Entries < 1 || o.Duration <= 0 {
+				return &exitError{exitStartup, fmt.Errorf("--ops, --entries and --duration must be positive, --keys at least 10")}
+			}
+			connOpts := conn.opts
+			connOpts.Name = "sharedconfig-bench"
+			where := "an embedded server on a temporary store"
+			if connOpts.URLs == "" && os.Getenv("NATS_URL") == "" {
+				dir, err := os.MkdirTemp("", "sharedconfig-bench-")
+				if err != nil {
+					return &exitError{exitStartup, err}
+				}
+				defer os.RemoveAll(dir)
+				srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
+				if err != nil {
+					return &exitError{exitStartup, err}
+				}
+				defer srv.Shutdown()
+				connOpts.URLs = srv.ClientURL()
+			} else {
+				where = jetstream.RedactURLs(connOpts.ResolveURLs())
+			}
+			o.Connect = func() (*nats.Conn, error) { return jetstream.Connect(connOpts) }
+			// Fail early and clearly if the server is not there.
+			nc, err := o.Connect()
+			if err != nil {
+				return &exitError{exitStartup, err}
+			}
+			nc.Close()
+			o.Progress = progressLine(cmd.ErrOrStderr())
+			start := time.Now()
+			rows, err := perf.Run(cmd.Context(), o)
+			o.Progress("", 0, 0)
+			if output == "json" {
+				writeBenchJSON(cmd.OutOrStdout(), rows, where, time.Since(start))
+			} else {
+				writeBenchTable(cmd.OutOrStdout(), rows, where, time.Since(start))
+			}
+			if err != nil {
+				return &exitError{exitFailures, fmt.Errorf("the run stopped: %w", err)}
+			}
+			return nil
+		},
+	}
+	fl := c.Flags()
+	fl.IntVar(&o.Ops, "ops", o.Ops, "operations timed per latency figure")
+	fl.IntVar(&o.Keys, "keys", o.Keys, "keys in the large state")
+	fl.IntVar(&o.Entries, "entries", o.Entries, "pending entries for catch-up")
+	fl.StringVar(&writers, "writers", "1,2,4,8,16", "writer counts for the contended figures")
+	fl.DurationVar(&o.Duration, "duration", o.Duration, "how long each contended figure runs")
+	fl.StringVarP(&output, "output", "o", "text", "`text` (a table) or json")
+	fl.StringVar(&conn.opts.URLs, "server", "", "measure against these NATS server `URLS` (default: $NATS_URL, else an embedded server)")
+	return c
+}
+
+// progressLine shows the phase being measured on one line of a terminal,
+// or a line per phase elsewhere. An empty phase clears it.
+func progressLine(w io.Writer) func(phase string, done, total int) {
+	tty := isTerminal(w)
+	last, lastShown := "", time.Time{}
+	return func(phase string, done, total int) {
+		if !tty {
+			if phase != last && phase != "" {
+				fmt.Fprintf(w, "bench: %s\n", phase)
+			}
+			last = phase
+			return
+		}
+		if phase == "" {
+			fmt.Fprint(w, "\r\x1b[K")
+			return
+		}
+		if phase == last && time.Since(lastShown) < 100*time.Millisecond {
+			return
+		}
+		last, lastShown = phase, time.Now()
+		if total > 0 {
+			fmt.Fprintf(w, "\r\x1b[Kbench: %s %d%%", phase, done*100/total)
+		} else {
+			fmt.Fprintf(w, "\r\x1b[Kbench: %s", phase)
+		}
+	}
+}
+
+func machine() string {
+	return fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+}
+
+func writeBenchTable(w io.Writer, rows []perf.Row, where string, took time.Duration) {
+	fmt.Fprintf(w, "sharedconfig bench on %s (%s), %s\n", where, machine(), took.Round(time.Second))
+	t := tablewriter.NewTable(w,
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
+	)
+	t.Header("Figure", "Ours", "Anchor", "Ratio", "Target", "Notes")
+	for _, r := range rows {
+		anchor, ratio := "", ""
+		if r.AnchorName != "" {
+			anchor = fmt.Sprintf("%s %s (%s)", number(r.Anchor), r.Unit, r.AnchorName)
+			ratio = fmt.Sprintf("%.2f×", r.Ratio)
+		}
+		target := r.Target
+		if r.Met != nil {
+			target += map[bool]string{true: " met", false: " NOT met"}[*r.Met]
+		}
+		t.Append(r.Name, number(r.Ours)+" "+r.Unit, anchor, ratio, target, r.Note)
+	}
+	t.Render()
+}
+
+func number(f float64) string {
+	if f >= 100 {
+		return strconv.FormatFloat(f, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(f, 'f', 1, 64)
+}
+
+func writeBenchJSON(w io.Writer, rows []perf.Row, where string, took time.Duration) {
+	b, _ := json.MarshalIndent(map[string]any{"server": where, "machine": machine(), "seconds": took.Seconds(), "figures": rows}, "", "  ")
+	fmt.Fprintf(w, "%s\n", b)
+}

@@ -1,0 +1,620 @@
+// Package perf measures sharedconfig against its anchors in one run: each
+// figure beside the primitive it is built on (a raw JetStream conditional
+// publish, NATS KV compare-and-set, a raw ordered consumer, a request round
+// trip), on the same server, as a ratio. "sharedconfig bench" prints them.
+package perf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	scjs "github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// Options size the run.
+type Options struct {
+	// Connect opens a new connection to the server under test.
+	Connect func() (*nats.Conn, error)
+	// Ops is how many operations each latency measurement times.
+	Ops int
+	// Keys is the state size for the large-state and join figures.
+	Keys int
+	// Entries is how many pending entries catch-up reads.
+	Entries int
+	// Writers are the writer counts of the contended figures.
+	Writers []int
+	// Duration is how long each contended figure runs.
+	Duration time.Duration
+	// Progress, if set, hears what is being measured.
+	Progress func(phase string, done, total int)
+}
+
+// DefaultOptions are the sizes the issue that set the targets names.
+func DefaultOptions() Options {
+	return Options{Ops: 2000, Keys: 100_000, Entries: 100_000, Writers: []int{1, 2, 4, 8, 16}, Duration: 2 * time.Second}
+}
+
+// Row is one figure beside its anchor.
+type Row struct {
+	Name       string  `json:"name"`
+	Unit       string  `json:"unit"`
+	Ours       float64 `json:"ours"`
+	Anchor     float64 `json:"anchor"`
+	AnchorName string  `json:"anchor_name"`
+	// Ratio is Ours/Anchor; Target says which way is good.
+	Ratio  float64 `json:"ratio"`
+	Target string  `json:"target,omitempty"`
+	Met    *bool   `json:"met,omitempty"`
+	Note   string  `json:"note,omitempty"`
+}
+
+func row(name, unit string, ours, anchor float64, anchorName string) Row {
+	r := Row{Name: name, Unit: unit, Ours: ours, Anchor: anchor, AnchorName: anchorName}
+	if anchor != 0 {
+		r.Ratio = ours / anchor
+	}
+	return r
+}
+
+// atMost and atLeast set a target on the ratio.
+func (r Row) atMost(x float64) Row {
+	met := r.Ratio <= x
+	r.Target, r.Met = fmt.Sprintf("≤ %.1f×", x), &met
+	return r
+}
+
+func (r Row) atLeast(x float64) Row {
+	met := r.Ratio >= x
+	r.Target, r.Met = fmt.Sprintf("≥ %.1f×", x), &met
+	return r
+}
+
+// Run measures everything, in order, and returns the rows.
+func Run(ctx context.Context, o Options) ([]Row, error) {
+	r := &runner{o: o}
+	var rows []Row
+	for _, phase := range []func(context.Context) ([]Row, error){
+		r.putLatency, r.stateSize, r.contended, r.refresh, r.catchUp, r.join, r.get, r.memory,
+	} {
+		got, err := phase(ctx)
+		rows = append(rows, got...)
+		if err != nil {
+			return rows, err
+		}
+	}
+	return rows, nil
+}
+
+type runner struct {
+	o     Options
+	conns []*nats.Conn
+}
+
+func (r *runner) progress(phase string, done, total int) {
+	if r.o.Progress != nil {
+		r.o.Progress(phase, done, total)
+	}
+}
+
+func (r *runner) connect() (*nats.Conn, error) {
+	nc, err := r.o.Connect()
+	if err != nil {
+		return nil, err
+	}
+	r.conns = append(r.conns, nc)
+	return nc, nil
+}
+
+// closeAll closes the connections a phase opened.
+func (r *runner) closeAll() {
+	for _, nc := range r.conns {
+		nc.Close()
+	}
+	r.conns = nil
+}
+
+// open opens a fresh config on its own connection.
+func (r *runner) open(ctx context.Context, name string, o sharedconfig.Options) (*sharedconfig.Config, error) {
+	nc, err := r.connect()
+	if err != nil {
+		return nil, err
+	}
+	return openOn(ctx, nc, name, o)
+}
+
+func openOn(ctx context.Context, nc *nats.Conn, name string, o sharedconfig.Options) (*sharedconfig.Config, error) {
+	l, err := scjs.OpenLog(ctx, nc, "bench", name, scjs.LogOptions{Writer: "bench"})
+	if err != nil {
+		return nil, err
+	}
+	return sharedconfig.Open(ctx, l, o)
+}
+
+func uniqueName(what string) string { return what + "_" + nuid.Next()[:8] }
+
+func percentile(ds []time.Duration, p float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return float64(s[min(len(s)-1, int(p*float64(len(s))))].Microseconds())
+}
+
+// putLatency: an uncontended PUT against a raw publish with
+// Nats-Expected-Last-Sequence, alternately, on one connection.
+func (r *runner) putLatency(ctx context.Context) ([]Row, error) {
+	defer r.closeAll()
+	c, err := r.open(ctx, uniqueName("latency"), sharedconfig.Options{})
+	if err != nil {
+		return nil, err
+	}
+	nc, err := r.connect()
+	if err != nil {
+		return nil, err
+	}
+	js, _ := jetstream.New(nc)
+	subject := "perf." + uniqueName("raw")
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PERF_" + nuid.Next(), Subjects: []string{subject}}); err != nil {
+		return nil, err
+	}
+	payload := []byte(`{"ops":[{"op":"put","key":"key","value":"value"}]}`)
+	var ours, raw []time.Duration
+	var last uint64
+	for i := range r.o.Ops {
+		r.progress("uncontended PUT", i, r.o.Ops)
+		start := time.Now()
+		ack, err := js.Publish(ctx, subject, payload, jetstream.WithExpectLastSequence(last))
+		raw = append(raw, time.Since(start))
+		if err != nil {
+			return nil, err
+		}
+		last = ack.Sequence
+		start = time.Now()
+		if _, _, err := c.Put(ctx, "key", "value"); err != nil {
+			return nil, err
+		}
+		ours = append(ours, time.Since(start))
+	}
+	anchor := "raw conditional publish"
+	return []Row{
+		row("uncontended PUT, p50", "µs", percentile(ours, 0.5), percentile(raw, 0.5), anchor).atMost(1.2),
+		row("uncontended PUT, p99", "µs", percentile(ours, 0.99), percentile(raw, 0.99), anchor).atMost(1.2),
+	}, nil
+}
+
+// withKeys opens a config that holds n keys, written as one snapshot.
+func (r *runner) withKeys(ctx context.Context, n int) (*sharedconfig.Config, error) {
+	c, err := r.open(ctx, uniqueName("keys"), sharedconfig.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err := writeSnapshot(ctx, c, n); err != nil {
+		return nil, err
+	}
+	return c, c.Refresh(ctx)
+}
+
+func key(i int) string { return fmt.Sprintf("key%07d", i) }
+
+func stateOf(n int) sharedconfig.State {
+	s := sharedconfig.EmptyState()
+	for i := range n {
+		s = sharedconfig.Put{Key: key(i), Value: "value-" + strconv.Itoa(i)}.Apply(s, 1)
+	}
+	return s
+}
+
+func writeSnapshot(ctx context.Context, c *sharedconfig.Config, n int) error {
+	data, err := sharedconfig.Codec{}.EncodeInitial(sharedconfig.Snapshot{State: stateOf(n)})
+	if err != nil {
+		return err
+	}
+	_, err = c.Log().Compact(ctx, c.Revision(), data)
+	return err
+}
+
+// stateSize: PUT latency with Keys keys in the state against 10.
+func (r *runner) stateSize(ctx context.Context) ([]Row, error) {
+	defer r.closeAll()
+	r.progress("building states", 0, 1)
+	small, err := r.withKeys(ctx, 10)
+	if err != nil {
+		return nil, err
+	}
+	large, err := r.withKeys(ctx, r.o.Keys)
+	if err != nil {
+		return nil, err
+	}
+	var s, l []time.Duration
+	for i := range r.o.Ops {
+		r.progress("PUT with a large state", i, r.o.Ops)
+		k := key(i % 10)
+		start := time.Now()
+		if _, _, err := small.Put(ctx, k, "v"); err != nil {
+			return nil, err
+		}
+		s = append(s, time.Since(start))
+		start = time.Now()
+		if _, _, err := large.Put(ctx, k, "v"); err != nil {
+			return nil, err
+		}
+		l = append(l, time.Since(start))
+	}
+	return []Row{row(fmt.Sprintf("PUT with %d keys, p50", r.o.Keys), "µs", percentile(l, 0.5), percentile(s, 0.5), "PUT with 10 keys").atMost(1.1)}, nil
+}
+
+// contended: Writers writers, each on its own connection, all updating one
+// key of one config for Duration, against NATS KV get-then-update on one key.
+func (r *runner) contended(ctx context.Context) ([]Row, error) {
+	var rows []Row
+	for _, w := range r.o.Writers {
+		r.progress(fmt.Sprintf("contended, %d writers", w), 0, 2)
+		ours, err := r.contendedOurs(ctx, w)
+		if err != nil {
+			return rows, err
+		}
+		r.progress(fmt.Sprintf("contended, %d writers", w), 1, 2)
+		kv, err := r.contendedKV(ctx, w)
+		if err != nil {
+			return rows, err
+		}
+		x := row(fmt.Sprintf("contended, %d writers: commits/s", w), "commits/s", ours.rate(r.o.Duration), kv.rate(r.o.Duration), "NATS KV Update").atLeast(1.0)
+		x.Note = fmt.Sprintf("tries per commit %.2f (KV %.2f); most tries for one commit %d (KV %d)", ours.perCommit(), kv.perCommit(), ours.worst, kv.worst)
+		rows = append(rows, x)
+	}
+	return rows, nil
+}
+
+type contention struct {
+	commits, tries int
+	worst          int
+}
+
+func (c contention) rate(d time.Duration) float64 { return float64(c.commits) / d.Seconds() }
+func (c contention) perCommit() float64 {
+	if c.commits == 0 {
+		return 0
+	}
+	return float64(c.tries) / float64(c.commits)
+}
+
+// runWriters runs w writers until Duration passes; each write returns how
+// many tries it took.
+func (r *runner) runWriters(ctx context.Context, w int, write func(i int) (int, error)) (contention, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.o.Duration)
+	defer cancel()
+	var mu sync.Mutex
+	var total contention
+	var firstErr error
+	var wg sync.WaitGroup
+	for i := range w {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				tries, err := write(i)
+				if err != nil {
+					if ctx.Err() == nil {
+						mu.Lock()
+						firstErr = cmp(firstErr, err)
+						mu.Unlock()
+					}
+					return
+				}
+				mu.Lock()
+				total.commits++
+				total.tries += tries
+				total.worst = max(total.worst, tries)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return total, firstErr
+}
+
+func cmp(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func (r *runner) contendedOurs(ctx context.Context, w int) (contention, error) {
+	defer r.closeAll()
+	name := uniqueName("contended")
+	configs := make([]*sharedconfig.Config, w)
+	tries := make([]atomic.Int64, w)
+	for i := range w {
+		var err error
+		configs[i], err = r.open(ctx, name, sharedconfig.Options{Trace: func(a statesync.Attempt) {
+			if a.Revision != 0 {
+				tries[i].Store(int64(a.N))
+			}
+		}})
+		if err != nil {
+			return contention{}, err
+		}
+	}
+	return r.runWriters(ctx, w, func(i int) (int, error) {
+		if _, _, err := configs[i].Put(ctx, "key", strconv.Itoa(i)); err != nil {
+			return 0, err
+		}
+		return int(tries[i].Load()), nil
+	})
+}
+
+func (r *runner) contendedKV(ctx context.Context, w int) (contention, error) {
+	defer r.closeAll()
+	bucket := "PERF_" + nuid.Next()
+	kvs := make([]jetstream.KeyValue, w)
+	for i := range w {
+		nc, err := r.connect()
+		if err != nil {
+			return contention{}, err
+		}
+		js, _ := jetstream.New(nc)
+		if i == 0 {
+			kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket})
+			if err != nil {
+				return contention{}, err
+			}
+			if _, err := kv.Put(ctx, "key", []byte("0")); err != nil {
+				return contention{}, err
+			}
+		}
+		if kvs[i], err = js.KeyValue(ctx, bucket); err != nil {
+			return contention{}, err
+		}
+	}
+	defer func() {
+		js, _ := jetstream.New(r.conns[0])
+		js.DeleteKeyValue(context.Background(), bucket)
+	}()
+	return r.runWriters(ctx, w, func(i int) (int, error) {
+		for tries := 1; ; tries++ {
+			e, err := kvs[i].Get(ctx, "key")
+			if err != nil {
+				return 0, err
+			}
+			_, err = kvs[i].Update(ctx, "key", []byte(strconv.Itoa(i)), e.Revision())
+			if err == nil {
+				return tries, nil
+			}
+			if !errors.Is(err, jetstream.ErrKeyExists) {
+				return 0, err
+			}
+		}
+	})
+}
+
+// refresh: REFRESH with nothing pending against one request round trip.
+func (r *runner) refresh(ctx context.Context) ([]Row, error) {
+	defer r.closeAll()
+	c, err := r.open(ctx, uniqueName("refresh"), sharedconfig.Options{})
+	if err != nil {
+		return nil, err
+	}
+	responder, err := r.connect()
+	if err != nil {
+		return nil, err
+	}
+	subject := "perf.echo." + nuid.Next()
+	sub, err := responder.Subscribe(subject, func(m *nats.Msg) { m.Respond(nil) })
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	responder.Flush()
+	requester, err := r.connect()
+	if err != nil {
+		return nil, err
+	}
+	var ours, rtt []time.Duration
+	for i := range r.o.Ops {
+		r.progress("REFRESH with nothing pending", i, r.o.Ops)
+		start := time.Now()
+		if _, err := requester.RequestWithContext(ctx, subject, nil); err != nil {
+			return nil, err
+		}
+		rtt = append(rtt, time.Since(start))
+		start = time.Now()
+		if err := c.Refresh(ctx); err != nil {
+			return nil, err
+		}
+		ours = append(ours, time.Since(start))
+	}
+	return []Row{row("REFRESH, nothing pending, p50", "µs", percentile(ours, 0.5), percentile(rtt, 0.5), "request round trip").atMost(2)}, nil
+}
+
+// publishEntries appends n update entries to c's stream, pipelined: setting
+// up is not what is measured.
+func (r *runner) publishEntries(ctx context.Context, c *sharedconfig.Config, n int, keyOf func(i int) string, phase string) error {
+	l := c.Log().(*scjs.Log)
+	js, _ := jetstream.New(l.Conn(), jetstream.WithPublishAsyncMaxPending(4096))
+	subject := l.Stream().CachedInfo().Config.Subjects[0]
+	for i := range n {
+		data, err := sharedconfig.Codec{}.EncodeUpdates([]statesync.Update[sharedconfig.State]{sharedconfig.Put{Key: keyOf(i), Value: "value-" + strconv.Itoa(i)}})
+		if err != nil {
+			return err
+		}
+		msg := nats.NewMsg(subject)
+		msg.Header.Set(scjs.HeaderFormat, scjs.FormatVersion)
+		msg.Header.Set(scjs.HeaderKind, scjs.KindUpdate)
+		msg.Data = data
+		if _, err := js.PublishMsgAsync(msg); err != nil {
+			return err
+		}
+		if i%2000 == 1999 || i == n-1 {
+			r.progress(phase, i+1, n)
+			select {
+			case <-js.PublishAsyncComplete():
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// catchUp: a new client catching up on Entries pending entries against
+// reading them with a raw ordered consumer.
+func (r *runner) catchUp(ctx context.Context) ([]Row, error) {
+	defer r.closeAll()
+	name := uniqueName("catchup")
+	c, err := r.open(ctx, name, sharedconfig.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err := r.publishEntries(ctx, c, r.o.Entries, func(i int) string { return key(i % 1000) }, "writing pending entries"); err != nil {
+		return nil, err
+	}
+	last, err := c.Log().LastRevision(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.progress("catch-up", 0, 2)
+	start := time.Now()
+	if err := readRaw(ctx, c.Log().(*scjs.Log).Stream(), last); err != nil {
+		return nil, err
+	}
+	raw := time.Since(start)
+	r.progress("catch-up", 1, 2)
+	start = time.Now()
+	joined, err := r.open(ctx, name, sharedconfig.Options{})
+	if err != nil {
+		return nil, err
+	}
+	ours := time.Since(start)
+	if joined.Revision() != last {
+		return nil, fmt.Errorf("caught up to %d, want %d", joined.Revision(), last)
+	}
+	return []Row{row(fmt.Sprintf("catch-up of %d entries", r.o.Entries), "ms", ms(ours), ms(raw), "raw ordered consumer").atMost(1.3)}, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func readRaw(ctx context.Context, stream jetstream.Stream, last uint64) error {
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return err
+	}
+	msgs, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	defer msgs.Stop()
+	for {
+		msg, err := msgs.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return err
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			return err
+		}
+		if meta.Sequence.Stream >= last {
+			return nil
+		}
+	}
+}
+
+// join: a new client joining a config of Keys keys after compaction,
+// against joining one that holds the same keys as its whole history.
+func (r *runner) join(ctx context.Context) ([]Row, error) {
+	defer r.closeAll()
+	compacted := uniqueName("compacted")
+	c, err := r.open(ctx, compacted, sharedconfig.Options{})
+	if err != nil {
+		return nil, err
+	}
+	r.progress("join: writing the snapshot", 0, 1)
+	if err := writeSnapshot(ctx, c, r.o.Keys); err != nil {
+		return nil, err
+	}
+	history := uniqueName("history")
+	h, err := r.open(ctx, history, sharedconfig.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err := r.publishEntries(ctx, h, r.o.Keys, key, "join: writing the history"); err != nil {
+		return nil, err
+	}
+	r.progress("join", 0, 2)
+	start := time.Now()
+	a, err := r.open(ctx, compacted, sharedconfig.Options{})
+	if err != nil {
+		return nil, err
+	}
+	afterCompaction := time.Since(start)
+	r.progress("join", 1, 2)
+	start = time.Now()
+	b, err := r.open(ctx, history, sharedconfig.Options{})
+	if err != nil {
+		return nil, err
+	}
+	wholeHistory := time.Since(start)
+	if a.State().Len() != r.o.Keys || b.State().Len() != r.o.Keys {
+		return nil, fmt.Errorf("joined with %d and %d keys, want %d", a.State().Len(), b.State().Len(), r.o.Keys)
+	}
+	x := row(fmt.Sprintf("join a config of %d keys, after compaction", r.o.Keys), "ms", ms(afterCompaction), ms(wholeHistory), fmt.Sprintf("join with %d entries of history", r.o.Keys)).atMost(1)
+	return []Row{x}, nil
+}
+
+// get: GET does no I/O and allocates nothing.
+func (r *runner) get(ctx context.Context) ([]Row, error) {
+	defer r.closeAll()
+	c, err := r.withKeys(ctx, r.o.Keys)
+	if err != nil {
+		return nil, err
+	}
+	k := key(r.o.Keys / 2)
+	const n = 100_000
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	for range n {
+		if _, ok := c.Get(k); !ok {
+			return nil, fmt.Errorf("GET %s found nothing", k)
+		}
+	}
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&after)
+	allocs := float64(after.Mallocs-before.Mallocs) / n
+	x := Row{Name: fmt.Sprintf("GET with %d keys", r.o.Keys), Unit: "ns", Ours: float64(elapsed.Nanoseconds()) / n, Note: fmt.Sprintf("%.2f allocations per GET, no I/O", allocs)}
+	met := allocs < 0.01
+	x.Target, x.Met = "0 allocations", &met
+	return []Row{x}, nil
+}
+
+// memory: heap bytes per key at Keys keys against the raw bytes of the keys
+// and values.
+func (r *runner) memory(context.Context) ([]Row, error) {
+	r.progress("memory", 0, 1)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s := stateOf(r.o.Keys)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	raw := 0
+	for k, p := range s.All() {
+		raw += len(k) + len(p.Value)
+	}
+	runtime.KeepAlive(s)
+	heap := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+	n := float64(r.o.Keys)
+	return []Row{row(fmt.Sprintf("memory at %d keys", r.o.Keys), "bytes/key", heap/n, float64(raw)/n, "raw bytes of keys and values")}, nil
+}
