@@ -3,6 +3,7 @@ module github.com/sharedconfig/sharedconfig
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/benbjohnson/immutable v0.4.3
 	github.com/c-bata/go-prompt v0.2.6
 	github.com/creack/pty v1.1.24

@@ -77,6 +77,7 @@ type rootFlags struct {
 	trace       bool
 	revisions   bool
 	writer      string
+	replicas    int
 	conn        connFlags
 }
 
@@ -118,6 +119,7 @@ malformed or a command failed, 2 when the shell could not start.`,
 	fl.BoolVar(&f.follow, "follow", false, "start with FOLLOW ON: show others' changes as they land, no REFRESH needed")
 	fl.BoolVar(&f.trace, "trace", false, "start with TRACE ON: show every try of every write")
 	fl.BoolVar(&f.revisions, "revisions", false, "GET and GET_ALL show the revision that set each value")
+	fl.IntVar(&f.replicas, "replicas", 0, "replicas of a config's stream when this creates it (default: 1 on a standalone server, 3 on a cluster)")
 	fl.StringVar(&f.writer, "writer", defaultWriter(), "the `NAME` others see on this process's changes (LOG, follow mode)")
 	f.conn.register(root)
 	root.AddCommand(newServerCmd(), newBenchCmd())
@@ -166,7 +168,14 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 	defer nc.Close()
 	openCtx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	log, err := jetstream.OpenLog(openCtx, nc, f.scope, f.name, jetstream.LogOptions{Writer: f.writer})
+	replicas := f.replicas
+	if replicas == 0 {
+		replicas = 1
+		if nc.ConnectedClusterName() != "" {
+			replicas = min(3, len(nc.Servers()))
+		}
+	}
+	log, err := jetstream.OpenLog(openCtx, nc, f.scope, f.name, jetstream.LogOptions{Writer: f.writer, Replicas: replicas})
 	if err != nil {
 		return &exitError{exitStartup, err}
 	}
@@ -184,8 +193,9 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		CompactionFailed: func(err error) {
 			fmt.Fprintf(out, "!!!! Compaction failed (nothing is lost; it will be tried again): %v\n", err)
 		},
-		Trace:   sh.Attempt,
-		Changed: sh.Changed,
+		Trace:      sh.Attempt,
+		Changed:    sh.Changed,
+		CatchingUp: catchUpProgress(cmd.ErrOrStderr()),
 	})
 	if err != nil {
 		return &exitError{exitStartup, fmt.Errorf("opening %s/%s: %w", f.scope, f.name, err)}
@@ -219,6 +229,30 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		return &exitError{code: exitFailures}
 	}
 	return nil
+}
+
+// catchUpProgress shows a catch-up that takes more than a second, on a
+// terminal's stderr, and clears the line when it ends.
+func catchUpProgress(w io.Writer) func(done, total uint64) {
+	if !isTerminal(w) {
+		return nil
+	}
+	var start time.Time
+	shown := false
+	return func(done, total uint64) {
+		switch {
+		case done < total && start.IsZero():
+			start = time.Now()
+		case done >= total:
+			if shown {
+				fmt.Fprint(w, "\r\x1b[K")
+			}
+			start, shown = time.Time{}, false
+		case time.Since(start) > time.Second:
+			fmt.Fprintf(w, "\r\x1b[Kcatching up: %d of %d entries (%d%%)", done, total, done*100/total)
+			shown = true
+		}
+	}
 }
 
 // defaultWriter names this process: user@host:pid.

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,8 @@ func newServerCmd() *cobra.Command {
 	var (
 		listen, dataDir string
 		idle            time.Duration
+		o               jetstream.ServerOptions
+		routes          string
 	)
 	c := &cobra.Command{
 		Use:   "server",
@@ -27,12 +30,22 @@ server per directory.`,
 			if dataDir == "" {
 				dataDir = defaultDataDir()
 			}
-			srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: listen, DataDir: dataDir})
+			o.Listen, o.DataDir = listen, dataDir
+			for _, r := range strings.Split(routes, ",") {
+				if r = strings.TrimSpace(r); r != "" {
+					o.Routes = append(o.Routes, r)
+				}
+			}
+			srv, err := jetstream.StartServer(o)
 			if err != nil {
 				return &exitError{exitStartup, err}
 			}
 			defer srv.Shutdown()
-			fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig server: listening on %s, data in %s\n", srv.ClientURL(), dataDir)
+			if o.ClusterName != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig server %s: listening on %s, cluster %s on %s, data in %s\n", o.ServerName, srv.ClientURL(), o.ClusterName, o.ClusterListen, dataDir)
+			} else {
+				fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig server: listening on %s, data in %s\n", srv.ClientURL(), dataDir)
+			}
 			ctx := cmd.Context()
 			if idle <= 0 {
 				<-ctx.Done()
@@ -46,6 +59,12 @@ server per directory.`,
 	c.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "loopback `HOST:PORT` to listen on")
 	c.Flags().StringVar(&dataDir, "data-dir", "", "`DIR` for the file store (default: "+defaultDataDir()+")")
 	c.Flags().DurationVar(&idle, "exit-when-idle", 0, "exit once no client has been connected for this long (0: never)")
+	c.Flags().DurationVar(&o.SyncInterval, "sync-interval", 0, "sync the store to disk this often instead of before acknowledging every write (faster; a machine crash can lose acknowledged writes)")
+	c.Flags().StringVar(&o.ServerName, "server-name", "", "this node's `NAME`, unique in its cluster")
+	c.Flags().StringVar(&o.ClusterName, "cluster-name", "", "run as a node of the JetStream cluster `NAME`")
+	c.Flags().StringVar(&o.ClusterListen, "cluster-listen", "", "`HOST:PORT` where the other nodes reach this one")
+	c.Flags().StringVar(&routes, "routes", "", "the other nodes' cluster `URLS`, comma-separated (nats://host:port)")
+	c.Flags().BoolVar(&o.AllowRemote, "allow-remote", false, "listen on non-loopback addresses (real hosts; secure them with NATS authentication and TLS)")
 	return c
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,6 +27,18 @@ type ServerOptions struct {
 	DataDir string
 	// MaxPayload is the largest message the server takes; 0 means 1 MiB.
 	MaxPayload int32
+	// SyncInterval: 0 syncs every write to disk before acknowledging it;
+	// more syncs that often, faster but able to lose acknowledged writes
+	// in a crash of the machine (see Jepsen's NATS 2.12.1 analysis).
+	SyncInterval time.Duration
+
+	// A node of a JetStream cluster: a name unique in the cluster, the
+	// cluster's name, the address for other nodes (host:port), and the
+	// other nodes' cluster addresses (nats://host:port). All or none.
+	ServerName    string
+	ClusterName   string
+	ClusterListen string
+	Routes        []string
 }
 
 // Server is an embedded nats-server with JetStream and a file store.
@@ -65,7 +78,8 @@ func StartServer(o ServerOptions) (*Server, error) {
 		return nil, err
 	}
 	logger := &captureLogger{}
-	ns, err := server.NewServer(&server.Options{
+	opts := &server.Options{
+		ServerName: o.ServerName,
 		Host:       host,
 		Port:       port,
 		JetStream:  true,
@@ -74,8 +88,14 @@ func StartServer(o ServerOptions) (*Server, error) {
 		NoLog:      true,
 		MaxPayload: o.MaxPayload,
 		// Every acknowledged write is on disk: this is a consistency tool.
-		SyncAlways: true,
-	})
+		SyncAlways:   o.SyncInterval == 0,
+		SyncInterval: o.SyncInterval,
+	}
+	if err := clusterOptions(opts, o); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	ns, err := server.NewServer(opts)
 	if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("starting the server: %w", err)
@@ -95,6 +115,63 @@ func StartServer(o ServerOptions) (*Server, error) {
 	}
 	return &Server{ns: ns, lock: lock}, nil
 }
+
+// clusterOptions fills in the cluster part of opts.
+func clusterOptions(opts *server.Options, o ServerOptions) error {
+	if o.ClusterName == "" && o.ClusterListen == "" && len(o.Routes) == 0 {
+		return nil
+	}
+	if o.ServerName == "" || o.ClusterName == "" || o.ClusterListen == "" {
+		return errors.New("a cluster node needs a server name, a cluster name and a cluster listen address")
+	}
+	host, portStr, err := net.SplitHostPort(o.ClusterListen)
+	if err != nil {
+		return fmt.Errorf("cluster listen address %q: %v (want host:port)", o.ClusterListen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 1 || port > 65535 {
+		return fmt.Errorf("cluster listen address %q: the port must be a number from 1 to 65535", o.ClusterListen)
+	}
+	if !o.AllowRemote && !isLoopback(host) {
+		return fmt.Errorf("cluster listen address %q is not a loopback address: give --allow-remote to serve other hosts", o.ClusterListen)
+	}
+	for _, r := range o.Routes {
+		if u, err := url.Parse(r); err != nil || u.Host == "" {
+			return fmt.Errorf("route %q: want nats://host:port", r)
+		}
+	}
+	opts.Cluster = server.ClusterOpts{Name: o.ClusterName, Host: host, Port: port}
+	opts.Routes = server.RoutesFromStr(strings.Join(o.Routes, ","))
+	return nil
+}
+
+// WaitJetStreamReady waits until the JetStream cluster has a leader and
+// this node is current (a standalone server is ready at once).
+func (s *Server) WaitJetStreamReady(timeout time.Duration) error {
+	if !s.ns.JetStreamIsClustered() {
+		return nil
+	}
+	deadline := time.Now().Add(timeout)
+	for !(s.hasMetaLeader() && s.ns.JetStreamIsCurrent()) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the JetStream cluster has no leader after %s", timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
+}
+
+func (s *Server) hasMetaLeader() bool {
+	raft := s.ns.JetStreamIsLeader()
+	if raft {
+		return true
+	}
+	info, err := s.ns.Jsz(&server.JSzOptions{})
+	return err == nil && info.Meta != nil && info.Meta.Leader != ""
+}
+
+// Name is the server's name.
+func (s *Server) Name() string { return s.ns.Name() }
 
 func isLoopback(host string) bool {
 	if host == "localhost" {

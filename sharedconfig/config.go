@@ -55,6 +55,9 @@ type Options struct {
 	// this process or read from the log, in order. It must not call back
 	// into the Config.
 	Changed func(Change)
+	// CatchingUp, if set, hears how a long catch-up goes (see
+	// statesync.WithProgress).
+	CatchingUp func(done, total uint64)
 }
 
 // Config is one shared config, open in this process. It is safe for
@@ -76,6 +79,9 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	var syncOpts []statesync.Option
 	if o.Trace != nil {
 		syncOpts = append(syncOpts, statesync.WithTrace(o.Trace))
+	}
+	if o.CatchingUp != nil {
+		syncOpts = append(syncOpts, statesync.WithProgress(o.CatchingUp))
 	}
 	if o.Changed != nil {
 		syncOpts = append(syncOpts, statesync.WithApplied(func(a statesync.Applied[State]) {

@@ -15,10 +15,11 @@ import (
 // A Synchronizer is safe for concurrent use; its I/O operations run one at a
 // time.
 type Synchronizer[S any] struct {
-	log     Log
-	codec   Codec[S]
-	trace   func(Attempt)
-	applied func(Applied[S])
+	log      Log
+	codec    Codec[S]
+	trace    func(Attempt)
+	applied  func(Applied[S])
+	progress func(done, total uint64)
 
 	mu    sync.Mutex // serialises Fetch, UpdateState, Initialize and Compact
 	local atomic.Pointer[local[S]]
@@ -47,8 +48,16 @@ type Attempt struct {
 type Option func(*options)
 
 type options struct {
-	trace   func(Attempt)
-	applied any // func(Applied[S]) for the synchronizer's S
+	trace    func(Attempt)
+	applied  any // func(Applied[S]) for the synchronizer's S
+	progress func(done, total uint64)
+}
+
+// WithProgress calls fn as a catch-up goes, every 1,024 entries and at its
+// end, with how many of the entries it set out to read are done. Catch-ups
+// of fewer entries do not call it.
+func WithProgress(fn func(done, total uint64)) Option {
+	return func(o *options) { o.progress = fn }
 }
 
 // WithTrace calls fn after every attempt of a conditional write.
@@ -69,7 +78,7 @@ func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace}
+	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace, progress: o.progress}
 	s.applied, _ = o.applied.(func(Applied[S]))
 	s.local.Store(&local[S]{})
 	return s
@@ -116,6 +125,8 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 		return cur.Revision, nil
 	}
 	var applied []Applied[S]
+	start, total := cur.Revision, target-cur.Revision
+	report := s.progress != nil && total >= progressEvery
 	err := s.log.Read(ctx, cur.Revision, target, func(e Entry) error {
 		next, a, err := s.apply(cur, e)
 		if err != nil {
@@ -125,8 +136,14 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 		if s.applied != nil {
 			applied = append(applied, a)
 		}
+		if report && (cur.Revision-start)%progressEvery == 0 {
+			s.progress(min(cur.Revision-start, total), total)
+		}
 		return nil
 	})
+	if report {
+		s.progress(total, total)
+	}
 	if err == nil && cur.Revision < target {
 		// Every entry up to target was read; those not delivered carry no
 		// state, so the copy is at target. (A snapshot that covered a gap
@@ -269,6 +286,9 @@ func backoff(ctx context.Context, attempt int) error {
 
 // backoffAfter is the try after which backoff starts to wait.
 const backoffAfter = 8
+
+// progressEvery is how often, in entries, a long catch-up reports.
+const progressEvery = 1024
 
 // UpdateUnconditionally appends updates whatever the log's revision. As in
 // Pravega, they are not applied to the local copy until the next Fetch. It

@@ -321,3 +321,26 @@ func TestAppliedAfterStateShowsIt(t *testing.T) {
 		t.Fatalf("watchers heard of entries %v before the state showed them", lagging)
 	}
 }
+
+func TestProgressOfALongCatchUp(t *testing.T) {
+	ctx := context.Background()
+	log := statesync.NewMemLog("t")
+	writer := newCounter(t, log)
+	for range 3000 {
+		if _, err := writer.UpdateUnconditionally(ctx, add{N: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var reports [][2]uint64
+	newCounter(t, log, statesync.WithProgress(func(done, total uint64) {
+		reports = append(reports, [2]uint64{done, total})
+	}))
+	if len(reports) < 3 || reports[len(reports)-1] != [2]uint64{3001, 3001} {
+		t.Fatalf("progress reports %v; want some on the way and a last one at 3001 of 3001", reports)
+	}
+	for i := 1; i < len(reports); i++ {
+		if reports[i][0] <= reports[i-1][0] {
+			t.Fatalf("progress went backwards: %v", reports)
+		}
+	}
+}

@@ -3,7 +3,11 @@
 package jstest
 
 import (
+	"fmt"
+	"net"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -37,4 +41,79 @@ func Connect(t testing.TB, s *jetstream.Server) *nats.Conn {
 	}
 	t.Cleanup(nc.Close)
 	return nc
+}
+
+// Node is one server of a test cluster, which can be stopped and started
+// again on the same ports and store.
+type Node struct {
+	Opts   jetstream.ServerOptions
+	Server *jetstream.Server
+}
+
+// Cluster starts an n-node JetStream cluster on loopback ports, each node
+// with its own store, and waits until it has a leader. The nodes are shut
+// down when the test ends.
+func Cluster(t testing.TB, n int) []*Node {
+	t.Helper()
+	clientPorts, clusterPorts := freePorts(t, n), freePorts(t, n)
+	var routes []string
+	for _, p := range clusterPorts {
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
+	}
+	nodes := make([]*Node, n)
+	for i := range n {
+		nodes[i] = &Node{Opts: jetstream.ServerOptions{
+			Listen:        fmt.Sprintf("127.0.0.1:%d", clientPorts[i]),
+			DataDir:       t.TempDir(),
+			ServerName:    fmt.Sprintf("node%d", i+1),
+			ClusterName:   "test",
+			ClusterListen: fmt.Sprintf("127.0.0.1:%d", clusterPorts[i]),
+			Routes:        routes,
+		}}
+		nodes[i].Start(t)
+	}
+	for _, node := range nodes {
+		if err := node.Server.WaitJetStreamReady(30 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return nodes
+}
+
+// Start starts the node.
+func (n *Node) Start(t testing.TB) {
+	t.Helper()
+	s, err := jetstream.StartServer(n.Opts)
+	if err != nil {
+		t.Fatalf("starting %s: %v", n.Opts.ServerName, err)
+	}
+	n.Server = s
+	t.Cleanup(s.Shutdown)
+}
+
+// URLs is the nodes' client URLs, comma-separated.
+func URLs(nodes []*Node) string {
+	var urls []string
+	for _, n := range nodes {
+		urls = append(urls, "nats://"+n.Opts.Listen)
+	}
+	return strings.Join(urls, ",")
+}
+
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ports []int
+	var listeners []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range listeners {
+		l.Close()
+	}
+	return ports
 }

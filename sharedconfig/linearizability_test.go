@@ -1,0 +1,414 @@
+package sharedconfig_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/nats-io/nats.go"
+
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+)
+
+// The linearizability checks: clients on separate connections run random
+// SharedConfig operations on a few keys while faults are injected, and
+// porcupine checks the recorded history against a model of the operations.
+// An operation that failed may or may not have taken effect: it is recorded
+// as returning never, with an output the model accepts either way. So every
+// acknowledged write must be seen by every later read, exactly once.
+//
+// SHAREDCONFIG_LINEARIZABILITY_OPS sets the operations per client (default
+// 200); README's long run uses 2000.
+
+var lzKeys = []string{"a", "b", "c"}
+
+// lzState is the model's state: a value per key, or none.
+type lzState [3]struct {
+	v  string
+	ok bool
+}
+
+type lzInput struct {
+	op       string // get put putIfAbsent remove removeIfValue replace replaceIfValue clear
+	key      int
+	value    string // put's value, the new value of replace*, removeIfValue's expected
+	expected string // replaceIfValue's expected value
+}
+
+type lzOutput struct {
+	value   string
+	ok      bool // found, existed, removed or replaced
+	n       int  // clear: how many were removed
+	unknown bool // failed: may or may not have taken effect
+}
+
+var lzModel = porcupine.Model{
+	Init: func() interface{} { return lzState{} },
+	Step: func(state, input, output interface{}) (bool, interface{}) {
+		s, in, out := state.(lzState), input.(lzInput), output.(lzOutput)
+		cur := s[in.key]
+		match := func(value string, ok bool) bool {
+			return out.unknown || out.ok == ok && (!ok || out.value == value)
+		}
+		switch in.op {
+		case "get":
+			return match(cur.v, cur.ok), s
+		case "put":
+			ok := match(cur.v, cur.ok)
+			s[in.key].v, s[in.key].ok = in.value, true
+			return ok, s
+		case "putIfAbsent":
+			if cur.ok {
+				return match(cur.v, true), s
+			}
+			s[in.key].v, s[in.key].ok = in.value, true
+			return out.unknown || !out.ok, s
+		case "remove":
+			ok := match(cur.v, cur.ok)
+			s[in.key].v, s[in.key].ok = "", false
+			return ok, s
+		case "removeIfValue":
+			removed := cur.ok && cur.v == in.value
+			if removed {
+				s[in.key].v, s[in.key].ok = "", false
+			}
+			return out.unknown || out.ok == removed, s
+		case "replace":
+			ok := match(cur.v, cur.ok)
+			if cur.ok {
+				s[in.key].v = in.value
+			}
+			return ok, s
+		case "replaceIfValue":
+			replaced := cur.ok && cur.v == in.expected
+			if replaced {
+				s[in.key].v = in.value
+			}
+			return out.unknown || out.ok == replaced, s
+		case "clear":
+			n := 0
+			for _, e := range s {
+				if e.ok {
+					n++
+				}
+			}
+			return out.unknown || out.n == n, lzState{}
+		}
+		return false, s
+	},
+	Equal: func(a, b interface{}) bool { return a.(lzState) == b.(lzState) },
+	DescribeOperation: func(input, output interface{}) string {
+		in, out := input.(lzInput), output.(lzOutput)
+		res := fmt.Sprintf("%q %v", out.value, out.ok)
+		if in.op == "clear" {
+			res = fmt.Sprint(out.n)
+		}
+		if out.unknown {
+			res = "unknown"
+		}
+		return fmt.Sprintf("%s(%s, %q, %q) -> %s", in.op, lzKeys[in.key], in.value, in.expected, res)
+	},
+	DescribeState: func(state interface{}) string {
+		var parts []string
+		for i, e := range state.(lzState) {
+			if e.ok {
+				parts = append(parts, lzKeys[i]+"="+e.v)
+			}
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	},
+}
+
+// lzMix weighs the operations. Removes and clears are rare enough that a
+// stale read is rarely explained away by one in flight.
+var lzMix = []struct {
+	op     string
+	weight int
+}{{"get", 25}, {"put", 30}, {"putIfAbsent", 10}, {"remove", 6}, {"removeIfValue", 6}, {"replace", 12}, {"replaceIfValue", 9}, {"clear", 2}}
+
+func lzPick(rng *rand.Rand) string {
+	n := rng.IntN(100)
+	for _, m := range lzMix {
+		if n < m.weight {
+			return m.op
+		}
+		n -= m.weight
+	}
+	return "get"
+}
+
+func lzOpsPerClient() int {
+	if n, err := strconv.Atoi(os.Getenv("SHAREDCONFIG_LINEARIZABILITY_OPS")); err == nil && n > 0 {
+		return n
+	}
+	return 200
+}
+
+// lzRun runs clients against a config named name on servers reached with
+// connect, calls fault once a third of the operations are done, and checks
+// the history.
+func lzRun(t *testing.T, connect func() (*nats.Conn, error), name string, replicas int, fault func()) {
+	const clients = 8
+	perClient := lzOpsPerClient()
+	var history []porcupine.Operation
+	var mu sync.Mutex
+	var done atomic.Int64
+	var faultOnce sync.Once
+	start := time.Now()
+	now := func() int64 { return int64(time.Since(start)) }
+	var wg sync.WaitGroup
+	for id := range clients {
+		nc, err := connect()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		l, err := jetstream.OpenLog(ctx, nc, "lz", name, jetstream.LogOptions{Replicas: replicas})
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		c, err := sharedconfig.Open(ctx, l, sharedconfig.Options{Compaction: sharedconfig.DefaultCompactionPolicy})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano())))
+			for n := range perClient {
+				if done.Add(1) == int64(clients*perClient/3) && fault != nil {
+					faultOnce.Do(func() { go fault() })
+				}
+				in := lzInput{op: lzPick(rng), key: rng.IntN(len(lzKeys))}
+				if id == 0 || id == 1 && rng.IntN(10) < 7 {
+					in.op = "get" // one client only reads and one mostly does, as many do
+				}
+				in.value = fmt.Sprintf("c%d-%d", id, n)
+				if in.op == "removeIfValue" || in.op == "replaceIfValue" {
+					// Expect a value some client may really have written.
+					guess := fmt.Sprintf("c%d-%d", rng.IntN(clients), max(0, n-rng.IntN(4)))
+					if in.op == "removeIfValue" {
+						in.value = guess
+					} else {
+						in.expected = guess
+					}
+				}
+				// A pause, so that every client's operations spread over the
+				// run (reads of a local copy would otherwise be over at once).
+				time.Sleep(time.Duration(rng.IntN(1000)) * time.Microsecond)
+				call := now()
+				out, ok := lzDo(c, in)
+				ret := now()
+				if !ok {
+					if in.op == "get" {
+						continue // a failed read observed nothing
+					}
+					out, ret = lzOutput{unknown: true}, math.MaxInt64
+				}
+				mu.Lock()
+				history = append(history, porcupine.Operation{ClientId: id, Input: in, Call: call, Output: out, Return: ret})
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	unknown := 0
+	for _, op := range history {
+		if op.Output.(lzOutput).unknown {
+			unknown++
+		}
+	}
+	t.Logf("%d operations, %d of them with an unknown outcome", len(history), unknown)
+	res, info := porcupine.CheckOperationsVerbose(lzModel, history, 2*time.Minute)
+	switch res {
+	case porcupine.Ok:
+	case porcupine.Illegal:
+		file := filepath.Join(os.TempDir(), fmt.Sprintf("sharedconfig-linearizability-%s-%d.html", t.Name()[strings.LastIndex(t.Name(), "/")+1:], time.Now().Unix()))
+		if f, err := os.Create(file); err == nil {
+			porcupine.Visualize(lzModel, info, f)
+			f.Close()
+		}
+		t.Fatalf("the history is not linearizable; porcupine's visualisation is in %s", file)
+	default:
+		t.Fatalf("porcupine could not decide within 2 minutes (%v)", res)
+	}
+}
+
+func lzDo(c *sharedconfig.Config, in lzInput) (lzOutput, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	k := lzKeys[in.key]
+	var out lzOutput
+	var err error
+	switch in.op {
+	case "get":
+		if err = c.Refresh(ctx); err == nil {
+			out.value, out.ok = c.Get(k)
+		}
+	case "put":
+		out.value, out.ok, err = c.Put(ctx, k, in.value)
+	case "putIfAbsent":
+		out.value, out.ok, err = c.PutIfAbsent(ctx, k, in.value)
+	case "remove":
+		out.value, out.ok, err = c.Remove(ctx, k)
+	case "removeIfValue":
+		out.ok, err = c.RemoveIfValue(ctx, k, in.value)
+	case "replace":
+		out.value, out.ok, err = c.Replace(ctx, k, in.value)
+	case "replaceIfValue":
+		out.ok, err = c.ReplaceIfValue(ctx, k, in.expected, in.value)
+	case "clear":
+		out.n, err = c.Clear(ctx)
+	}
+	return out, err == nil
+}
+
+func TestLinearizableOneServer(t *testing.T) {
+	srv := jstest.Server(t)
+	lzRun(t, func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: srv.ClientURL()}) }, "one", 1, nil)
+}
+
+func TestLinearizableAcrossServerRestart(t *testing.T) {
+	dir := t.TempDir()
+	srv := jstest.ServerAt(t, dir, "127.0.0.1:0")
+	url := srv.ClientURL()
+	restarted := make(chan struct{})
+	lzRun(t, func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: url}) }, "restart", 1, func() {
+		defer close(restarted)
+		srv.Shutdown()
+		time.Sleep(300 * time.Millisecond)
+		jstest.ServerAt(t, dir, strings.TrimPrefix(url, "nats://"))
+	})
+	<-restarted
+}
+
+func TestLinearizableWithConnectionsCut(t *testing.T) {
+	srv := jstest.Server(t)
+	p := newProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	cuts := make(chan struct{})
+	lzRun(t, func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: "nats://" + p.addr()}) }, "cut", 1, func() {
+		defer close(cuts)
+		for range 3 {
+			p.cut()
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+	<-cuts
+}
+
+// proxy forwards TCP connections to a server and can cut them all at once.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target}
+	p.wg.Go(p.accept)
+	t.Cleanup(func() {
+		ln.Close()
+		p.cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) accept() {
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", p.target)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, in, out)
+		p.mu.Unlock()
+		pipe := func(dst, src net.Conn) {
+			io.Copy(dst, src)
+			dst.Close()
+			src.Close()
+		}
+		p.wg.Go(func() { pipe(in, out) })
+		p.wg.Go(func() { pipe(out, in) })
+	}
+}
+
+// cut closes every connection in flight; clients reconnect through the proxy.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// A 3-node cluster, the config's stream replicated 3 times, and its leader
+// killed mid-run and brought back.
+func TestLinearizableClusterLeaderKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	nodes := jstest.Cluster(t, 3)
+	urls := jstest.URLs(nodes)
+	connect := func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: urls}) }
+	back := make(chan struct{})
+	lzRun(t, connect, "cluster", 3, func() {
+		defer close(back)
+		nc, err := connect()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer nc.Close()
+		l, err := jetstream.OpenLog(context.Background(), nc, "lz", "cluster", jetstream.LogOptions{Replicas: 3})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		info, err := l.Stream().Info(context.Background())
+		if err != nil || info.Cluster == nil {
+			t.Errorf("stream info: %v", err)
+			return
+		}
+		for _, n := range nodes {
+			if n.Server.Name() == info.Cluster.Leader {
+				t.Logf("killing the stream leader %s", info.Cluster.Leader)
+				n.Server.Shutdown()
+				time.Sleep(time.Second)
+				n.Start(t)
+				return
+			}
+		}
+		t.Errorf("no node is the stream leader %q", info.Cluster.Leader)
+	})
+	<-back
+}
