@@ -301,7 +301,9 @@ func TestLinearizableWithConnectionsCut(t *testing.T) {
 	srv := jstest.Server(t)
 	p := newProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
 	cuts := make(chan struct{})
-	lzRun(t, func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: "nats://" + p.addr()}) }, "cut", 1, func() {
+	lzRun(t, func() (*nats.Conn, error) {
+		return jetstream.Connect(jetstream.ConnectOptions{URLs: "nats://" + p.addr()})
+	}, "cut", 1, func() {
 		defer close(cuts)
 		for range 3 {
 			p.cut()
