@@ -310,7 +310,8 @@ func retryable(err error) bool {
 // describeJSError turns the errors a user can act on into sentences.
 func describeJSError(err error) error {
 	switch {
-	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
+	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount),
+		errors.Is(err, nats.ErrNoResponders):
 		return fmt.Errorf("the server does not have JetStream enabled (start nats-server with -js): %w", err)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, jetstream.ErrNoStreamResponse):
 		return fmt.Errorf("the server did not answer in time: %w", err)

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sharedconfig/sharedconfig/jetstream"
+)
+
+func startServer(t *testing.T) *jetstream.Server {
+	t.Helper()
+	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	return srv
+}
+
+// Values over the server's max payload and bytes that are not UTF-8: one
+// clear line each, nothing written, and the shell goes on.
+func TestBadValues(t *testing.T) {
+	srv := startServer(t)
+	p := startREPL(t, "p", "--server", srv.ClientURL(), "--scope", "bad")
+	p.wantExit = 1
+	p.send("PUT big, " + strings.Repeat("x", 1100<<10))
+	p.expectPrefix("!!!! Error: an update of 1126")
+	p.send("PUT k, \xff\xfe")
+	p.expect(`!!!! Error: "\xff\xfe": keys and values must be UTF-8 text`)
+	p.send("GET_ALL")
+	p.expect("**** Properties for SharedConfig: 'someConfig' :")
+	p.send("PUT k, fine")
+	p.expect("**** Property 'k' added with value 'fine'")
+}
+
+// A foreign entry in the stream: reads answer from the last good state,
+// writes are refused, and each says which entry is at fault.
+func TestGarbageInTheStream(t *testing.T) {
+	srv := startServer(t)
+	p := startREPL(t, "p", "--server", srv.ClientURL(), "--scope", "garbage")
+	p.wantExit = 1
+	p.send("PUT k, v")
+	p.expect("**** Property 'k' added with value 'v'")
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := natsjs.New(nc)
+	if _, err := js.Publish(context.Background(), jetstream.Subject("garbage", "someConfig"), []byte("not ours")); err != nil {
+		t.Fatal(err)
+	}
+	p.send("REFRESH")
+	p.expect("!!!! Error: SC_7_garbage_someConfig: entry 3: not a sharedconfig entry (it has no Sharedconfig-Kind header)")
+	p.send("GET k")
+	p.expect("**** The value of property 'k' is 'v'")
+	p.send("PUT k, w")
+	p.expect("!!!! Error: SC_7_garbage_someConfig: entry 3: not a sharedconfig entry (it has no Sharedconfig-Kind header)")
+}
+
+func runShell(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	c := exec.Command(os.Args[0], args...)
+	c.Env = append(os.Environ(), runMainEnv+"=1")
+	c.Stdin = strings.NewReader(stdin)
+	var out, errOut strings.Builder
+	c.Stdout, c.Stderr = &out, &errOut
+	c.Run()
+	return out.String(), errOut.String(), c.ProcessState.ExitCode()
+}
+
+func TestIncompatibleStream(t *testing.T) {
+	srv := startServer(t)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := natsjs.New(nc)
+	if _, err := js.CreateStream(context.Background(), natsjs.StreamConfig{
+		Name: jetstream.StreamName("x", "y"), Subjects: []string{jetstream.Subject("x", "y")}, MaxAge: time.Hour,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runShell(t, "GET k\n", "--server", srv.ClientURL(), "-s", "x", "-n", "y")
+	if code != 2 || !strings.Contains(stderr, "stream SC_1_x_y exists with settings sharedconfig cannot use") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestNoJetStream(t *testing.T) {
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	defer func() { s.Shutdown(); s.WaitForShutdown() }()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("no server")
+	}
+	_, stderr, code := runShell(t, "GET k\n", "--server", s.ClientURL())
+	if code != 2 || !strings.Contains(stderr, "does not have JetStream enabled") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// No secret appears in STATUS or in errors.
+func TestNoSecretsShown(t *testing.T) {
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true, JetStream: true, StoreDir: t.TempDir(), Username: "alice", Password: "pa55word"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	defer func() { s.Shutdown(); s.WaitForShutdown() }()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("no server")
+	}
+	hostPort := strings.TrimPrefix(s.ClientURL(), "nats://")
+	stdout, stderr, code := runShell(t, "STATUS\n", "--server", "nats://alice:pa55word@"+hostPort)
+	if code != 0 || strings.Contains(stdout+stderr, "pa55word") || !strings.Contains(stdout, "**** Server:") {
+		t.Fatalf("STATUS with a password in the URL: exit %d\n%s%s", code, stdout, stderr)
+	}
+	stdout, stderr, code = runShell(t, "STATUS\n", "--server", "nats://"+hostPort, "--user", "alice", "--password", "pa55word")
+	if code != 0 || strings.Contains(stdout+stderr, "pa55word") {
+		t.Fatalf("STATUS with --password: exit %d\n%s%s", code, stdout, stderr)
+	}
+	_, stderr, code = runShell(t, "STATUS\n", "--server", "nats://"+hostPort, "--user", "alice", "--password", "wr0ng-pa55")
+	if code != 2 || strings.Contains(stderr, "wr0ng-pa55") || !strings.Contains(stderr, "Authorization Violation") {
+		t.Fatalf("a wrong password: exit %d, stderr %q", code, stderr)
+	}
+}
