@@ -13,6 +13,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
 func startServer(t *testing.T) *jetstream.Server {
@@ -136,4 +137,29 @@ func TestNoSecretsShown(t *testing.T) {
 	if code != 2 || strings.Contains(stderr, "wr0ng-pa55") || !strings.Contains(stderr, "Authorization Violation") {
 		t.Fatalf("a wrong password: exit %d, stderr %q", code, stderr)
 	}
+}
+
+// On a cluster a config's stream has 3 replicas by default, and the shell
+// carries on when a node goes away.
+func TestShellOnACluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	nodes := jstest.Cluster(t, 3)
+	p := startREPL(t, "p", "--server", jstest.URLs(nodes), "--scope", "cluster", "--timeout", "10s")
+	p.send("PUT p1, v1")
+	p.expect("**** Property 'p1' added with value 'v1'")
+	p.send("STATUS")
+	p.expect("**** Config:    cluster/someConfig")
+	p.expect("**** Stream:    SC_7_cluster_someConfig (3 replicas)")
+	for range 6 {
+		p.next()
+	}
+	nodes[0].Server.Shutdown()
+	p.send("PUT p1, v2")
+	p.expect("**** Property 'p1' updated from: 'v1' to: 'v2'")
+	p.send("REFRESH")
+	p.expect("**** Properties refreshed")
+	p.send("GET p1")
+	p.expect("**** The value of property 'p1' is 'v2'")
 }

@@ -149,6 +149,9 @@ func checkStreamConfig(c jetstream.StreamConfig, subject string) error {
 // Name implements statesync.Log: the stream's name.
 func (l *Log) Name() string { return l.name }
 
+// Replicas is how many servers hold the stream.
+func (l *Log) Replicas() int { return max(l.stream.CachedInfo().Config.Replicas, 1) }
+
 // Conn is the connection the log uses.
 func (l *Log) Conn() *nats.Conn { return l.nc }
 

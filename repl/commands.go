@@ -365,9 +365,13 @@ func runStatus(ctx context.Context, sh *Shell, _ []string) reply {
 		return sh.failure(err)
 	}
 	lag := int64(st.LastRevision) - int64(st.Revision)
+	replicas := 1
+	if r, ok := sh.cfg.Log().(interface{ Replicas() int }); ok {
+		replicas = r.Replicas()
+	}
 	r := reply{lines: []string{
 		say("Config:    %s/%s", sh.scope, sh.name),
-		say("Stream:    %s", st.Stream),
+		say("Stream:    %s (%d %s)", st.Stream, replicas, map[bool]string{true: "replica", false: "replicas"}[replicas == 1]),
 		say("Server:    %s", sh.server()),
 		say("Revision:  %d local, %d in the stream (%d behind)", st.Revision, st.LastRevision, max(lag, 0)),
 		say("History:   %d entries since the last compaction", st.EntriesSinceCompaction),
@@ -376,7 +380,7 @@ func runStatus(ctx context.Context, sh *Shell, _ []string) reply {
 		say("Trace:     %s", yesNo(sh.tracing.Load())),
 	}}
 	r.result = fields{
-		"scope": sh.scope, "name": sh.name, "stream": st.Stream, "server": sh.server(),
+		"scope": sh.scope, "name": sh.name, "stream": st.Stream, "replicas": replicas, "server": sh.server(),
 		"local_revision": st.Revision, "stream_revision": st.LastRevision, "lag": max(lag, 0),
 		"entries_since_compaction": st.EntriesSinceCompaction, "properties": st.Properties, "bytes": st.Bytes,
 		"follow": sh.following(), "trace": sh.tracing.Load(),
