@@ -1,7 +1,9 @@
 package sharedconfig
 
 import (
+	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"testing"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
@@ -97,4 +99,42 @@ func FuzzDecodeInitial(f *testing.F) {
 			t.Fatalf("%q: %d properties, after a round trip %d", data, state.Len(), b.Len())
 		}
 	})
+}
+
+// ApplyAll equals applying the updates one by one.
+func TestApplyAllEqualsOneByOne(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 200 {
+		var updates []statesync.Pending[State]
+		for i := range rng.IntN(60) {
+			k := string(rune('a' + rng.IntN(5)))
+			var u statesync.Update[State]
+			switch rng.IntN(10) {
+			case 0:
+				u = Clear{}
+			case 1, 2, 3:
+				u = Remove{k}
+			default:
+				u = Put{k, strconv.Itoa(i)}
+			}
+			updates = append(updates, statesync.Pending[State]{Update: u, Revision: uint64(i + 2)})
+		}
+		start := Put{"a", "start"}.Apply(Put{"z", "kept?"}.Apply(EmptyState(), 1), 1)
+		want := start
+		for _, p := range updates {
+			want = p.Update.Apply(want, p.Revision)
+		}
+		got := start.ApplyAll(updates)
+		if !reflect.DeepEqual(collect(got), collect(want)) {
+			t.Fatalf("round %d: ApplyAll gave %v, one by one %v", round, collect(got), collect(want))
+		}
+	}
+}
+
+func collect(s State) map[string]Property {
+	m := map[string]Property{}
+	for k, p := range s.All() {
+		m[k] = p
+	}
+	return m
 }

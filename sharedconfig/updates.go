@@ -36,3 +36,41 @@ var (
 	_ statesync.Update[State]        = Clear{}
 	_ statesync.InitialUpdate[State] = Snapshot{}
 )
+
+// ApplyAll implements statesync.BatchState: only the last change to each key
+// after the last Clear matters, so a catch-up that writes the same keys many
+// times touches the persistent map once per key.
+func (s State) ApplyAll(updates []statesync.Pending[State]) State {
+	start := 0
+	for i := len(updates) - 1; i >= 0; i-- {
+		if _, ok := updates[i].Update.(Clear); ok {
+			s, start = EmptyState(), i+1
+			break
+		}
+	}
+	last := make(map[string]int, len(updates)-start)
+	for i := start; i < len(updates); i++ {
+		switch u := updates[i].Update.(type) {
+		case Put:
+			last[u.Key] = i
+		case Remove:
+			last[u.Key] = i
+		default: // an update this does not know: apply them in order
+			for _, p := range updates[start:] {
+				s = p.Update.Apply(s, p.Revision)
+			}
+			return s
+		}
+	}
+	m := s.m
+	for k, i := range last {
+		if put, ok := updates[i].Update.(Put); ok {
+			m = m.Set(k, Property{put.Value, updates[i].Revision})
+		} else {
+			m = m.Delete(k)
+		}
+	}
+	return State{m}
+}
+
+var _ statesync.BatchState[State] = State{}

@@ -43,3 +43,17 @@ type Codec[S any] interface {
 	EncodeInitial(initial InitialUpdate[S]) ([]byte, error)
 	DecodeInitial(data []byte) (InitialUpdate[S], error)
 }
+
+// Pending is an update and the revision of the entry that carries it.
+type Pending[S any] struct {
+	Update   Update[S]
+	Revision uint64
+}
+
+// BatchState is implemented by states that can apply a run of updates at
+// once faster than one at a time (say, by keeping only the last write to
+// each key). The result must equal applying them in order. Catching up uses
+// it; the synchronizer checks for it on the state's value.
+type BatchState[S any] interface {
+	ApplyAll(updates []Pending[S]) S
+}

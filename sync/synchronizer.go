@@ -127,12 +127,36 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 	var applied []Applied[S]
 	start, total := cur.Revision, target-cur.Revision
 	report := s.progress != nil && total >= progressEvery
+	// Updates wait here to be applied together when the state can do that
+	// faster; a snapshot, an error or the end of the read applies them.
+	var pending []Pending[S]
+	flush := func() {
+		if len(pending) > 0 {
+			cur.Value = any(cur.Value).(BatchState[S]).ApplyAll(pending)
+			pending = pending[:0]
+		}
+	}
 	err := s.log.Read(ctx, cur.Revision, target, func(e Entry) error {
-		next, a, err := s.apply(cur, e)
+		var a Applied[S]
+		var err error
+		if _, batch := any(cur.Value).(BatchState[S]); batch && !e.Snapshot && cur.initialized {
+			a, err = s.decode(e)
+			for _, u := range a.Updates {
+				pending = append(pending, Pending[S]{u, e.Revision})
+			}
+			if err == nil {
+				cur.Revision = e.Revision
+			}
+			if len(pending) >= batchSize {
+				flush()
+			}
+		} else {
+			flush()
+			cur, a, err = s.apply(cur, e)
+		}
 		if err != nil {
 			return err
 		}
-		cur = next
 		if s.applied != nil {
 			applied = append(applied, a)
 		}
@@ -141,6 +165,7 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 		}
 		return nil
 	})
+	flush()
 	if report {
 		s.progress(total, total)
 	}
@@ -173,15 +198,24 @@ func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], Applied[S], er
 	if !cur.initialized {
 		return bad(errors.New("an update comes before any initial state"))
 	}
-	updates, err := s.codec.DecodeUpdates(e.Data)
+	a, err := s.decode(e)
 	if err != nil {
-		return bad(err)
+		return cur, a, err
 	}
-	for _, u := range updates {
+	for _, u := range a.Updates {
 		cur.Value = u.Apply(cur.Value, e.Revision)
 	}
 	cur.Revision = e.Revision
-	return cur, Applied[S]{Entry: e, Updates: updates}, nil
+	return cur, a, nil
+}
+
+// decode decodes an update entry.
+func (s *Synchronizer[S]) decode(e Entry) (Applied[S], error) {
+	updates, err := s.codec.DecodeUpdates(e.Data)
+	if err != nil {
+		return Applied[S]{}, &EntryError{Log: s.log.Name(), Revision: e.Revision, Err: err}
+	}
+	return Applied[S]{Entry: e, Updates: updates}, nil
 }
 
 func (s *Synchronizer[S]) notifyApplied(a Applied[S]) {
@@ -289,6 +323,9 @@ const backoffAfter = 8
 
 // progressEvery is how often, in entries, a long catch-up reports.
 const progressEvery = 1024
+
+// batchSize is how many updates a catch-up gathers before applying them.
+const batchSize = 4096
 
 // UpdateUnconditionally appends updates whatever the log's revision. As in
 // Pravega, they are not applied to the local copy until the next Fetch. It
