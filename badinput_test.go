@@ -98,15 +98,7 @@ func TestIncompatibleStream(t *testing.T) {
 }
 
 func TestNoJetStream(t *testing.T) {
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	defer func() { s.Shutdown(); s.WaitForShutdown() }()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("no server")
-	}
+	s := jstest.NATS(t, &server.Options{})
 	_, stderr, code := runShell(t, "GET k\n", "--server", s.ClientURL())
 	if code != 2 || !strings.Contains(stderr, "does not have JetStream enabled") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
@@ -115,15 +107,7 @@ func TestNoJetStream(t *testing.T) {
 
 // No secret appears in STATUS or in errors.
 func TestNoSecretsShown(t *testing.T) {
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true, JetStream: true, StoreDir: t.TempDir(), Username: "alice", Password: "pa55word"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	defer func() { s.Shutdown(); s.WaitForShutdown() }()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("no server")
-	}
+	s := jstest.NATS(t, &server.Options{JetStream: true, Username: "alice", Password: "pa55word"})
 	hostPort := strings.TrimPrefix(s.ClientURL(), "nats://")
 	stdout, stderr, code := runShell(t, "STATUS\n", "--server", "nats://alice:pa55word@"+hostPort)
 	if code != 0 || strings.Contains(stdout+stderr, "pa55word") || !strings.Contains(stdout, "**** Server:") {

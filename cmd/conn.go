@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -45,7 +44,7 @@ func localPort() string {
 
 // connect connects as the flags say. Without --server or NATS_URL it uses
 // the local server, starting one in the background if none answers.
-func (c *connFlags) connect(ctx context.Context, stderr io.Writer) (*nats.Conn, error) {
+func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 	c.opts.Name = "sharedconfig"
 	if c.opts.URLs != "" || os.Getenv("NATS_URL") != "" {
 		return jetstream.Connect(c.opts)

@@ -161,7 +161,7 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		in = repl.NewScript(cmd.InOrStdin())
 	}
 
-	nc, err := f.conn.connect(ctx, cmd.ErrOrStderr())
+	nc, err := f.conn.connect(ctx)
 	if err != nil {
 		return &exitError{exitStartup, err}
 	}
@@ -189,13 +189,11 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 	})
 	defer sh.Close()
 	cfg, err := sharedconfig.Open(openCtx, log, sharedconfig.Options{
-		Compaction: sharedconfig.DefaultCompactionPolicy,
-		CompactionFailed: func(err error) {
-			fmt.Fprintf(out, "!!!! Compaction failed (nothing is lost; it will be tried again): %v\n", err)
-		},
-		Trace:      sh.Attempt,
-		Changed:    sh.Changed,
-		CatchingUp: catchUpProgress(cmd.ErrOrStderr()),
+		Compaction:       sharedconfig.DefaultCompactionPolicy,
+		CompactionFailed: sh.CompactionFailed,
+		Trace:            sh.Attempt,
+		Changed:          sh.Changed,
+		CatchingUp:       catchUpProgress(cmd.ErrOrStderr()),
 	})
 	if err != nil {
 		return &exitError{exitStartup, fmt.Errorf("opening %s/%s: %w", f.scope, f.name, err)}

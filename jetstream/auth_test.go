@@ -20,31 +20,11 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
-// natsServer starts a nats-server with the given options on a free loopback
-// port, for what the embedded server does not do (authentication, TLS, no
-// JetStream).
-func natsServer(t *testing.T, o *server.Options) *server.Server {
-	t.Helper()
-	o.Host, o.Port, o.NoSigs, o.NoLog = "127.0.0.1", -1, true, true
-	if o.JetStream {
-		o.StoreDir = t.TempDir()
-	}
-	s, err := server.NewServer(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the server did not start")
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	return s
-}
-
 func TestUserPassword(t *testing.T) {
-	s := natsServer(t, &server.Options{JetStream: true, Username: "alice", Password: "s3cret-pw"})
+	s := jstest.NATS(t, &server.Options{JetStream: true, Username: "alice", Password: "s3cret-pw"})
 	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL(), User: "alice", Password: "s3cret-pw"})
 	if err != nil {
 		t.Fatalf("with the right password: %v", err)
@@ -66,7 +46,7 @@ func TestUserPassword(t *testing.T) {
 }
 
 func TestToken(t *testing.T) {
-	s := natsServer(t, &server.Options{JetStream: true, Authorization: "t0ken-value"})
+	s := jstest.NATS(t, &server.Options{JetStream: true, Authorization: "t0ken-value"})
 	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL(), Token: "t0ken-value"})
 	if err != nil {
 		t.Fatalf("with the right token: %v", err)
@@ -127,7 +107,7 @@ func TestTLSWithACA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := natsServer(t, &server.Options{JetStream: true, TLS: true, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}})
+	s := jstest.NATS(t, &server.Options{JetStream: true, TLS: true, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}})
 	url := s.ClientURL() // tls://...
 	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: url, CACert: caFile})
 	if err != nil {
@@ -146,7 +126,7 @@ func TestTLSWithACA(t *testing.T) {
 }
 
 func TestServerWithoutJetStream(t *testing.T) {
-	s := natsServer(t, &server.Options{})
+	s := jstest.NATS(t, &server.Options{})
 	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL()})
 	if err != nil {
 		t.Fatal(err)

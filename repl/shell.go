@@ -253,6 +253,18 @@ func describeAttempt(a statesync.Attempt) string {
 	}
 }
 
+// CompactionFailed is the config's hook for a compaction that failed after
+// a command: a warning, since nothing is lost.
+func (sh *Shell) CompactionFailed(err error) {
+	if sh.json {
+		var b strings.Builder
+		writeJSON(&b, fields{"event": "compaction_failed", "error": describeError(err, sh.timeout)})
+		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
+		return
+	}
+	sh.printAsync([]string{warn("Compaction failed (nothing is lost; it will be tried again): %s", describeError(err, sh.timeout))})
+}
+
 // Changed is the config's change hook: with FOLLOW ON it shows each change
 // made by others as it lands.
 func (sh *Shell) Changed(ch sharedconfig.Change) {

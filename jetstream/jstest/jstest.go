@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/sharedconfig/sharedconfig/jetstream"
@@ -29,6 +30,27 @@ func ServerAt(t testing.TB, dir, listen string) *jetstream.Server {
 		t.Fatalf("starting the test server: %v", err)
 	}
 	t.Cleanup(s.Shutdown)
+	return s
+}
+
+// NATS starts a plain nats-server with the given options on a free
+// loopback port, for what the embedded server does not do (authentication,
+// TLS, no JetStream); it is shut down when the test ends.
+func NATS(t testing.TB, o *server.Options) *server.Server {
+	t.Helper()
+	o.Host, o.Port, o.NoSigs, o.NoLog = "127.0.0.1", -1, true, true
+	if o.JetStream {
+		o.StoreDir = t.TempDir()
+	}
+	s, err := server.NewServer(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the nats-server did not start")
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
 	return s
 }
 
