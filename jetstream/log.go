@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
-	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
@@ -57,6 +57,14 @@ type Log struct {
 	subject    string
 	maxPayload int
 	writer     string
+
+	// Batched direct gets share one reply subscription for the log's life:
+	// a subscription per request would cost the server a subscribe and an
+	// unsubscribe every time a writer loses a race.
+	directMu    sync.Mutex
+	directSub   *nats.Subscription
+	directInbox string
+	directReqs  uint64
 
 	// publish is JetStream's PublishMsg; tests replace it to lose acks.
 	publish func(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
@@ -383,24 +391,75 @@ func (l *Log) readDirect(ctx context.Context, r *reader, upTo uint64, fn func(st
 		if r.gap {
 			want = directBatch // finishing a snapshot past upTo
 		}
-		msgs, err := jetstreamext.GetBatch(ctx, l.js, l.name, want, jetstreamext.GetBatchSeq(from))
-		if err != nil {
-			return false, fmt.Errorf("%s: reading after %d: %w", l.name, from-1, describeJSError(err))
-		}
-		for m, err := range msgs {
-			if errors.Is(err, jetstreamext.ErrNoMessages) {
-				break
-			}
+		done := false
+		err := l.getBatch(ctx, from, want, func(m *nats.Msg) error {
+			seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
 			if err != nil {
-				return false, fmt.Errorf("%s: reading after %d: %w", l.name, r.next-1, describeJSError(err))
+				return fmt.Errorf("%s: a direct get answered without a sequence", l.name)
 			}
-			done, err := l.deliver(r, m.Sequence, m.Header, m.Data, m.Time, upTo, fn)
-			if done || err != nil {
-				return done, err
+			at, _ := time.Parse(time.RFC3339Nano, m.Header.Get(jetstream.TimeStampHeaer))
+			done, err = l.deliver(r, seq, m.Header, m.Data, at, upTo, fn)
+			if done && err == nil {
+				return errBatchDone
 			}
+			return err
+		})
+		if errors.Is(err, errBatchDone) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
 		}
 		if r.next == from {
 			return false, nil
+		}
+	}
+}
+
+var errBatchDone = errors.New("read complete")
+
+// getBatch asks for up to n messages from sequence from with one direct get
+// and hands each to fn, until the server's end-of-batch mark.
+func (l *Log) getBatch(ctx context.Context, from uint64, n int, fn func(*nats.Msg) error) error {
+	l.directMu.Lock()
+	defer l.directMu.Unlock()
+	if l.directSub == nil {
+		l.directInbox = l.nc.NewRespInbox()
+		sub, err := l.nc.SubscribeSync(l.directInbox + ".*")
+		if err != nil {
+			return fmt.Errorf("%s: reading after %d: %w", l.name, from-1, err)
+		}
+		l.directSub = sub
+	}
+	l.directReqs++
+	reply := l.directInbox + "." + strconv.FormatUint(l.directReqs, 10)
+	req := fmt.Appendf(nil, `{"seq":%d,"batch":%d}`, from, n)
+	if err := l.nc.PublishRequest("$JS.API.DIRECT.GET."+l.name, reply, req); err != nil {
+		return fmt.Errorf("%s: reading after %d: %w", l.name, from-1, err)
+	}
+	reqCtx, cancel := context.WithTimeout(ctx, readStall)
+	defer cancel()
+	for {
+		m, err := l.directSub.NextMsgWithContext(reqCtx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("%s: reading after %d: %w", l.name, from-1, describeJSError(err))
+		}
+		if m.Subject != reply {
+			continue // left over from a read that stopped early
+		}
+		if len(m.Data) == 0 && m.Header.Get("Status") != "" {
+			switch m.Header.Get("Status") {
+			case "204", "404": // end of the batch; nothing at or after from
+				return nil
+			default:
+				return fmt.Errorf("%s: reading after %d: %s %s", l.name, from-1, m.Header.Get("Status"), m.Header.Get("Description"))
+			}
+		}
+		if err := fn(m); err != nil {
+			return err
 		}
 	}
 }
