@@ -487,10 +487,12 @@ func (r *runner) catchUp(ctx context.Context) ([]Row, error) {
 	}
 	r.progress("catch-up", 0, 2)
 	start := time.Now()
-	if err := readRaw(ctx, c.Log().(*scjs.Log).Stream(), last); err != nil {
+	consumer, err := readRaw(ctx, c.Log().(*scjs.Log).Stream(), last)
+	if err != nil {
 		return nil, err
 	}
 	raw := time.Since(start)
+	c.Log().(*scjs.Log).Stream().DeleteConsumer(ctx, consumer)
 	r.progress("catch-up", 1, 2)
 	start = time.Now()
 	joined, err := r.open(ctx, name, sharedconfig.Options{})
@@ -506,27 +508,28 @@ func (r *runner) catchUp(ctx context.Context) ([]Row, error) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func readRaw(ctx context.Context, stream jetstream.Stream, last uint64) error {
+// readRaw reads up to last with an ordered consumer and returns its name.
+func readRaw(ctx context.Context, stream jetstream.Stream, last uint64) (string, error) {
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
 	if err != nil {
-		return err
+		return "", err
 	}
 	msgs, err := cons.Messages()
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer msgs.Stop()
 	for {
 		msg, err := msgs.Next(jetstream.NextContext(ctx))
 		if err != nil {
-			return err
+			return "", err
 		}
 		meta, err := msg.Metadata()
 		if err != nil {
-			return err
+			return "", err
 		}
 		if meta.Sequence.Stream >= last {
-			return nil
+			return cons.CachedInfo().Name, nil
 		}
 	}
 }
