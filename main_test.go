@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
 		os.Exit(runMain())
 	}
-	os.Exit(testscript.RunMain(leakChecked{m}, map[string]func() int{"sharedconfig": runMain}))
+	testscript.Main(leakChecked{m}, map[string]func(){"sharedconfig": func() { os.Exit(runMain()) }})
 }
 
 // leakChecked fails the run if the tests leave goroutines behind.

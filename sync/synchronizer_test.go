@@ -64,12 +64,12 @@ func TestInitializeNeverOverwrites(t *testing.T) {
 func TestUpdateStateRerunsOnConflict(t *testing.T) {
 	ctx := context.Background()
 	log := statesync.NewMemLog("t")
-	a, b := newCounter(t, log), newCounter(t, log)
+	a := newCounter(t, log)
 	if _, err := increment(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	var attempts []statesync.Attempt
-	b = statesync.New[counter](log, counterCodec, statesync.WithTrace(func(at statesync.Attempt) { attempts = append(attempts, at) }))
+	b := statesync.New[counter](log, counterCodec, statesync.WithTrace(func(at statesync.Attempt) { attempts = append(attempts, at) }))
 	if err := b.Initialize(ctx, start(0)); err != nil {
 		t.Fatal(err)
 	}
