@@ -462,3 +462,14 @@ func TestGarbageEntry(t *testing.T) {
 		put(t, c, "k", "good")
 	}
 }
+
+// GET reads the local copy: no I/O and no allocation.
+func TestGetDoesNotAllocate(t *testing.T) {
+	c := newEnv(t).open(sharedconfig.Options{})
+	for i := range 1000 {
+		put(t, c, fmt.Sprint("key", i), "value")
+	}
+	if allocs := testing.AllocsPerRun(1000, func() { c.Get("key500") }); allocs != 0 {
+		t.Fatalf("GET allocates %.1f times", allocs)
+	}
+}

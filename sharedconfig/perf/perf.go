@@ -82,20 +82,33 @@ func (r Row) atLeast(x float64) Row {
 	return r
 }
 
+// Phases are the measurements, in the order Run takes them.
+var Phases = []string{"put", "state-size", "contended", "refresh", "catch-up", "join", "get", "memory"}
+
 // Run measures everything, in order, and returns the rows.
 func Run(ctx context.Context, o Options) ([]Row, error) {
-	r := &runner{o: o}
 	var rows []Row
-	for _, phase := range []func(context.Context) ([]Row, error){
-		r.putLatency, r.stateSize, r.contended, r.refresh, r.catchUp, r.join, r.get, r.memory,
-	} {
-		got, err := phase(ctx)
+	for _, phase := range Phases {
+		got, err := RunPhase(ctx, o, phase)
 		rows = append(rows, got...)
 		if err != nil {
 			return rows, err
 		}
 	}
 	return rows, nil
+}
+
+// RunPhase takes one of the Phases.
+func RunPhase(ctx context.Context, o Options, phase string) ([]Row, error) {
+	r := &runner{o: o}
+	run := map[string]func(context.Context) ([]Row, error){
+		"put": r.putLatency, "state-size": r.stateSize, "contended": r.contended, "refresh": r.refresh,
+		"catch-up": r.catchUp, "join": r.join, "get": r.get, "memory": r.memory,
+	}[phase]
+	if run == nil {
+		return nil, fmt.Errorf("no phase %q", phase)
+	}
+	return run(ctx)
 }
 
 type runner struct {

@@ -1,0 +1,44 @@
+package perf_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+	"github.com/sharedconfig/sharedconfig/sharedconfig/perf"
+)
+
+// BenchmarkFigures is the go test -bench form of "sharedconfig bench": one
+// sub-benchmark per phase, each reporting its figures beside their anchors
+// and their ratios. The sizes are smaller than the command's (set them with
+// the command for the full run). Each iteration measures the whole phase.
+func BenchmarkFigures(b *testing.B) {
+	srv := jstest.Server(b)
+	o := perf.Options{
+		Connect: func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: srv.ClientURL()}) },
+		Ops:     500, Keys: 10_000, Entries: 10_000, Writers: []int{1, 4, 16}, Duration: time.Second,
+	}
+	for _, phase := range perf.Phases {
+		b.Run(phase, func(b *testing.B) {
+			var rows []perf.Row
+			for b.Loop() {
+				var err error
+				if rows, err = perf.RunPhase(context.Background(), o, phase); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for _, r := range rows {
+				name := strings.NewReplacer(" ", "-", ",", "", ":", "", "/", "-").Replace(r.Name)
+				b.ReportMetric(r.Ours, name+"-"+r.Unit)
+				if r.AnchorName != "" {
+					b.ReportMetric(r.Ratio, name+"-ratio")
+				}
+			}
+		})
+	}
+}
