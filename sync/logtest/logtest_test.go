@@ -1,4 +1,4 @@
-package statesync_test
+package logtest_test
 
 import (
 	"testing"
@@ -7,6 +7,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/sync/logtest"
 )
 
+// The suite on the in-memory log; jetstream's tests run it on JetStream.
 func TestMemLogConformance(t *testing.T) {
 	logtest.Run(t, func(t *testing.T) statesync.Log { return statesync.NewMemLog(t.Name()) })
 }
