@@ -1,0 +1,84 @@
+package jetstream_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
+
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+)
+
+// A server in operator mode takes only users with credentials signed by a
+// trusted account: the --creds flag's case.
+func TestCredentialsFile(t *testing.T) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	operator, _ := nkeys.CreateOperator()
+	operatorPub, _ := operator.PublicKey()
+	oc := jwt.NewOperatorClaims(operatorPub)
+	oc.Name = "test"
+	operatorJWT, err := oc.Encode(operator)
+	must(err)
+	opClaims, err := jwt.DecodeOperatorClaims(operatorJWT)
+	must(err)
+
+	account, _ := nkeys.CreateAccount()
+	accountPub, _ := account.PublicKey()
+	ac := jwt.NewAccountClaims(accountPub)
+	ac.Name = "app"
+	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+	accountJWT, err := ac.Encode(operator)
+	must(err)
+
+	user, _ := nkeys.CreateUser()
+	userPub, _ := user.PublicKey()
+	uc := jwt.NewUserClaims(userPub)
+	uc.Name = "alice"
+	userJWT, err := uc.Encode(account)
+	must(err)
+	seed, _ := user.Seed()
+	creds, err := jwt.FormatUserConfig(userJWT, seed)
+	must(err)
+	credsFile := filepath.Join(t.TempDir(), "alice.creds")
+	must(os.WriteFile(credsFile, creds, 0o600))
+
+	// Operator mode needs a system account.
+	system, _ := nkeys.CreateAccount()
+	systemPub, _ := system.PublicKey()
+	sc := jwt.NewAccountClaims(systemPub)
+	sc.Name = "SYS"
+	systemJWT, err := sc.Encode(operator)
+	must(err)
+
+	resolver := &server.MemAccResolver{}
+	must(resolver.Store(accountPub, accountJWT))
+	must(resolver.Store(systemPub, systemJWT))
+	s := jstest.NATS(t, &server.Options{JetStream: true, TrustedOperators: []*jwt.OperatorClaims{opClaims}, AccountResolver: resolver, SystemAccount: systemPub})
+
+	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL(), Creds: credsFile})
+	if err != nil {
+		t.Fatalf("with the credentials file: %v", err)
+	}
+	defer nc.Close()
+	if _, err := jetstream.OpenLog(context.Background(), nc, "creds", "cfg", jetstream.LogOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL()})
+	if err == nil || !strings.Contains(err.Error(), "Authorization Violation") {
+		t.Fatalf("without credentials: %v", err)
+	}
+	if strings.Contains(err.Error(), string(seed)) {
+		t.Fatal("the error shows the seed")
+	}
+}
