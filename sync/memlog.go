@@ -88,18 +88,22 @@ func (l *MemLog) Read(ctx context.Context, after, upTo uint64, fn func(Entry) er
 		if e.Revision <= after {
 			continue
 		}
-		if e.Revision > upTo {
+		gap := e.Revision != next
+		if e.Revision > upTo && !gap {
 			break
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if e.Revision != next && !e.Snapshot {
+		if gap && !e.Snapshot {
 			return fmt.Errorf("%s: after revision %d the next entry is %d: %w", l.name, next-1, e.Revision, ErrGap)
 		}
 		next = e.Revision + 1
 		if err := fn(e); err != nil {
 			return err
+		}
+		if e.Revision >= upTo {
+			break // a snapshot that covered the range may lie past it
 		}
 	}
 	return nil

@@ -23,6 +23,7 @@ func Run(t *testing.T, newLog func(t *testing.T) statesync.Log) {
 	t.Run("ReadRange", func(t *testing.T) { testReadRange(t, newLog(t)) })
 	t.Run("Compact", func(t *testing.T) { testCompact(t, newLog(t)) })
 	t.Run("CompactConflict", func(t *testing.T) { testCompactConflict(t, newLog(t)) })
+	t.Run("ReadRangeCompactedAway", func(t *testing.T) { testReadRangeCompactedAway(t, newLog(t)) })
 	t.Run("LargeSnapshot", func(t *testing.T) { testLargeSnapshot(t, newLog(t)) })
 	t.Run("ConcurrentAppends", func(t *testing.T) { testConcurrentAppends(t, newLog(t)) })
 	t.Run("ReadStopsOnError", func(t *testing.T) { testReadStopsOnError(t, newLog(t)) })
@@ -170,6 +171,19 @@ func testCompact(t *testing.T, l statesync.Log) {
 	expectEntries(t, readAll(t, l, 2, rev+1), want)
 	// A reader that is past the snapshot sees only what follows.
 	expectEntries(t, readAll(t, l, rev, rev+1), fmt.Sprintf("%du:c ", rev+1))
+}
+
+// A reader whose whole range was compacted away gets the snapshot that
+// covers it, though it lies past the range.
+func testReadRangeCompactedAway(t *testing.T, l statesync.Log) {
+	mustAppend(t, l, 0, "a")
+	mustAppend(t, l, 1, "b")
+	mustAppend(t, l, 2, "c")
+	rev, err := l.Compact(ctx(t), 3, []byte("snap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectEntries(t, readAll(t, l, 1, 2), fmt.Sprintf("%ds:snap ", rev))
 }
 
 func testCompactConflict(t *testing.T, l statesync.Log) {
