@@ -33,13 +33,21 @@ func TestCredentialsFile(t *testing.T) {
 	opClaims, err := jwt.DecodeOperatorClaims(operatorJWT)
 	must(err)
 
-	account, _ := nkeys.CreateAccount()
-	accountPub, _ := account.PublicKey()
-	ac := jwt.NewAccountClaims(accountPub)
-	ac.Name = "app"
-	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
-	accountJWT, err := ac.Encode(operator)
-	must(err)
+	// newAccount makes an account signed by the operator.
+	newAccount := func(name string, jetStream bool) (nkeys.KeyPair, string, string) {
+		t.Helper()
+		key, _ := nkeys.CreateAccount()
+		pub, _ := key.PublicKey()
+		claims := jwt.NewAccountClaims(pub)
+		claims.Name = name
+		if jetStream {
+			claims.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+		}
+		token, err := claims.Encode(operator)
+		must(err)
+		return key, pub, token
+	}
+	account, accountPub, accountJWT := newAccount("app", true)
 
 	user, _ := nkeys.CreateUser()
 	userPub, _ := user.PublicKey()
@@ -54,12 +62,7 @@ func TestCredentialsFile(t *testing.T) {
 	must(os.WriteFile(credsFile, creds, 0o600))
 
 	// Operator mode needs a system account.
-	system, _ := nkeys.CreateAccount()
-	systemPub, _ := system.PublicKey()
-	sc := jwt.NewAccountClaims(systemPub)
-	sc.Name = "SYS"
-	systemJWT, err := sc.Encode(operator)
-	must(err)
+	_, systemPub, systemJWT := newAccount("SYS", false)
 
 	resolver := &server.MemAccResolver{}
 	must(resolver.Store(accountPub, accountJWT))
