@@ -251,7 +251,7 @@ func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(stat
 		if len(updates) == 0 {
 			var last uint64
 			if last, err = s.log.LastRevision(ctx); err != nil {
-				return zero, err
+				return zero, gaveUp(ctx, attempt-1, err)
 			}
 			if last == cur.Revision {
 				s.traceAttempt(try)
@@ -278,16 +278,16 @@ func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(stat
 		}
 		var conflict *ConflictError
 		if !errors.As(err, &conflict) {
-			return zero, err
+			return zero, gaveUp(ctx, attempt-1, err)
 		}
 		try.Conflict = conflict
 		try.CaughtUp, err = s.fetchLocked(ctx, conflict.Current)
 		s.traceAttempt(try)
 		if err != nil {
-			return zero, err
+			return zero, gaveUp(ctx, attempt, err)
 		}
 		if err := backoff(ctx, attempt); err != nil {
-			return zero, err
+			return zero, gaveUp(ctx, attempt, err)
 		}
 	}
 }
@@ -296,6 +296,18 @@ func (s *Synchronizer[S]) traceAttempt(a Attempt) {
 	if s.trace != nil {
 		s.trace(a)
 	}
+}
+
+// gaveUp is the error of a write that stopped on err after losing lost
+// tries in a row: when the context ended it, the write was starved by other
+// writers, and a *ContendedError says so rather than blaming the log. An
+// append whose outcome is unknown stays that.
+func gaveUp(ctx context.Context, lost int, err error) error {
+	ended := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+	if lost == 0 || ctx.Err() == nil || !ended || errors.Is(err, ErrUnknownOutcome) {
+		return err
+	}
+	return &ContendedError{Lost: lost, Err: err}
 }
 
 // backoff waits before try attempt+1. A writer that lost has just caught
@@ -399,13 +411,13 @@ func (s *Synchronizer[S]) Compact(ctx context.Context, snapshot func(state S) In
 		}
 		var conflict *ConflictError
 		if !errors.As(err, &conflict) {
-			return err
+			return gaveUp(ctx, attempt-1, err)
 		}
 		if _, err := s.fetchLocked(ctx, conflict.Current); err != nil {
-			return err
+			return gaveUp(ctx, attempt, err)
 		}
 		if err := backoff(ctx, attempt); err != nil {
-			return err
+			return gaveUp(ctx, attempt, err)
 		}
 	}
 }

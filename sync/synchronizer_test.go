@@ -220,6 +220,69 @@ func TestUpdateStateIsBoundedByContext(t *testing.T) {
 	}
 }
 
+// outrunLog is a log where a competing writer appends just before each
+// conditional append or compaction: every try loses.
+type outrunLog struct {
+	*statesync.MemLog
+	rival *statesync.Synchronizer[counter]
+}
+
+func (l outrunLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
+	if _, err := increment(ctx, l.rival); err != nil {
+		return 0, err
+	}
+	return l.MemLog.Append(ctx, expected, data)
+}
+
+func (l outrunLog) Compact(ctx context.Context, expected uint64, snapshot []byte) (uint64, error) {
+	if _, err := increment(ctx, l.rival); err != nil {
+		return 0, err
+	}
+	return l.MemLog.Compact(ctx, expected, snapshot)
+}
+
+// A write starved by other writers says how many tries it lost, so that it
+// is not taken for a log that stopped answering.
+func TestStarvedWriteSaysHowManyTriesItLost(t *testing.T) {
+	mem := statesync.NewMemLog("t")
+	log := outrunLog{mem, newCounter(t, mem)}
+	conflicts := 0
+	s := newCounter(t, log, statesync.WithTrace(func(a statesync.Attempt) {
+		if a.Conflict != nil {
+			conflicts++
+		}
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := increment(ctx, s)
+	var contended *statesync.ContendedError
+	if !errors.As(err, &contended) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a write that lost every try gave %v; want a ContendedError wrapping the deadline", err)
+	}
+	if contended.Lost < 1 || contended.Lost != conflicts {
+		t.Fatalf("ContendedError.Lost = %d; the trace saw %d conflicts", contended.Lost, conflicts)
+	}
+
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err = s.Compact(ctx, func(c counter) statesync.InitialUpdate[counter] { return start(int64(c)) })
+	if !errors.As(err, &contended) || contended.Lost < 1 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a compaction that lost every try gave %v; want a ContendedError wrapping the deadline", err)
+	}
+}
+
+// A write that never got to try is not called contended.
+func TestWriteWithNoConflictsIsNotContended(t *testing.T) {
+	s := newCounter(t, statesync.NewMemLog("t"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := increment(ctx, s)
+	var contended *statesync.ContendedError
+	if !errors.Is(err, context.Canceled) || errors.As(err, &contended) {
+		t.Fatalf("a write with an ended context gave %v; want context.Canceled alone", err)
+	}
+}
+
 func TestUpdateUnconditionally(t *testing.T) {
 	ctx := context.Background()
 	log := statesync.NewMemLog("t")
