@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,20 +67,33 @@ func WithTrace(fn func(Attempt)) Option { return func(o *options) { o.trace = fn
 // WithApplied calls fn for every entry the local copy takes in, whether it
 // was read from the log or written by this synchronizer, in revision order,
 // once State shows it. It runs while the synchronizer's lock is held: fn
-// must not call back into it.
+// must not call back into it. S must be the synchronizer's state type: New
+// panics otherwise.
 func WithApplied[S any](fn func(Applied[S])) Option {
 	return func(o *options) { o.applied = fn }
 }
 
 // New returns a synchronizer over log. Its state is empty and uninitialized
 // until Initialize or Fetch loads it.
+//
+// New panics if a WithApplied option was made for another state type than
+// S: that is a mistake in the program, which would otherwise leave the
+// watcher silently unheard, and it shows on the first run of any test that
+// builds the synchronizer. (Option is not generic, so that WithTrace and
+// WithProgress need no type argument; the price is this check at run time.)
 func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
 	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace, progress: o.progress}
-	s.applied, _ = o.applied.(func(Applied[S]))
+	if o.applied != nil {
+		applied, ok := o.applied.(func(Applied[S]))
+		if !ok {
+			panic(fmt.Sprintf("statesync.New[%v]: WithApplied was given a %T, which watches another state type", reflect.TypeFor[S](), o.applied))
+		}
+		s.applied = applied
+	}
 	s.local.Store(&local[S]{})
 	return s
 }

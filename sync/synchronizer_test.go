@@ -3,6 +3,7 @@ package statesync_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,18 +11,19 @@ import (
 	"go.uber.org/goleak"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/example"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type (
-	counter = statesync.Counter
-	add     = statesync.Add
+	counter = example.Counter
+	add     = example.Add
 )
 
-var counterCodec = statesync.CounterCodec{}
+var counterCodec = example.CounterCodec{}
 
-func start(n int64) statesync.CounterStart { return statesync.CounterStart{Value: n} }
+func start(n int64) example.CounterStart { return example.CounterStart{Value: n} }
 
 func newCounter(t *testing.T, log statesync.Log, opts ...statesync.Option) *statesync.Synchronizer[counter] {
 	t.Helper()
@@ -32,7 +34,7 @@ func newCounter(t *testing.T, log statesync.Log, opts ...statesync.Option) *stat
 	return s
 }
 
-var increment = statesync.Increment
+var increment = example.Increment
 
 func value(t *testing.T, s *statesync.Synchronizer[counter]) counter {
 	t.Helper()
@@ -155,7 +157,7 @@ func TestCompactionAndCatchUp(t *testing.T) {
 	if n := a.EntriesSinceCompaction(); n != 5 {
 		t.Fatalf("EntriesSinceCompaction = %d, want 5", n)
 	}
-	if err := a.Compact(ctx, func(c counter) statesync.InitialUpdate[counter] { return statesync.CounterStart{Value: int64(c)} }); err != nil {
+	if err := a.Compact(ctx, func(c counter) statesync.InitialUpdate[counter] { return example.CounterStart{Value: int64(c)} }); err != nil {
 		t.Fatal(err)
 	}
 	if n := a.EntriesSinceCompaction(); n != 0 {
@@ -406,4 +408,16 @@ func TestProgressOfALongCatchUp(t *testing.T) {
 			t.Fatalf("progress went backwards: %v", reports)
 		}
 	}
+}
+
+// A watcher written for another state type is refused, not silently dropped.
+func TestWithAppliedOfAnotherStateIsRefused(t *testing.T) {
+	defer func() {
+		msg, _ := recover().(string)
+		if !strings.Contains(msg, "WithApplied") || !strings.Contains(msg, "example.Set") {
+			t.Fatalf("New with a watcher of sets on a counter: recovered %q; want a panic naming WithApplied and the watcher's type", msg)
+		}
+	}()
+	statesync.New[counter](statesync.NewMemLog("t"), counterCodec, statesync.WithApplied(func(statesync.Applied[example.Set]) {}))
+	t.Fatal("New accepted a watcher of another state type")
 }
