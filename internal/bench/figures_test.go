@@ -42,3 +42,22 @@ func BenchmarkFigures(b *testing.B) {
 		})
 	}
 }
+
+// The memory figure weighs the state: at least the bytes of its keys and
+// values, however the rest of the heap moves.
+func TestMemoryFigureWeighsTheState(t *testing.T) {
+	for _, p := range bench.Phases {
+		if p.Name != "memory" {
+			continue
+		}
+		rows, err := p.Run(context.Background(), bench.Options{Keys: 10_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 1 || rows[0].Ours < rows[0].Anchor {
+			t.Fatalf("memory figure %+v; want more bytes per key than the raw keys and values hold", rows)
+		}
+		return
+	}
+	t.Fatal("no memory phase")
+}
