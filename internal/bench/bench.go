@@ -471,7 +471,7 @@ func (r *runner) refresh(ctx context.Context) ([]Row, error) {
 // are ordinary entries, as any writer appends them, so the anchor that reads
 // them raw reads what sharedconfig reads. progress hears of every round.
 func appendEntries(ctx context.Context, log statesync.Log, n int, keyOf func(i int) string, progress func(done int)) error {
-	const inFlight, round = 64, 2048
+	const inFlight, round = 256, 2048
 	for from := 0; from < n; from += round {
 		to := min(from+round, n)
 		var next atomic.Int64
