@@ -300,7 +300,7 @@ func runLog(ctx context.Context, sh *Shell, args []string) reply {
 	if len(args) == 1 {
 		var err error
 		if n, err = strconv.Atoi(args[0]); err != nil || n < 1 {
-			return refuse(fmt.Sprintf("LOG takes a number of entries, 1 or more: '%s'", args[0]))
+			return refuse("LOG takes a number of entries, 1 or more: '%s'", args[0])
 		}
 	}
 	changes, err := sh.cfg.History(ctx, n)
@@ -337,7 +337,7 @@ func runHistory(ctx context.Context, sh *Shell, args []string) reply {
 	t := &table{header: []string{"Revision", "Time", "Writer", "Value"}}
 	list := []fields{}
 	for _, kc := range changes {
-		value, f := "'"+kc.Value+"'", fields{"revision": kc.Revision, "writer": kc.Writer}
+		value, f := "'"+shown(kc.Value)+"'", fields{"revision": kc.Revision, "writer": kc.Writer}
 		switch {
 		case kc.Removed:
 			value = "(removed)"
@@ -399,7 +399,7 @@ func runCompact(ctx context.Context, sh *Shell, _ []string) reply {
 func runFollow(_ context.Context, sh *Shell, args []string) reply {
 	on, valid := onOff(args[0])
 	if !valid {
-		return refuse(fmt.Sprintf("Expecting parameters: ON or OFF, not '%s'", args[0]))
+		return refuse("Expecting parameters: ON or OFF, not '%s'", args[0])
 	}
 	if err := sh.setFollow(on); err != nil {
 		return sh.failure(err)
@@ -410,7 +410,7 @@ func runFollow(_ context.Context, sh *Shell, args []string) reply {
 func runTrace(_ context.Context, sh *Shell, args []string) reply {
 	on, valid := onOff(args[0])
 	if !valid {
-		return refuse(fmt.Sprintf("Expecting parameters: ON or OFF, not '%s'", args[0]))
+		return refuse("Expecting parameters: ON or OFF, not '%s'", args[0])
 	}
 	sh.tracing.Store(on)
 	return answer(say("Trace is %s", yesNo(on)), fields{"trace": on})

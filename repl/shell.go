@@ -145,24 +145,28 @@ func (sh *Shell) Execute(ctx context.Context, text string) outcome {
 	}
 	line, err := Parse(text)
 	if err != nil {
-		return sh.render("", refuse(err.Error()))
+		return sh.render("", refuse("%s", err))
 	}
 	if line.Word == "" {
 		return ok
 	}
 	c := lookup(line.Word)
 	if c == nil {
-		return sh.render(line.Word, refuse(fmt.Sprintf("Unknown command: '%s' (HELP lists the commands)", line.Word)))
+		return sh.render(line.Word, refuse("Unknown command: '%s' (HELP lists the commands)", line.Word))
 	}
 	if n := len(line.Args); n < c.min || (c.max >= 0 && n > c.max) {
-		msg := c.usage
-		if msg == "" {
-			msg = c.name + " takes no parameters"
+		usage := c.usage
+		if usage == "" {
+			usage = c.name + " takes no parameters"
 		}
-		if c.max >= 0 && n > c.max {
-			msg = fmt.Sprintf("%s -- got %d: '%s' (quote a parameter that holds a comma)", msg, n, strings.Join(line.Args, "', '"))
+		if c.max < 0 || n <= c.max {
+			return sh.render(c.name, refuse("%s", usage))
 		}
-		return sh.render(c.name, refuse(msg))
+		shownArgs := make([]string, n)
+		for i, a := range line.Args {
+			shownArgs[i] = shown(a)
+		}
+		return sh.render(c.name, refuse("%s -- got %d: '%s' (quote a parameter that holds a comma)", usage, n, strings.Join(shownArgs, "', '")))
 	}
 	cctx, cancel := context.WithTimeout(ctx, sh.timeout)
 	defer cancel()
@@ -280,11 +284,11 @@ func (sh *Shell) Changed(ch sharedconfig.Change) {
 		return
 	}
 	op, args := describeChange(ch)
-	by := ""
-	if ch.Writer != "" {
-		by = " by " + ch.Writer
+	if ch.Writer == "" {
+		sh.printAsync([]string{">>>> " + safef("revision %d: %s %s", []any{ch.Revision, op, args})})
+		return
 	}
-	sh.printAsync([]string{fmt.Sprintf(">>>> revision %d%s: %s %s", ch.Revision, by, op, args)})
+	sh.printAsync([]string{">>>> " + safef("revision %d by %s: %s %s", []any{ch.Revision, ch.Writer, op, args})})
 }
 
 func (sh *Shell) following() bool {
