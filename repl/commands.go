@@ -17,8 +17,8 @@ type command struct {
 	aliases []string
 	// syntax and help make the command's HELP line: "syntax - help".
 	syntax, help string
-	// min and max bound the parameters, max -1 meaning any number (they
-	// are ignored); usage is the warning for too few or too many.
+	// min and max bound the parameters; usage is the warning for too few
+	// or too many.
 	min, max int
 	usage    string
 	// keyArg: the first parameter is a key, so completion offers keys.
@@ -68,7 +68,7 @@ func init() {
 		{name: "TRACE", syntax: "TRACE ON|OFF", help: "print every try of every write: the revision it was based on, conflicts, catching up, the commit.",
 			min: 1, max: 1, usage: "Expecting parameters: ON or OFF", words: []string{"ON", "OFF"}, run: runTrace},
 		{name: "HELP", syntax: "HELP", help: "print out a list of commands.", run: runHelp},
-		{name: "QUIT", aliases: []string{"EXIT"}, syntax: "QUIT", help: "terminate the program.", max: -1, run: runQuit},
+		{name: "QUIT", aliases: []string{"EXIT"}, syntax: "QUIT", help: "terminate the program.", run: runQuit},
 	}
 }
 
@@ -85,6 +85,41 @@ func lookup(word string) *command {
 		}
 	}
 	return nil
+}
+
+// checkArgs refuses parameters the command cannot take: too few, too many,
+// or an empty key (the shell never writes one, so none can be read).
+func (c *command) checkArgs(args []string) (reply, bool) {
+	usage := c.usage
+	if usage == "" {
+		usage = c.name + " takes no parameters"
+	}
+	n := len(args)
+	switch {
+	case n < c.min:
+		return refuse("%s", usage), true
+	case n > c.max:
+		shownArgs := make([]string, n)
+		for i, a := range args {
+			shownArgs[i] = shown(a)
+		}
+		hint := ""
+		if c.keyArg { // keys and values may hold commas; numbers and ON|OFF do not
+			hint = " (quote a parameter that holds a comma)"
+		}
+		return refuse("%s -- got %d: '%s'%s", usage, n, strings.Join(shownArgs, "', '"), hint), true
+	case c.keyArg && c.min > 0 && args[0] == "":
+		return refuse("%s -- the key is empty", usage), true
+	}
+	return reply{}, false
+}
+
+// counted is "1 entry", "2 entries".
+func counted[N int | uint64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // helpText is HELP's output, built from the table.
@@ -124,6 +159,8 @@ func runGetAll(_ context.Context, sh *Shell, args []string) reply {
 	}
 	if len(t.rows) > 0 {
 		r.table = t
+	} else if prefix != "" {
+		r.lines = append(r.lines, say("No properties start with '%s'", prefix))
 	}
 	r.result = fields{"properties": props}
 	if prefix != "" {
@@ -277,7 +314,7 @@ func changeFields(ch sharedconfig.Change) fields {
 // describeChange is a change as LOG and follow mode show it.
 func describeChange(ch sharedconfig.Change) (operation, arguments string) {
 	if ch.Snapshot {
-		return "SNAPSHOT", fmt.Sprintf("%d properties; replaces all before it", ch.Properties)
+		return "SNAPSHOT", counted(ch.Properties, "property", "properties") + "; replaces all before it"
 	}
 	var ops, args []string
 	for _, op := range ch.Ops {
@@ -307,7 +344,7 @@ func runLog(ctx context.Context, sh *Shell, args []string) reply {
 	if err != nil {
 		return sh.failure(err)
 	}
-	r := answer(say("Last %d entries of stream %s:", len(changes), sh.cfg.Log().Name()), nil)
+	r := answer(say("Last %s of stream %s:", counted(len(changes), "entry", "entries"), sh.cfg.Log().Name()), nil)
 	t := &table{header: []string{"Revision", "Time", "Writer", "Operation", "Arguments"}}
 	entries := []fields{}
 	for _, ch := range changes {
@@ -371,11 +408,11 @@ func runStatus(ctx context.Context, sh *Shell, _ []string) reply {
 	}
 	r := reply{lines: []string{
 		say("Config:    %s/%s", sh.scope, sh.name),
-		say("Stream:    %s (%d %s)", st.Stream, replicas, map[bool]string{true: "replica", false: "replicas"}[replicas == 1]),
+		say("Stream:    %s (%s)", st.Stream, counted(replicas, "replica", "replicas")),
 		say("Server:    %s", sh.server()),
 		say("Revision:  %d local, %d in the stream (%d behind)", st.Revision, st.LastRevision, max(lag, 0)),
-		say("History:   %d entries since the last compaction", st.EntriesSinceCompaction),
-		say("State:     %d properties, %d bytes of keys and values", st.Properties, st.Bytes),
+		say("History:   %s since the last compaction", counted(st.EntriesSinceCompaction, "entry", "entries")),
+		say("State:     %s, %s of keys and values", counted(st.Properties, "property", "properties"), counted(st.Bytes, "byte", "bytes")),
 		say("Follow:    %s", yesNo(sh.following())),
 		say("Trace:     %s", yesNo(sh.tracing.Load())),
 	}}

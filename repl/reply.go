@@ -92,6 +92,7 @@ type jsonReply struct {
 	OK       bool        `json:"ok"`
 	Result   fields      `json:"result,omitempty"`
 	Error    string      `json:"error,omitempty"`
+	Line     int         `json:"line,omitempty"` // a script's failed line
 	Revision uint64      `json:"revision"`
 	Attempts []jsonTrace `json:"attempts,omitempty"`
 }

@@ -32,6 +32,12 @@ type aboveInput interface {
 	PrintAbove(lines []string) bool
 }
 
+// numberedInput is an Input that counts its lines: a script. Its failed
+// lines are reported with their numbers.
+type numberedInput interface {
+	LineNumber() int
+}
+
 // Options configure a Shell.
 type Options struct {
 	// Scope and Name name the config, for GET_ALL and STATUS.
@@ -59,6 +65,7 @@ type Shell struct {
 	json        bool
 	revisions   bool
 	failed      int
+	lineNumber  func() int // set while Run reads a script
 
 	outMu sync.Mutex // one writer at a time: commands, traces, follow
 	out   io.Writer
@@ -104,10 +111,19 @@ func (sh *Shell) Run(ctx context.Context, in Input) error {
 		sh.above.Store(&a)
 		defer sh.above.Store(nil)
 	}
+	if n, ok := in.(numberedInput); ok {
+		sh.lineNumber = n.LineNumber
+		defer func() { sh.lineNumber = nil }()
+	}
 	for {
 		line, err := readLine(ctx, in)
 		if errors.Is(err, io.EOF) {
 			return nil
+		}
+		var tooLong *LineTooLongError
+		if errors.As(err, &tooLong) {
+			sh.render("", refuse("%s", tooLong.Error()))
+			continue
 		}
 		if err != nil {
 			return err
@@ -143,6 +159,9 @@ func (sh *Shell) Execute(ctx context.Context, text string) outcome {
 	if strings.HasPrefix(strings.TrimSpace(text), "#") {
 		return ok
 	}
+	if len(text) > MaxLineLength { // typed or pasted; a Script never returns one
+		return sh.render("", refuse("%s", (&LineTooLongError{Length: int64(len(text))}).Error()))
+	}
 	line, err := Parse(text)
 	if err != nil {
 		return sh.render("", refuse("%s", err))
@@ -154,19 +173,8 @@ func (sh *Shell) Execute(ctx context.Context, text string) outcome {
 	if c == nil {
 		return sh.render(line.Word, refuse("Unknown command: '%s' (HELP lists the commands)", line.Word))
 	}
-	if n := len(line.Args); n < c.min || (c.max >= 0 && n > c.max) {
-		usage := c.usage
-		if usage == "" {
-			usage = c.name + " takes no parameters"
-		}
-		if c.max < 0 || n <= c.max {
-			return sh.render(c.name, refuse("%s", usage))
-		}
-		shownArgs := make([]string, n)
-		for i, a := range line.Args {
-			shownArgs[i] = shown(a)
-		}
-		return sh.render(c.name, refuse("%s -- got %d: '%s' (quote a parameter that holds a comma)", usage, n, strings.Join(shownArgs, "', '")))
+	if r, bad := c.checkArgs(line.Args); bad {
+		return sh.render(c.name, r)
 	}
 	cctx, cancel := context.WithTimeout(ctx, sh.timeout)
 	defer cancel()
@@ -175,13 +183,18 @@ func (sh *Shell) Execute(ctx context.Context, text string) outcome {
 
 // render prints a reply and returns its outcome.
 func (sh *Shell) render(command string, r reply) outcome {
+	line := 0
 	if r.outcome == failed {
 		sh.failed++
+		if sh.lineNumber != nil {
+			line = sh.lineNumber()
+			r.lines[0] = strings.Replace(r.lines[0], "!!!! ", fmt.Sprintf("!!!! line %d: ", line), 1)
+		}
 	}
 	sh.outMu.Lock()
 	defer sh.outMu.Unlock()
 	if sh.json {
-		jr := jsonReply{Command: command, OK: r.outcome != failed, Result: r.result, Error: r.err, Attempts: sh.attempts}
+		jr := jsonReply{Command: command, OK: r.outcome != failed, Result: r.result, Error: r.err, Line: line, Attempts: sh.attempts}
 		if sh.cfg != nil {
 			jr.Revision = sh.cfg.Revision()
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -166,5 +167,27 @@ func TestJSONOutputIsExactAndEscaped(t *testing.T) {
 		if err := json.Unmarshal([]byte(lines[1]), &got); err != nil || got.Result.Value != s {
 			t.Errorf("%s: GET's JSON reads back as %q, %v; want %q", name, got.Result.Value, err, s)
 		}
+	}
+}
+
+func TestScriptGoesOnAfterAnOverlongLine(t *testing.T) {
+	sh, out := openShell(t, jstest.Server(t), "w", Options{})
+	script := "PUT a, 1\nPUT b, " + strings.Repeat("x", MaxLineLength) + "\nGET a\n"
+	if err := sh.Run(context.Background(), NewScript(strings.NewReader(script))); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`**** Property 'a' added with value '1'
+!!!! line 2: skipped: the line is %d bytes long, and a line may be at most %d (a change must fit in one server message, 1 MiB by default)
+**** The value of property 'a' is '1'
+`, MaxLineLength+7, MaxLineLength)
+	if got := out.take(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	// A line that long typed at a terminal is refused the same way.
+	if got := run(sh, out, "PUT b, "+strings.Repeat("x", MaxLineLength)); !strings.HasPrefix(got, "!!!! skipped: the line is") {
+		t.Errorf("a long typed line: %.100s", got)
+	}
+	if sh.Failures() != 2 {
+		t.Errorf("Failures() = %d, want 2", sh.Failures())
 	}
 }
