@@ -44,10 +44,10 @@ func (sh *Shell) Complete(before string) []Suggestion {
 		return out
 	}
 	for k, p := range sh.cfg.State().WithPrefix(rest) {
-		if strings.ContainsAny(k, " ,\"") {
+		if strings.ContainsAny(k, " ,\"") || !printable(k) {
 			continue // completion replaces one word; such keys are typed quoted
 		}
-		out = append(out, Suggestion{k, p.Value})
+		out = append(out, Suggestion{k, shown(p.Value)}) // the menu shows it
 		if len(out) == 50 {
 			break
 		}

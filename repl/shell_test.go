@@ -191,3 +191,19 @@ func TestScriptGoesOnAfterAnOverlongLine(t *testing.T) {
 		t.Errorf("Failures() = %d, want 2", sh.Failures())
 	}
 }
+
+func TestCompletionOffersNothingATerminalWouldObey(t *testing.T) {
+	sh, out := openShell(t, jstest.Server(t), "w", Options{})
+	for name, s := range hostile {
+		run(sh, out, "PUT "+Quote("k"+s)+", v", "PUT "+Quote("k-"+name)+", "+Quote(s))
+	}
+	got := sh.Complete("GET k")
+	if len(got) != len(hostile) {
+		t.Errorf("GET k completes to %d keys, want the %d printable ones: %q", len(got), len(hostile), got)
+	}
+	for _, s := range got {
+		if r, bad := unsafeRune(s.Text + s.Description); bad {
+			t.Errorf("completion %q holds %U", s, r)
+		}
+	}
+}
