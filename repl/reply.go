@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -141,14 +140,4 @@ func yesNo(on bool) string {
 		return "on"
 	}
 	return "off"
-}
-
-func onOff(arg string) (bool, bool) {
-	switch strings.ToUpper(arg) {
-	case "ON":
-		return true, true
-	case "OFF":
-		return false, true
-	}
-	return false, false
 }
