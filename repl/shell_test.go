@@ -118,7 +118,7 @@ func TestTextOutputEscapesWhatOthersStored(t *testing.T) {
 			"REMOVE "+key+", "+Quote(s+"y"), "PUT "+Quote(s+"x")+", "+Quote(s), "GET_ALL "+Quote(s),
 			"FOLLOW "+s, s+"cmd a", "GET a, "+s, `PUT "`+s)
 	}
-	lines = append(lines, "GET_ALL", "LOG 100", "STATUS")
+	lines = append(lines, "GET_ALL", "LOG 100", "STATUS", "\xff\xfeFOO", "PUT k, \xff")
 	text := run(sh, out, lines...)
 	// Follow mode's lines, as another writer's change shows them.
 	ops := []sharedconfig.Op{}
@@ -138,6 +138,7 @@ func TestTextOutputEscapesWhatOthersStored(t *testing.T) {
 		`"a\x00b\x7f"`,
 		`"\x1b]0;writer\a\u202e"`,        // the writer, in LOG and HISTORY
 		`by "\x1b]52;c;cHduZWQ=\a": PUT`, // follow mode
+		`Unknown command: '"\xff\xfeFOO"'`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text output lacks %s", want)
