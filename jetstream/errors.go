@@ -12,6 +12,10 @@ import (
 // ErrTooLarge: an update does not fit in one message.
 var ErrTooLarge = errors.New("too large for the server's max payload")
 
+// ErrOutOfStorage: the server refused an entry because its store, or the
+// account's share of it, is full. Writes work again once space is freed.
+var ErrOutOfStorage = errors.New("the server is out of storage")
+
 // describeJSError turns the errors a user can act on into sentences.
 func describeJSError(err error) error {
 	switch {
