@@ -92,31 +92,84 @@ func OpenLog(ctx context.Context, nc *nats.Conn, scope, name string, o LogOption
 	case err != nil:
 		return nil, fmt.Errorf("opening stream %s: %w", l.name, describeJSError(err))
 	}
-	if err := checkStreamConfig(l.stream.CachedInfo().Config, l.subject); err != nil {
+	if err := checkStreamConfig(l.stream.CachedInfo().Config, l.subject, l.maxPayload); err != nil {
 		return nil, fmt.Errorf("stream %s exists with settings sharedconfig cannot use: %w", l.name, err)
 	}
 	return l, nil
 }
 
-func checkStreamConfig(c jetstream.StreamConfig, subject string) error {
+// checkStreamConfig names every setting of an existing stream under which
+// entries could be lost, dropped, refused or mixed with others.
+func checkStreamConfig(c jetstream.StreamConfig, subject string, maxPayload int) error {
 	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	if len(c.Subjects) != 1 || c.Subjects[0] != subject {
-		problems = append(problems, fmt.Sprintf("subjects %v (want [%s])", c.Subjects, subject))
+		bad("subjects %v (want [%s])", c.Subjects, subject)
 	}
-	if !c.AllowRollup || c.DenyPurge {
-		problems = append(problems, "rollups not allowed (compaction needs allow_rollup_hdrs and purges)")
+	if c.Storage != jetstream.FileStorage {
+		bad("storage %s (entries vanish when the server restarts; want file)", strings.ToLower(c.Storage.String()))
+	}
+	if c.PersistMode == jetstream.AsyncPersistMode {
+		bad("persist mode async (acknowledged entries can be lost if the server dies; want default)")
+	}
+	if c.NoAck {
+		bad("no-ack (the server never confirms a write; want acks)")
 	}
 	if c.Retention != jetstream.LimitsPolicy {
-		problems = append(problems, "retention "+c.Retention.String()+" (want limits)")
+		bad("retention %s (drops entries once consumed; want limits)", strings.ToLower(c.Retention.String()))
 	}
-	if c.MaxMsgs > 0 || c.MaxBytes > 0 || c.MaxAge > 0 || c.MaxMsgsPerSubject > 0 {
-		problems = append(problems, "limits that would drop entries (max msgs, bytes, age or msgs per subject)")
+	limit := "drops the oldest entries"
+	if c.Discard == jetstream.DiscardNew {
+		limit = "refuses writes once reached"
+	}
+	if c.MaxMsgs > 0 {
+		bad("max messages %d (%s; want unlimited)", c.MaxMsgs, limit)
+	}
+	if c.MaxBytes > 0 {
+		bad("max bytes %d (%s; want unlimited)", c.MaxBytes, limit)
+	}
+	if c.MaxAge > 0 {
+		bad("max age %s (drops entries as they age; want unlimited)", c.MaxAge)
+	}
+	if c.MaxMsgsPerSubject > 0 {
+		bad("max messages per subject %d (drops or refuses entries; want unlimited)", c.MaxMsgsPerSubject)
+	}
+	if c.MaxMsgSize > 0 && int(c.MaxMsgSize) < maxPayload {
+		bad("max message size %d bytes (refuses entries the server's max payload of %d bytes allows; want unlimited)", c.MaxMsgSize, maxPayload)
+	}
+	if !c.AllowRollup {
+		bad("rollups not allowed (compaction writes its snapshot as a rollup; want allow_rollup_hdrs)")
+	}
+	if c.DenyPurge {
+		bad("deny purge (compaction drops entries with rollups and purges; want purges allowed)")
+	}
+	if c.Sealed {
+		bad("sealed (accepts no writes)")
+	}
+	if c.Mirror != nil {
+		bad("a mirror of stream %s (accepts no writes)", c.Mirror.Name)
+	}
+	if len(c.Sources) > 0 {
+		bad("sources (messages copied from other streams would break the sequence of entries)")
+	}
+	if c.AllowMsgCounter {
+		bad("message counters (accepts only counter increments)")
+	}
+	if c.SubjectDeleteMarkerTTL > 0 {
+		bad("subject delete markers (the server would add messages that are not entries)")
+	}
+	if c.Duplicates > 0 && c.Duplicates < minDuplicates {
+		bad("duplicate window %s (a write retried after a lost answer could land twice; want at least %s)", c.Duplicates, minDuplicates)
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
 }
+
+// minDuplicates is the shortest dedup window accepted: a retried write is
+// recognised only within it, and a write retries for as long as its timeout.
+const minDuplicates = time.Minute
 
 // Name implements statesync.Log: the stream's name.
 func (l *Log) Name() string { return l.name }
