@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -24,8 +23,10 @@ type Log struct {
 
 	// Batched direct gets share one reply subscription for the log's life:
 	// a subscription per request would cost the server a subscribe and an
-	// unsubscribe every time a writer loses a race.
-	directMu    sync.Mutex
+	// unsubscribe every time a writer loses a race. directSlot (capacity 1)
+	// is held by the one request collecting its replies; a channel, so that
+	// waiting for it honours a context.
+	directSlot  chan struct{}
 	directSub   *nats.Subscription
 	directInbox string
 	directReqs  uint64
@@ -58,7 +59,7 @@ func OpenLog(ctx context.Context, nc *nats.Conn, scope, name string, o LogOption
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{nc: nc, js: js, name: StreamName(scope, name), subject: Subject(scope, name), maxPayload: int(nc.MaxPayload()), writer: o.Writer}
+	l := &Log{nc: nc, js: js, name: StreamName(scope, name), subject: Subject(scope, name), maxPayload: int(nc.MaxPayload()), writer: o.Writer, directSlot: make(chan struct{}, 1)}
 	l.publish = js.PublishMsg
 	replicas := max(o.Replicas, 1)
 	l.stream, err = js.Stream(ctx, l.name)

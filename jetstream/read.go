@@ -3,7 +3,6 @@ package jetstream
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -30,7 +29,10 @@ const (
 // which is faster in bulk. Either way it reads up to upTo, and further only
 // to finish a snapshot that covers a gap.
 func (l *Log) Read(ctx context.Context, after, upTo uint64, fn func(statesync.Entry) error) error {
-	if upTo <= after {
+	if upTo < after {
+		return fmt.Errorf("%s: reading entries after %d up to %d: the end is before the start", l.name, after, upTo)
+	}
+	if upTo == after {
 		return nil
 	}
 	r := &reader{log: l, next: after + 1}
@@ -62,9 +64,6 @@ func (l *Log) deliver(r *reader, seq uint64, h nats.Header, data []byte, at time
 	return seq >= upTo && !r.gap, nil
 }
 
-// directBatch is how many entries one direct get asks for.
-const directBatch = 1000
-
 // readDirect reads with batched direct gets. It returns done=false, with no
 // error, when a batch brought nothing new.
 func (l *Log) readDirect(ctx context.Context, r *reader, upTo uint64, fn func(statesync.Entry) error) (bool, error) {
@@ -74,24 +73,22 @@ func (l *Log) readDirect(ctx context.Context, r *reader, upTo uint64, fn func(st
 		if r.gap {
 			want = directBatch // finishing a snapshot past upTo
 		}
-		done := false
-		err := l.getBatch(ctx, from, want, func(m *nats.Msg) error {
-			seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
-			if err != nil {
-				return fmt.Errorf("%s: a direct get answered without a sequence", l.name)
-			}
-			at, _ := time.Parse(time.RFC3339Nano, m.Header.Get(jetstream.TimeStampHeaer))
-			done, err = l.deliver(r, seq, m.Header, m.Data, at, upTo, fn)
-			if done && err == nil {
-				return errBatchDone
-			}
-			return err
-		})
-		if errors.Is(err, errBatchDone) {
-			return true, nil
-		}
+		batch, err := l.getBatch(ctx, from, want)
 		if err != nil {
 			return false, err
+		}
+		// Delivered with no lock held: fn may read this log again, and a
+		// slow fn must not hold up other reads.
+		for _, m := range batch {
+			seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+			if err != nil {
+				return false, fmt.Errorf("%s: a direct get answered without a sequence", l.name)
+			}
+			at, _ := time.Parse(time.RFC3339Nano, m.Header.Get(jetstream.TimeStampHeaer))
+			done, err := l.deliver(r, seq, m.Header, m.Data, at, upTo, fn)
+			if done || err != nil {
+				return done, err
+			}
 		}
 		if r.next == from {
 			return false, nil
@@ -99,42 +96,53 @@ func (l *Log) readDirect(ctx context.Context, r *reader, upTo uint64, fn func(st
 	}
 }
 
-var errBatchDone = errors.New("read complete")
+const (
+	// directBatch is how many entries one direct get asks for.
+	directBatch = 1000
+	// directMaxBytes bounds the bytes one direct get brings back, and so
+	// what a read holds in memory at once; the read asks again for the rest.
+	directMaxBytes = 8 << 20
+)
 
 // getBatch asks for up to n messages from sequence from with one direct get
-// and hands each to fn, until the server's end-of-batch mark.
+// and returns them, up to the server's end-of-batch mark.
 //
 // The batched direct get is spoken by hand ($JS.API.DIRECT.GET with
 // {"seq","batch"}): nats.go v1.55 has no API for it, only for single gets.
 // orbit.go's jetstreamext has one (GetBatch; jetstream-facts §1.8), but one
 // request does not justify another dependency, and speaking it here lets
 // every batch share the log's reply subscription.
-func (l *Log) getBatch(ctx context.Context, from uint64, n int, fn func(*nats.Msg) error) error {
-	l.directMu.Lock()
-	defer l.directMu.Unlock()
+func (l *Log) getBatch(ctx context.Context, from uint64, n int) ([]*nats.Msg, error) {
+	select {
+	case l.directSlot <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-l.directSlot }()
 	if l.directSub == nil {
 		l.directInbox = l.nc.NewRespInbox()
 		sub, err := l.nc.SubscribeSync(l.directInbox + ".*")
 		if err != nil {
-			return fmt.Errorf("%s: reading after %d: %w", l.name, from-1, err)
+			return nil, fmt.Errorf("%s: reading after %d: %w", l.name, from-1, err)
 		}
 		l.directSub = sub
 	}
 	l.directReqs++
 	reply := l.directInbox + "." + strconv.FormatUint(l.directReqs, 10)
-	req := fmt.Appendf(nil, `{"seq":%d,"batch":%d}`, from, n)
+	req := fmt.Appendf(nil, `{"seq":%d,"batch":%d,"max_bytes":%d}`, from, n, directMaxBytes)
 	if err := l.nc.PublishRequest("$JS.API.DIRECT.GET."+l.name, reply, req); err != nil {
-		return fmt.Errorf("%s: reading after %d: %w", l.name, from-1, err)
+		return nil, fmt.Errorf("%s: reading after %d: %w", l.name, from-1, err)
 	}
 	reqCtx, cancel := context.WithTimeout(ctx, readStall)
 	defer cancel()
+	var batch []*nats.Msg
 	for {
 		m, err := l.directSub.NextMsgWithContext(reqCtx)
 		if err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return nil, ctx.Err()
 			}
-			return fmt.Errorf("%s: reading after %d: %w", l.name, from-1, describeJSError(err))
+			return nil, fmt.Errorf("%s: reading after %d: %w", l.name, from-1, describeJSError(err))
 		}
 		if m.Subject != reply {
 			continue // left over from a read that stopped early
@@ -142,14 +150,12 @@ func (l *Log) getBatch(ctx context.Context, from uint64, n int, fn func(*nats.Ms
 		if len(m.Data) == 0 && m.Header.Get("Status") != "" {
 			switch m.Header.Get("Status") {
 			case "204", "404": // end of the batch; nothing at or after from
-				return nil
+				return batch, nil
 			default:
-				return fmt.Errorf("%s: reading after %d: %s %s", l.name, from-1, m.Header.Get("Status"), m.Header.Get("Description"))
+				return nil, fmt.Errorf("%s: reading after %d: %s %s", l.name, from-1, m.Header.Get("Status"), m.Header.Get("Description"))
 			}
 		}
-		if err := fn(m); err != nil {
-			return err
-		}
+		batch = append(batch, m)
 	}
 }
 
@@ -182,7 +188,8 @@ func (l *Log) readConsumer(ctx context.Context, r *reader, upTo uint64, fn func(
 		}()
 	}()
 	// One timer for the whole read, pushed back at every message, notices a
-	// stalled read (a context per message would cost a timer each).
+	// stalled read (a context per message would cost a timer each). It
+	// times the server, not fn: a slow fn (a big apply) is no stall.
 	readCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stall := time.AfterFunc(readStall, cancel)
@@ -195,7 +202,7 @@ func (l *Log) readConsumer(ctx context.Context, r *reader, upTo uint64, fn func(
 			}
 			return fmt.Errorf("%s: reading entry %d of %d: %w", l.name, r.next, upTo, describeJSError(err))
 		}
-		stall.Reset(readStall)
+		stall.Stop()
 		meta, err := msg.Metadata()
 		if err != nil {
 			return fmt.Errorf("%s: reading after %d: %w", l.name, r.next-1, err)
@@ -204,6 +211,7 @@ func (l *Log) readConsumer(ctx context.Context, r *reader, upTo uint64, fn func(
 		if done || err != nil {
 			return err
 		}
+		stall.Reset(readStall)
 	}
 }
 
