@@ -101,6 +101,9 @@ func (l *Log) publishOnce(ctx context.Context, expected uint64, msg *nats.Msg) (
 	if expected != statesync.AnyRevision {
 		opts = append(opts, jetstream.WithExpectLastSequence(expected))
 	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("%s: %w", l.name, err) // nothing was sent
+	}
 	mayHaveLanded := false
 	fail := func(err error) (uint64, error) {
 		if mayHaveLanded {

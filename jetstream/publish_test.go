@@ -195,3 +195,16 @@ func TestChunkedCompactionInterrupted(t *testing.T) {
 		}
 	})
 }
+
+// A write whose context has ended before it starts sends nothing: a plain
+// error, not "may or may not".
+func TestPublishAfterContextEnded(t *testing.T) {
+	srv := jstest.Server(t)
+	l := openLog(t, jstest.Connect(t, srv))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := l.Append(ctx, 0, []byte("x"))
+	if !errors.Is(err, context.Canceled) || errors.Is(err, statesync.ErrUnknownOutcome) {
+		t.Fatalf("Append with an ended context = %v; want context.Canceled, known not written", err)
+	}
+}
