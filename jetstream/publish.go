@@ -71,7 +71,11 @@ func chunkFailed(expected uint64, i, n int, err error) error {
 	if i == n-1 {
 		return err // an unknown outcome stays one: the run may be whole
 	}
-	return fmt.Errorf("the compaction was not done (it stopped at snapshot chunk %d of %d, which holds no state): %v", i+1, n, err)
+	format := "the compaction was not done (it stopped at snapshot chunk %d of %d, which holds no state): %w"
+	if errors.Is(err, statesync.ErrUnknownOutcome) {
+		format = "the compaction was not done (it stopped at snapshot chunk %d of %d, which holds no state): %v"
+	}
+	return fmt.Errorf(format, i+1, n, err)
 }
 
 // purgeBefore drops the entries before seq. A purge to a sequence is

@@ -157,6 +157,17 @@ func TestChunkedCompactionInterrupted(t *testing.T) {
 			t.Fatalf("entries = %q", got)
 		}
 	})
+	t.Run("middle chunk's outcome unknown", func(t *testing.T) {
+		l := openLog(t, nc)
+		if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+		scriptPublish(l, try{store: true}, try{err: nats.ErrTimeout}, try{err: errOther})
+		_, err := l.Compact(context.Background(), 1, big)
+		if err == nil || errors.Is(err, statesync.ErrUnknownOutcome) || !strings.Contains(err.Error(), "compaction was not done") {
+			t.Fatalf("Compact = %v; want: not done (known, since the last chunk was never sent)", err)
+		}
+	})
 	t.Run("last chunk's answer lost", func(t *testing.T) {
 		l := openLog(t, nc)
 		if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
