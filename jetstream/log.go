@@ -31,8 +31,10 @@ type Log struct {
 	directInbox string
 	directReqs  uint64
 
-	// publish is JetStream's PublishMsg; tests replace it to lose acks.
+	// publish is JetStream's PublishMsg and purge the stream's Purge; tests
+	// replace them to lose answers.
 	publish func(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
+	purge   func(ctx context.Context, opts ...jetstream.StreamPurgeOpt) error
 }
 
 // LogOptions configure the stream OpenLog creates.
@@ -93,6 +95,7 @@ func OpenLog(ctx context.Context, nc *nats.Conn, scope, name string, o LogOption
 	case err != nil:
 		return nil, fmt.Errorf("opening stream %s: %w", l.name, describeJSError(err))
 	}
+	l.purge = l.stream.Purge
 	if err := checkStreamConfig(l.stream.CachedInfo().Config, l.subject, l.maxPayload); err != nil {
 		return nil, fmt.Errorf("stream %s exists with settings sharedconfig cannot use: %w", l.name, err)
 	}

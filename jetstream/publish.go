@@ -83,7 +83,7 @@ func chunkFailed(expected uint64, i, n int, err error) error {
 func (l *Log) purgeBefore(ctx context.Context, seq uint64) error {
 	for {
 		attempt, cancel := context.WithTimeout(ctx, attemptTimeout)
-		err := l.stream.Purge(attempt, jetstream.WithPurgeSequence(seq))
+		err := l.purge(attempt, jetstream.WithPurgeSequence(seq))
 		cancel()
 		if err == nil || !retryable(err) || !sleep(ctx, retryWait) {
 			return err

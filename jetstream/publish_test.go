@@ -179,6 +179,41 @@ func TestChunkedCompactionInterrupted(t *testing.T) {
 			t.Fatalf("Compact = %d, %v; want 4, nil", rev, err)
 		}
 	})
+	t.Run("purge after the chunks", func(t *testing.T) {
+		l := openLog(t, nc)
+		if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+		fail := []error{nats.ErrTimeout, errOther}
+		purges := 0
+		l.WrapPurge(func(purge jetstream.PurgeFunc) jetstream.PurgeFunc {
+			return func(ctx context.Context, opts ...natsjs.StreamPurgeOpt) error {
+				purges++
+				err := purge(ctx, opts...)
+				if len(fail) > 0 {
+					err, fail = fail[0], fail[1:]
+				}
+				return err
+			}
+		})
+		// A purge whose answer is lost is asked again; a purge refused
+		// leaves a snapshot that is whole and used, and says so.
+		_, err := l.Compact(context.Background(), 1, big)
+		if err == nil || !strings.Contains(err.Error(), "the snapshot was written at 4 and is in use") {
+			t.Fatalf("Compact = %v; want the snapshot written, the purge failed", err)
+		}
+		if purges != 2 {
+			t.Fatalf("%d purges, want 2: the lost answer asked again, the refusal not", purges)
+		}
+		got := readAll(t, l, 0, 4)
+		if len(got) != 1 || !got[0].Snapshot || got[0].Revision != 4 {
+			t.Fatalf("read after the compaction: %v", got)
+		}
+		rev, err := l.Compact(context.Background(), 4, []byte("small"))
+		if err != nil || rev != 5 {
+			t.Fatalf("the next compaction = %d, %v", rev, err)
+		}
+	})
 	t.Run("another writer between chunks", func(t *testing.T) {
 		l := openLog(t, nc)
 		if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
@@ -218,4 +253,16 @@ func TestPublishAfterContextEnded(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || errors.Is(err, statesync.ErrUnknownOutcome) {
 		t.Fatalf("Append with an ended context = %v; want context.Canceled, known not written", err)
 	}
+}
+
+func readAll(t *testing.T, l statesync.Log, after, upTo uint64) []statesync.Entry {
+	t.Helper()
+	var got []statesync.Entry
+	if err := l.Read(context.Background(), after, upTo, func(e statesync.Entry) error {
+		got = append(got, e)
+		return nil
+	}); err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	return got
 }
