@@ -12,3 +12,9 @@ type PublishFunc = func(ctx context.Context, msg *nats.Msg, opts ...jetstream.Pu
 
 // WrapPublish replaces the log's publish step, to lose acknowledgements.
 func (l *Log) WrapPublish(wrap func(PublishFunc) PublishFunc) { l.publish = wrap(l.publish) }
+
+// PurgeFunc is the signature of the purge step tests may wrap.
+type PurgeFunc = func(ctx context.Context, opts ...jetstream.StreamPurgeOpt) error
+
+// WrapPurge replaces the log's purge step (after a chunked snapshot).
+func (l *Log) WrapPurge(wrap func(PurgeFunc) PurgeFunc) { l.purge = wrap(l.purge) }

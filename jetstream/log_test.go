@@ -288,7 +288,7 @@ func TestIncompatibleStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = jetstream.OpenLog(context.Background(), nc, "test", "limited", jetstream.LogOptions{})
-	if err == nil || !strings.Contains(err.Error(), "rollups not allowed") || !strings.Contains(err.Error(), "limits that would drop entries") {
+	if err == nil || !strings.Contains(err.Error(), "rollups not allowed") || !strings.Contains(err.Error(), "max messages 10") {
 		t.Fatalf("OpenLog on an incompatible stream: %v", err)
 	}
 }

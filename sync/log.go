@@ -57,7 +57,9 @@ type Log interface {
 	// is a snapshot; a gap followed by anything else is an error wrapping
 	// ErrGap. Entries that carry no state (for example the pieces of an
 	// unfinished snapshot) may be skipped. An error from fn stops the read
-	// and is returned.
+	// and is returned. upTo == after reads nothing; upTo < after is an
+	// error. fn may call Read on the same log, and a Read never waits for
+	// another Read's fn.
 	Read(ctx context.Context, after, upTo uint64, fn func(Entry) error) error
 
 	// LastRevision returns the revision of the last entry appended, or 0 for

@@ -78,6 +78,9 @@ func (l *MemLog) Notify(fn func()) (stop func(), err error) {
 
 // Read implements Log.
 func (l *MemLog) Read(ctx context.Context, after, upTo uint64, fn func(Entry) error) error {
+	if upTo < after {
+		return fmt.Errorf("%s: reading entries after %d up to %d: the end is before the start", l.name, after, upTo)
+	}
 	l.mu.Lock()
 	// Entries are never changed once stored, so a copy of the slice header
 	// is a stable view to read outside the lock.

@@ -27,6 +27,9 @@ func Run(t *testing.T, newLog func(t *testing.T) statesync.Log) {
 	t.Run("LargeSnapshot", func(t *testing.T) { testLargeSnapshot(t, newLog(t)) })
 	t.Run("ConcurrentAppends", func(t *testing.T) { testConcurrentAppends(t, newLog(t)) })
 	t.Run("ReadStopsOnError", func(t *testing.T) { testReadStopsOnError(t, newLog(t)) })
+	t.Run("ReadBounds", func(t *testing.T) { testReadBounds(t, newLog(t)) })
+	t.Run("ReadInsideRead", func(t *testing.T) { testReadInsideRead(t, newLog(t)) })
+	t.Run("ReadsDoNotWaitForCallbacks", func(t *testing.T) { testReadsDoNotWaitForCallbacks(t, newLog(t)) })
 }
 
 func ctx(t *testing.T) context.Context {
@@ -261,5 +264,108 @@ func testReadStopsOnError(t *testing.T, l statesync.Log) {
 	})
 	if !errors.Is(err, stop) || n != 2 {
 		t.Fatalf("Read returned %v after %d entries, want the callback's error after 2", err, n)
+	}
+}
+
+func testReadBounds(t *testing.T, l statesync.Log) {
+	mustAppend(t, l, 0, "a")
+	mustAppend(t, l, 1, "b")
+	calls := 0
+	count := func(statesync.Entry) error { calls++; return nil }
+	if err := l.Read(ctx(t), 1, 1, count); err != nil || calls != 0 {
+		t.Fatalf("Read(1, 1) = %v after %d entries; want an empty success", err, calls)
+	}
+	if err := l.Read(ctx(t), 2, 1, count); err == nil || calls != 0 {
+		t.Fatalf("Read(2, 1) = %v after %d entries; want an error (the end is before the start)", err, calls)
+	}
+}
+
+// hangLimit is how long a test waits for a read that should end long before
+// it, so that a read that hangs fails the test instead of stalling the suite.
+const hangLimit = 20 * time.Second
+
+// finishes runs read and fails the test if it does not end within hangLimit.
+func finishes(t *testing.T, what string, read func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- read() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(hangLimit):
+		t.Fatalf("%s did not end within %s: it waits for another read", what, hangLimit)
+		return nil
+	}
+}
+
+// A Read whose callback reads the same log completes.
+func testReadInsideRead(t *testing.T, l statesync.Log) {
+	for i := range uint64(3) {
+		mustAppend(t, l, i, fmt.Sprint("e", i+1))
+	}
+	var inner []statesync.Entry
+	c := ctx(t)
+	err := finishes(t, "a Read inside a Read's callback", func() error {
+		return l.Read(c, 0, 3, func(e statesync.Entry) error {
+			if e.Revision != 2 {
+				return nil
+			}
+			return l.Read(c, 0, 3, func(e statesync.Entry) error {
+				inner = append(inner, e)
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	expectEntries(t, inner, "1u:e1 2u:e2 3u:e3 ")
+}
+
+// While one Read is inside its callback, other Reads on the log complete,
+// and one whose context is cancelled returns at once with the context's
+// error.
+func testReadsDoNotWaitForCallbacks(t *testing.T, l statesync.Log) {
+	for i := range uint64(3) {
+		mustAppend(t, l, i, fmt.Sprint("e", i+1))
+	}
+	inside, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	releaseOnce := func() { once.Do(func() { close(release) }) }
+	defer releaseOnce()
+	blocked := make(chan error, 1)
+	c := ctx(t)
+	go func() {
+		blocked <- l.Read(c, 0, 3, func(e statesync.Entry) error {
+			if e.Revision == 1 {
+				close(inside)
+				<-release
+			}
+			return nil
+		})
+	}()
+	<-inside
+	var got []statesync.Entry
+	err := finishes(t, "a Read while another is in its callback", func() error {
+		return l.Read(c, 1, 3, func(e statesync.Entry) error {
+			got = append(got, e)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectEntries(t, got, "2u:e2 3u:e3 ")
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = finishes(t, "a cancelled Read while another is in its callback", func() error {
+		return l.Read(cancelled, 0, 3, func(statesync.Entry) error { return nil })
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Read with a cancelled context = %v, want context.Canceled", err)
+	}
+	releaseOnce()
+	if err := <-blocked; err != nil {
+		t.Fatalf("the blocked Read: %v", err)
 	}
 }

@@ -1,0 +1,108 @@
+package jetstream_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+)
+
+// The reported bug (Issue 11): on a 3-node cluster, both followers killed
+// while the leader runs, then restarted. A write made meanwhile must be
+// reported as made, and made once; it was reported failed with 10158
+// "duplicate message id is in process".
+func TestWriteWhileFollowersRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	nodes := jstest.Cluster(t, 3)
+	setup, err := jetstream.Connect(jetstream.ConnectOptions{URLs: jstest.URLs(nodes)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setup.Close()
+	l, err := jetstream.OpenLog(context.Background(), setup, "test", "followers", jetstream.LogOptions{Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(context.Background(), 0, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	info, err := l.Stream().Info(context.Background())
+	if err != nil || info.Cluster == nil {
+		t.Fatalf("stream info: %v", err)
+	}
+	var leader *jstest.Node
+	var followers []*jstest.Node
+	for _, n := range nodes {
+		if n.Server.Name() == info.Cluster.Leader {
+			leader = n
+		} else {
+			followers = append(followers, n)
+		}
+	}
+	if leader == nil {
+		t.Fatalf("no node is the stream leader %q", info.Cluster.Leader)
+	}
+	// The writer talks to the leader only, which keeps running.
+	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: leader.Server.ClientURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	w, err := jetstream.OpenLog(context.Background(), nc, "test", "followers", jetstream.LogOptions{Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tries atomic.Int64
+	retried := make(chan struct{})
+	w.WrapPublish(func(publish jetstream.PublishFunc) jetstream.PublishFunc {
+		return func(ctx context.Context, msg *nats.Msg, opts ...natsjs.PublishOpt) (*natsjs.PubAck, error) {
+			if tries.Add(1) == 2 {
+				close(retried)
+			}
+			return publish(ctx, msg, opts...)
+		}
+	})
+	for _, f := range followers {
+		f.Server.Shutdown()
+	}
+	type result struct {
+		rev uint64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		rev, err := w.Append(ctx, 1, []byte("second"))
+		done <- result{rev, err}
+	}()
+	// The first try got no answer (no quorum); restart the followers while
+	// the write is retried.
+	select {
+	case <-retried:
+	case r := <-done:
+		t.Fatalf("the write ended before the followers came back: %d, %v", r.rev, r.err)
+	}
+	for _, f := range followers {
+		f.Start(t)
+	}
+	r := <-done
+	if r.err != nil || r.rev != 2 {
+		t.Fatalf("Append while the followers restarted = %d, %v; want 2, nil (after %d tries)", r.rev, r.err, tries.Load())
+	}
+	t.Logf("landed after %d tries", tries.Load())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	last, err := w.LastRevision(ctx)
+	if err != nil || last != 2 {
+		t.Fatalf("stream at %d, %v; want 2: the write landed once", last, err)
+	}
+}

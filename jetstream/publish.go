@@ -1,0 +1,287 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// attemptTimeout bounds one publish; after it the outcome is unknown and the
+// publish is retried with the same message id.
+const attemptTimeout = 2 * time.Second
+
+// Append implements statesync.Log.
+func (l *Log) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
+	if len(data)+headerRoom > l.maxPayload {
+		return 0, fmt.Errorf("an update of %d bytes is %w (%d bytes)", len(data), ErrTooLarge, l.maxPayload)
+	}
+	return l.publishOnce(ctx, expected, l.newMsg(KindUpdate, data))
+}
+
+// Compact implements statesync.Log. A snapshot that fits in one message is
+// one conditional rollup: atomic. A larger one is written in chunks, each
+// conditional on the last, and only then are older entries purged.
+func (l *Log) Compact(ctx context.Context, expected uint64, snapshot []byte) (uint64, error) {
+	limit := l.maxPayload - headerRoom
+	if len(snapshot) <= limit {
+		msg := l.newMsg(KindSnapshot, snapshot)
+		msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupAll)
+		return l.publishOnce(ctx, expected, msg)
+	}
+	n := (len(snapshot) + limit - 1) / limit
+	id := nuid.Next()
+	var rev uint64
+	for i := range n {
+		chunk := snapshot[i*limit : min((i+1)*limit, len(snapshot))]
+		msg := l.newMsg(KindSnapshotChunk, chunk)
+		msg.Header.Set(HeaderSnapshot, id)
+		msg.Header.Set(HeaderChunk, fmt.Sprintf("%d/%d", i, n))
+		var err error
+		if rev, err = l.publishOnce(ctx, expected+uint64(i), msg); err != nil {
+			return 0, chunkFailed(expected, i, n, err)
+		}
+	}
+	// The snapshot is whole; drop what it covers. Never purge past the
+	// first chunk: a purge beyond the last sequence would move it.
+	if err := l.purgeBefore(ctx, expected+1); err != nil {
+		return 0, fmt.Errorf("%s: the snapshot was written at %d and is in use, but dropping the entries before it failed (a later compaction drops them): %w", l.name, rev, describeJSError(err))
+	}
+	return rev, nil
+}
+
+// chunkFailed says what a failure to write chunk i of n means for the
+// compaction. Only the last chunk completes the run, so before it the
+// compaction has certainly not happened, whatever became of that chunk: an
+// unfinished run holds no state.
+func chunkFailed(expected uint64, i, n int, err error) error {
+	var c *statesync.ConflictError
+	if errors.As(err, &c) {
+		// Another writer got in between: a conflict for the whole snapshot.
+		return &statesync.ConflictError{Expected: expected, Current: c.Current}
+	}
+	if i == n-1 {
+		return err // an unknown outcome stays one: the run may be whole
+	}
+	format := "the compaction was not done (it stopped at snapshot chunk %d of %d, which holds no state): %w"
+	if errors.Is(err, statesync.ErrUnknownOutcome) {
+		format = "the compaction was not done (it stopped at snapshot chunk %d of %d, which holds no state): %v"
+	}
+	return fmt.Errorf(format, i+1, n, err)
+}
+
+// purgeBefore drops the entries before seq. A purge to a sequence is
+// idempotent, so it is retried while the failure may be passing.
+func (l *Log) purgeBefore(ctx context.Context, seq uint64) error {
+	for {
+		attempt, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err := l.purge(attempt, jetstream.WithPurgeSequence(seq))
+		cancel()
+		if err == nil || !retryable(err) || !sleep(ctx, retryWait) {
+			return err
+		}
+	}
+}
+
+// publishOnce publishes msg at expected (conditionally unless AnyRevision)
+// and makes sure it lands at most once. After a try that may have stored the
+// message (a timeout, a lost connection) it retries with the same message
+// id: the server then acks a duplicate, says that id is still in process
+// (10158: wait, and ask again), or, on R1 streams, which check the expected
+// sequence first, refuses it as a conflict. Once some try may have landed,
+// no failure is reported as such: settle looks at the entry at expected+1,
+// and what it cannot tell is statesync.ErrUnknownOutcome.
+func (l *Log) publishOnce(ctx context.Context, expected uint64, msg *nats.Msg) (uint64, error) {
+	id := nuid.Next()
+	opts := []jetstream.PublishOpt{jetstream.WithMsgID(id)}
+	if expected != statesync.AnyRevision {
+		opts = append(opts, jetstream.WithExpectLastSequence(expected))
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("%s: %w", l.name, err) // nothing was sent
+	}
+	mayHaveLanded := false
+	fail := func(err error) (uint64, error) {
+		if mayHaveLanded {
+			return l.settle(ctx, expected, id, err)
+		}
+		return 0, fmt.Errorf("%s: %w", l.name, describeJSError(err))
+	}
+	wait := retryWait
+	for {
+		attempt, cancel := context.WithTimeout(ctx, attemptTimeout)
+		ack, err := l.publish(attempt, msg, opts...)
+		cancel()
+		if err == nil {
+			return ack.Sequence, nil
+		}
+		if current, ok := conflict(err); ok {
+			refused := &statesync.ConflictError{Expected: expected, Current: current}
+			if mayHaveLanded {
+				return l.settle(ctx, expected, id, refused)
+			}
+			return 0, refused
+		}
+		if errors.Is(err, nats.ErrMaxPayload) {
+			return 0, fmt.Errorf("an entry of %d bytes is %w (%d bytes)", len(msg.Data), ErrTooLarge, l.maxPayload)
+		}
+		mayHaveLanded = mayHaveLanded || mayHaveStored(err) || inProcess(err)
+		if full := outOfStorage(err); full != nil {
+			return fail(full)
+		}
+		if !retryable(err) || ctx.Err() != nil {
+			return fail(err)
+		}
+		if inProcess(err) {
+			// The first try is waiting for its replicas (say, while they
+			// restart): give it time, then ask again.
+			wait = min(2*wait, inProcessWait)
+		}
+		if !sleep(ctx, wait) {
+			return fail(err)
+		}
+	}
+}
+
+const (
+	// retryWait is the pause before retrying a try that failed in transit.
+	retryWait = 50 * time.Millisecond
+	// inProcessWait bounds the pause before asking again about a message
+	// the server says is still in process.
+	inProcessWait = time.Second
+	// settleTimeout bounds the look at the stream that settles an
+	// ambiguous publish, which may happen after ctx has ended.
+	settleTimeout = 2 * time.Second
+)
+
+// sleep waits for d, or until ctx ends, and reports whether ctx is alive.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// settle decides a publish that some try may have stored, after the last try
+// failed with cause. The message can only stand at expected+1: if ours is
+// there it landed; if another writer's is, ours never can (a conflict);
+// otherwise (not written yet, compacted away, the stream unreachable, or an
+// unconditional publish) the outcome is unknown.
+func (l *Log) settle(ctx context.Context, expected uint64, id string, cause error) (uint64, error) {
+	unknown := func(format string, args ...any) (uint64, error) {
+		return 0, fmt.Errorf("%s: %w: %s (%v)", l.name, statesync.ErrUnknownOutcome, fmt.Sprintf(format, args...), describeJSError(cause))
+	}
+	if expected == statesync.AnyRevision {
+		return unknown("an unconditional write cannot be looked for")
+	}
+	// Looking costs one request; do it even if ctx has just ended, so that
+	// a write that landed is reported as landed.
+	checkCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	m, err := l.stream.GetMsg(checkCtx, expected+1)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return unknown("entry %d is not there: not written yet, or compacted away", expected+1)
+	case err != nil:
+		return unknown("checking entry %d: %v", expected+1, describeJSError(err))
+	case m.Header.Get(jetstream.MsgIDHeader) == id:
+		return expected + 1, nil
+	}
+	var refused *statesync.ConflictError
+	if errors.As(cause, &refused) {
+		return 0, refused
+	}
+	return 0, &statesync.ConflictError{Expected: expected}
+}
+
+// conflict reports whether err is a refused expected-last-sequence, and the
+// stream's last sequence if the server said.
+func conflict(err error) (uint64, bool) {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return 0, false
+	}
+	switch apiErr.ErrorCode {
+	case jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant:
+		_, n, _ := strings.Cut(apiErr.Description, ":")
+		current, _ := strconv.ParseUint(strings.TrimSpace(n), 10, 64)
+		return current, true
+	}
+	return 0, false
+}
+
+// Server error codes (nats-server's errors.json) the client does not name.
+const (
+	errCodeDuplicateInProcess       = 10158 // JSStreamDuplicateMessageConflict
+	errCodeInsufficientResources    = 10023 // JSInsufficientResourcesErr
+	errCodeStorageExceeded          = 10047 // JSStorageResourcesExceededErr
+	errCodeMemoryExceeded           = 10028 // JSMemoryResourcesExceededErr
+	errCodeAccountResourcesExceeded = 10002 // JSAccountResourcesExceededErr
+	errCodeStoreFailed              = 10077 // JSStreamStoreFailedF: the stream's store refused the message
+)
+
+// inProcess reports whether the server refused a try because a message with
+// the same id is still being stored: an earlier try reached it.
+func inProcess(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeDuplicateInProcess
+}
+
+// mayHaveStored reports whether a try that failed with err may have stored
+// its message all the same: the server did not answer it, so the request
+// may have reached it and only the answer been lost.
+func mayHaveStored(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return false // the server answered this try: not stored
+	}
+	// No stream listened, so nothing received the request.
+	return !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+// outOfStorage turns the server's definitive "no room" answers into
+// ErrOutOfStorage, or returns nil. Retrying them only waits: room comes back
+// when someone frees it.
+func outOfStorage(err error) error {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case errCodeInsufficientResources, errCodeStorageExceeded, errCodeMemoryExceeded, errCodeAccountResourcesExceeded:
+			return fmt.Errorf("%w: %s (%d); free space on the server (delete unused streams, or raise its store limit; a compaction needs room for its snapshot), then write again", ErrOutOfStorage, apiErr.Description, apiErr.ErrorCode)
+		case errCodeStoreFailed:
+			return fmt.Errorf("the stream's store refused the entry: %s (%d)", apiErr.Description, apiErr.ErrorCode)
+		}
+	}
+	if strings.Contains(err.Error(), "no space left on device") {
+		return fmt.Errorf("%w: %v", ErrOutOfStorage, err)
+	}
+	return nil
+}
+
+// retryable reports whether a publish may have failed in passing, so that a
+// retry with the same message id is safe and useful.
+func retryable(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		// e.g. the stream's leader is changing; but a full store stays full.
+		return (apiErr.Code == 503 && outOfStorage(err) == nil) || apiErr.ErrorCode == errCodeDuplicateInProcess
+	}
+	return errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) ||
+		errors.Is(err, nats.ErrDisconnected)
+}

@@ -1,0 +1,268 @@
+package jetstream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+func apiError(code int, errCode natsjs.ErrorCode, desc string) error {
+	return fmt.Errorf("nats: %w", &natsjs.APIError{Code: code, ErrorCode: errCode, Description: desc})
+}
+
+var (
+	errInProcess = apiError(409, 10158, "duplicate message id is in process")
+	errNoRoom    = apiError(503, 10023, "insufficient resources")
+	errOther     = apiError(500, 10999, "something else went wrong")
+)
+
+// try is what one publish try does: store the message or not, then answer
+// with err (nil: the real answer).
+type try struct {
+	store bool
+	err   error
+}
+
+// scriptPublish makes the log's publish follow tries, then publish for real.
+// It returns the count of tries.
+func scriptPublish(l *jetstream.Log, tries ...try) *int {
+	calls := new(int)
+	l.WrapPublish(func(publish jetstream.PublishFunc) jetstream.PublishFunc {
+		return func(ctx context.Context, msg *nats.Msg, opts ...natsjs.PublishOpt) (*natsjs.PubAck, error) {
+			n := *calls
+			*calls++
+			if n >= len(tries) {
+				return publish(ctx, msg, opts...)
+			}
+			var ack *natsjs.PubAck
+			var err error
+			if tries[n].store {
+				ack, err = publish(ctx, msg, opts...)
+			}
+			if tries[n].err != nil {
+				return nil, tries[n].err
+			}
+			return ack, err
+		}
+	})
+	return calls
+}
+
+// After a try that may have landed, every outcome is the truth: landed,
+// a conflict, or ErrUnknownOutcome; never a plain failure of a write that
+// was made (Issue 11: a PUT reported failed with 10158 had been written).
+func TestAmbiguousPublishOutcomes(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	lost := try{store: true, err: context.DeadlineExceeded} // landed, answer lost
+	cases := []struct {
+		name     string
+		expected uint64
+		tries    []try
+		other    bool // another writer appends during the first try
+		want     string
+	}{
+		{"in process, then duplicate", 1, []try{lost, {err: errInProcess}, {err: errInProcess}}, false, "landed"},
+		{"in process until the deadline", 1, []try{lost, {err: errInProcess}, {err: errInProcess}, {err: errInProcess}, {err: errInProcess}, {err: errInProcess}, {err: errInProcess}, {err: errInProcess}, {err: errInProcess}}, false, "landed"},
+		{"timeouts until the deadline", 1, []try{lost, {err: nats.ErrTimeout}, {err: nats.ErrTimeout}, {err: nats.ErrTimeout}, {err: nats.ErrTimeout}, {err: nats.ErrTimeout}, {err: nats.ErrTimeout}, {err: nats.ErrTimeout}, {err: nats.ErrTimeout}, {err: nats.ErrTimeout}, {err: nats.ErrTimeout}, {err: nats.ErrTimeout}, {err: nats.ErrTimeout}, {err: nats.ErrTimeout}, {err: nats.ErrTimeout}, {err: nats.ErrTimeout}, {err: nats.ErrTimeout}, {err: nats.ErrTimeout}, {err: nats.ErrTimeout}, {err: nats.ErrTimeout}}, false, "landed"},
+		{"another error", 1, []try{lost, {err: errOther}}, false, "landed"},
+		{"out of storage", 1, []try{lost, {err: errNoRoom}}, false, "landed"},
+		{"a lost try, then another error", 1, []try{{err: context.DeadlineExceeded}, {err: errOther}}, false, "unknown"},
+		{"a lost try, another writer, then another error", 1, []try{{err: nats.ErrTimeout}, {err: errOther}}, true, "conflict"},
+		{"unconditional, then another error", statesync.AnyRevision, []try{lost, {err: errOther}}, false, "unknown"},
+		{"first answer in process", 1, []try{{err: errInProcess}}, false, "landed"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := openLog(t, nc)
+			if _, err := l.Append(context.Background(), 0, []byte("first")); err != nil {
+				t.Fatal(err)
+			}
+			if c.other {
+				other, err := jetstream.OpenLog(context.Background(), nc, "test", strings.TrimPrefix(l.Name(), "SC_4_test_"), jetstream.LogOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := other.Append(context.Background(), 1, []byte("theirs")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			scriptPublish(l, c.tries...)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			rev, err := l.Append(ctx, c.expected, []byte("second"))
+			var conflict *statesync.ConflictError
+			switch {
+			case c.want == "landed" && (err != nil || rev != 2):
+				t.Fatalf("Append = %d, %v; want 2, nil", rev, err)
+			case c.want == "unknown" && !errors.Is(err, statesync.ErrUnknownOutcome):
+				t.Fatalf("Append = %d, %v; want an unknown outcome", rev, err)
+			case c.want == "conflict" && !errors.As(err, &conflict):
+				t.Fatalf("Append = %d, %v; want a conflict", rev, err)
+			}
+			want := uint64(2) // one entry after the first: ours or theirs
+			if c.want == "unknown" && c.expected != statesync.AnyRevision {
+				want = 1 // ours never landed
+			}
+			if last, _ := l.LastRevision(context.Background()); last != want {
+				t.Fatalf("stream at %d, want %d", last, want)
+			}
+		})
+	}
+}
+
+// A try the server answered, with nothing before it that may have landed,
+// is a plain failure at once.
+func TestDefinitePublishFailures(t *testing.T) {
+	srv := jstest.Server(t)
+	l := openLog(t, jstest.Connect(t, srv))
+	calls := scriptPublish(l, try{err: errNoRoom}, try{err: errOther})
+	_, err := l.Append(context.Background(), 0, []byte("x"))
+	if !errors.Is(err, jetstream.ErrOutOfStorage) || *calls != 1 {
+		t.Fatalf("Append on a full store = %v after %d tries; want ErrOutOfStorage after 1", err, *calls)
+	}
+	_, err = l.Append(context.Background(), 0, []byte("x"))
+	if err == nil || errors.Is(err, statesync.ErrUnknownOutcome) || *calls != 2 {
+		t.Fatalf("Append = %v after %d tries; want a plain error after 1 more", err, *calls)
+	}
+}
+
+// A chunked snapshot that stops before its last chunk is certainly not made;
+// one whose last chunk's answer is lost is.
+func TestChunkedCompactionInterrupted(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	big := []byte(strings.Repeat("s", int(nc.MaxPayload())*2)) // 3 chunks
+	t.Run("middle chunk lost", func(t *testing.T) {
+		l := openLog(t, nc)
+		if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+		scriptPublish(l, try{store: true}, try{err: errOther})
+		_, err := l.Compact(context.Background(), 1, big)
+		if err == nil || errors.Is(err, statesync.ErrUnknownOutcome) || !strings.Contains(err.Error(), "compaction was not done") {
+			t.Fatalf("Compact = %v; want: not done", err)
+		}
+		if got := entries(t, l, 0, 1); got != "1:a " {
+			t.Fatalf("entries = %q", got)
+		}
+	})
+	t.Run("middle chunk's outcome unknown", func(t *testing.T) {
+		l := openLog(t, nc)
+		if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+		scriptPublish(l, try{store: true}, try{err: nats.ErrTimeout}, try{err: errOther})
+		_, err := l.Compact(context.Background(), 1, big)
+		if err == nil || errors.Is(err, statesync.ErrUnknownOutcome) || !strings.Contains(err.Error(), "compaction was not done") {
+			t.Fatalf("Compact = %v; want: not done (known, since the last chunk was never sent)", err)
+		}
+	})
+	t.Run("last chunk's answer lost", func(t *testing.T) {
+		l := openLog(t, nc)
+		if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+		scriptPublish(l, try{store: true}, try{store: true}, try{store: true, err: nats.ErrTimeout}, try{err: errOther})
+		rev, err := l.Compact(context.Background(), 1, big)
+		if err != nil || rev != 4 {
+			t.Fatalf("Compact = %d, %v; want 4, nil", rev, err)
+		}
+	})
+	t.Run("purge after the chunks", func(t *testing.T) {
+		l := openLog(t, nc)
+		if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+		fail := []error{nats.ErrTimeout, errOther}
+		purges := 0
+		l.WrapPurge(func(purge jetstream.PurgeFunc) jetstream.PurgeFunc {
+			return func(ctx context.Context, opts ...natsjs.StreamPurgeOpt) error {
+				purges++
+				err := purge(ctx, opts...)
+				if len(fail) > 0 {
+					err, fail = fail[0], fail[1:]
+				}
+				return err
+			}
+		})
+		// A purge whose answer is lost is asked again; a purge refused
+		// leaves a snapshot that is whole and used, and says so.
+		_, err := l.Compact(context.Background(), 1, big)
+		if err == nil || !strings.Contains(err.Error(), "the snapshot was written at 4 and is in use") {
+			t.Fatalf("Compact = %v; want the snapshot written, the purge failed", err)
+		}
+		if purges != 2 {
+			t.Fatalf("%d purges, want 2: the lost answer asked again, the refusal not", purges)
+		}
+		got := readAll(t, l, 0, 4)
+		if len(got) != 1 || !got[0].Snapshot || got[0].Revision != 4 {
+			t.Fatalf("read after the compaction: %v", got)
+		}
+		rev, err := l.Compact(context.Background(), 4, []byte("small"))
+		if err != nil || rev != 5 {
+			t.Fatalf("the next compaction = %d, %v", rev, err)
+		}
+	})
+	t.Run("another writer between chunks", func(t *testing.T) {
+		l := openLog(t, nc)
+		if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+		other, err := jetstream.OpenLog(context.Background(), nc, "test", strings.TrimPrefix(l.Name(), "SC_4_test_"), jetstream.LogOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		l.WrapPublish(func(publish jetstream.PublishFunc) jetstream.PublishFunc {
+			return func(ctx context.Context, msg *nats.Msg, opts ...natsjs.PublishOpt) (*natsjs.PubAck, error) {
+				if calls++; calls == 2 {
+					if _, err := other.Append(ctx, 2, []byte("theirs")); err != nil {
+						t.Error(err)
+					}
+				}
+				return publish(ctx, msg, opts...)
+			}
+		})
+		_, err = l.Compact(context.Background(), 1, big)
+		var conflict *statesync.ConflictError
+		if !errors.As(err, &conflict) || conflict.Expected != 1 || conflict.Current != 3 {
+			t.Fatalf("Compact = %v; want a conflict expecting 1, at 3", err)
+		}
+	})
+}
+
+// A write whose context has ended before it starts sends nothing: a plain
+// error, not "may or may not".
+func TestPublishAfterContextEnded(t *testing.T) {
+	srv := jstest.Server(t)
+	l := openLog(t, jstest.Connect(t, srv))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := l.Append(ctx, 0, []byte("x"))
+	if !errors.Is(err, context.Canceled) || errors.Is(err, statesync.ErrUnknownOutcome) {
+		t.Fatalf("Append with an ended context = %v; want context.Canceled, known not written", err)
+	}
+}
+
+func readAll(t *testing.T, l statesync.Log, after, upTo uint64) []statesync.Entry {
+	t.Helper()
+	var got []statesync.Entry
+	if err := l.Read(context.Background(), after, upTo, func(e statesync.Entry) error {
+		got = append(got, e)
+		return nil
+	}); err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	return got
+}
