@@ -348,8 +348,10 @@ func describeError(err error, timeout time.Duration) string {
 		return fmt.Sprintf("%s (%v)", lost, contended.Err)
 	}
 	switch {
-	case errors.Is(err, statesync.ErrUnknownOutcome):
+	case errors.Is(err, statesync.ErrUnknownOutcome) && errors.Is(err, context.DeadlineExceeded) && timeout > 0:
 		return fmt.Sprintf("no answer from the server within %s: the change may or may not have been made; REFRESH, then look (%v)", timeout, err)
+	case errors.Is(err, statesync.ErrUnknownOutcome):
+		return fmt.Sprintf("the change may or may not have been made; REFRESH, then look (%v)", err)
 	case errors.Is(err, context.DeadlineExceeded) && timeout > 0:
 		return fmt.Sprintf("no answer from the server within %s; is it running? (%v)", timeout, err)
 	}
