@@ -88,18 +88,21 @@ func freePort(t interface{ Fatal(...any) }) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// stoplocal DIR: stops the server whose pid is in DIR/LOCK and waits until
-// it has let go of the directory.
+// stoplocal [-9] DIR: stops (or kills) the server whose pid is in
+// DIR/server.pid and waits until it has exited.
 func stopLocal(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: stoplocal DIR")
+	sig := syscall.SIGTERM
+	if len(args) == 2 && args[0] == "-9" {
+		sig, args = syscall.SIGKILL, args[1:]
 	}
-	lock := ts.MkAbs(filepath.Join(args[0], "LOCK"))
-	b, err := os.ReadFile(lock)
-	ts.Check(err)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	ts.Check(err)
-	ts.Check(syscall.Kill(pid, syscall.SIGTERM))
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: stoplocal [-9] DIR")
+	}
+	pid := jetstream.ServerPID(ts.MkAbs(args[0]))
+	if pid == 0 {
+		ts.Fatalf("no server pid in %s", args[0])
+	}
+	ts.Check(syscall.Kill(pid, sig))
 	for range 100 {
 		if syscall.Kill(pid, 0) != nil {
 			return
@@ -314,6 +317,7 @@ func TestClosingFirstShellKeepsSecond(t *testing.T) {
 	data := t.TempDir()
 	env := []string{"NATS_URL=", "SHAREDCONFIG_LOCAL_PORT=" + strconv.Itoa(freePort(t)), "XDG_DATA_HOME=" + data}
 	p1 := startREPLEnv(t, "p1", env)
+	p1.expectPrefix("sharedconfig: started a local server on 127.0.0.1:")
 	p1.send("PUT k, from p1")
 	p1.expect("**** Property 'k' added with value 'from p1'")
 	p2 := startREPLEnv(t, "p2", env)
@@ -327,15 +331,16 @@ func TestClosingFirstShellKeepsSecond(t *testing.T) {
 	p2.send("QUIT")
 	p2.expect("**** Exiting...")
 	// Stop the background server this test started.
-	t.Cleanup(func() {
-		b, err := os.ReadFile(filepath.Join(data, "sharedconfig", "LOCK"))
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	t.Cleanup(func() { stopServerOf(t, filepath.Join(data, "sharedconfig")) })
+}
+
+// stopServerOf stops the background server on a data directory.
+func stopServerOf(t *testing.T, dir string) {
+	if pid := jetstream.ServerPID(dir); pid != 0 {
 		syscall.Kill(pid, syscall.SIGTERM)
-	})
+	} else {
+		t.Errorf("no server pid in %s", dir)
+	}
 }
 
 // Background shells in scripts:

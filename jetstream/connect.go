@@ -37,8 +37,8 @@ type ConnectOptions struct {
 	// excludes the other authentication and TLS options.
 	LocalDataDir string
 	// ReconnectFailed, if set, is called after each failed attempt to
-	// reconnect, on the connection's callback goroutine.
-	ReconnectFailed func()
+	// reconnect, with its error, on the connection's callback goroutine.
+	ReconnectFailed func(error)
 }
 
 // ResolveURLs returns the server list these options use.
@@ -95,7 +95,7 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 		opts = append(opts, local...)
 	}
 	if o.ReconnectFailed != nil {
-		opts = append(opts, nats.ReconnectErrHandler(func(*nats.Conn, error) { o.ReconnectFailed() }))
+		opts = append(opts, nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { o.ReconnectFailed(err) }))
 	}
 	if auth > 1 {
 		return nil, errors.New("give only one of a credentials file, a user and password, or a token")

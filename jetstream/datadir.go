@@ -112,3 +112,12 @@ func ServerPID(dir string) int {
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b[:n])))
 	return pid
 }
+
+// ServerLogFile is where a server started in the background on dir logs.
+const ServerLogFile = "server.log"
+
+// OpenServerLog opens dir's server.log for appending, refusing a symbolic
+// link or a file of another user.
+func OpenServerLog(dir string) (*os.File, error) {
+	return openOwned(filepath.Join(dir, ServerLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+}
