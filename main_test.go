@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/rogpeppe/go-internal/testscript"
 	"go.uber.org/goleak"
 
@@ -371,6 +372,23 @@ func TestSurvivorsRestartLocalServer(t *testing.T) {
 	p1.expect("**** Exiting...")
 	p2.send("QUIT")
 	p2.expect("**** Exiting...")
+}
+
+// sharedconfig server writes the embedded server's warnings and errors to
+// stderr (server.log, for the auto-started one): here, a client refused by
+// a private server.
+func TestServerLogsErrors(t *testing.T) {
+	listen := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	srv := startREPL(t, "server", "server", "--private", "--listen", listen, "--data-dir", t.TempDir())
+	t.Cleanup(func() { srv.cmd.Process.Signal(syscall.SIGTERM) })
+	for line := srv.next(); !strings.HasPrefix(line, "sharedconfig server: listening on tls://"+listen); line = srv.next() {
+	}
+	if nc, err := nats.Connect("nats://"+listen, nats.Timeout(time.Second)); err == nil {
+		nc.Close()
+		t.Fatal("a client without the keys connected")
+	}
+	for line := srv.next(); !strings.Contains(line, "[ERR]"); line = srv.next() {
+	}
 }
 
 // untilAdded puts value under a new key until a put succeeds (each failed

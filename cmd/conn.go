@@ -67,6 +67,9 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 	if err := jetstream.PrepareDataDir(dir, true); err != nil {
 		return nil, err
 	}
+	if err := jetstream.PrepareLocalKeys(dir); err != nil {
+		return nil, err
+	}
 	ls := &localServer{listen: "127.0.0.1:" + localPort(), dir: dir}
 	local := c.opts
 	local.URLs = "nats://" + ls.listen

@@ -74,6 +74,13 @@ func loadLocalKeys(dir string) (*localKeys, error) {
 	return &localKeys{cert: cert, roots: roots, user: user}, nil
 }
 
+// PrepareLocalKeys makes the keys of a private server's data directory if
+// they are missing, and checks that they are sound and the user's own.
+func PrepareLocalKeys(dir string) error {
+	_, err := loadLocalKeys(dir)
+	return err
+}
+
 // serverOptions make a server admit only holders of the keys.
 func (k *localKeys) serverOptions(opts *server.Options) error {
 	pub, err := k.user.PublicKey()
