@@ -89,21 +89,17 @@ func freePort(t interface{ Fatal(...any) }) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// stoplocal [-9] DIR: stops (or kills) the server whose pid is in
-// DIR/server.pid and waits until it has exited.
+// stoplocal DIR: stops the server whose pid is in DIR/server.pid and waits
+// until it has exited.
 func stopLocal(ts *testscript.TestScript, neg bool, args []string) {
-	sig := syscall.SIGTERM
-	if len(args) == 2 && args[0] == "-9" {
-		sig, args = syscall.SIGKILL, args[1:]
-	}
 	if neg || len(args) != 1 {
-		ts.Fatalf("usage: stoplocal [-9] DIR")
+		ts.Fatalf("usage: stoplocal DIR")
 	}
 	pid := jetstream.ServerPID(ts.MkAbs(args[0]))
 	if pid == 0 {
 		ts.Fatalf("no server pid in %s", args[0])
 	}
-	ts.Check(syscall.Kill(pid, sig))
+	ts.Check(syscall.Kill(pid, syscall.SIGTERM))
 	for range 100 {
 		if syscall.Kill(pid, 0) != nil {
 			return
