@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,8 +72,14 @@ func TestGarbageInTheStream(t *testing.T) {
 
 func runShell(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runShellEnv(t, nil, stdin, args...)
+}
+
+// runShellEnv runs sharedconfig with env added to the test's environment.
+func runShellEnv(t *testing.T, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	c := exec.Command(os.Args[0], args...)
-	c.Env = append(os.Environ(), runMainEnv+"=1")
+	c.Env = append(append(os.Environ(), runMainEnv+"=1"), env...)
 	c.Stdin = strings.NewReader(stdin)
 	var out, errOut strings.Builder
 	c.Stdout, c.Stderr = &out, &errOut
@@ -146,4 +155,27 @@ func TestShellOnACluster(t *testing.T) {
 	p.expect("**** Properties refreshed")
 	p.send("GET p1")
 	p.expect("**** The value of property 'p1' is 'v2'")
+}
+
+// A data directory of another user is refused, by the shell and by the
+// server, before anything is read or started there.
+func TestDataDirOfAnotherUser(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "theirs")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, os.Geteuid()+12345, -1); err != nil {
+		t.Skipf("cannot give a directory to another user (not root): %v", err)
+	}
+	env := []string{"NATS_URL=", "SHAREDCONFIG_LOCAL_PORT=" + strconv.Itoa(freePort(t))}
+	want := fmt.Sprintf("sharedconfig: %s belongs to uid %d, not to you (uid %d): unsafe data directory\n", dir, os.Geteuid()+12345, os.Geteuid())
+	for _, args := range [][]string{{"--data-dir", dir}, {"server", "--listen", "127.0.0.1:0", "--data-dir", dir}} {
+		stdout, stderr, code := runShellEnv(t, env, "GET k\n", args...)
+		if code != 2 || stdout != "" || stderr != want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", args, code, stdout, stderr, want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("files were made in the other user's directory: %v", entries)
+	}
 }

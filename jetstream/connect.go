@@ -31,6 +31,14 @@ type ConnectOptions struct {
 	Timeout time.Duration
 	// Name is the client name servers show in their connection lists.
 	Name string
+	// LocalDataDir: the server must be the private server on this data
+	// directory (ServerOptions.Private). The client trusts only the TLS
+	// certificate kept there and signs in with the NKey kept there; it
+	// excludes the other authentication and TLS options.
+	LocalDataDir string
+	// ReconnectFailed, if set, is called after each failed attempt to
+	// reconnect, with its error, on the connection's callback goroutine.
+	ReconnectFailed func(error)
 }
 
 // ResolveURLs returns the server list these options use.
@@ -71,6 +79,23 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 	if o.Token != "" {
 		auth++
 		opts = append(opts, nats.Token(o.Token))
+	}
+	if o.LocalDataDir != "" {
+		if auth > 0 || o.CACert != "" || o.Cert != "" || o.Key != "" {
+			return nil, errors.New("the local server admits only its owner, by the keys in its data directory: give the authentication and TLS options with the server's address")
+		}
+		keys, err := loadLocalKeys(o.LocalDataDir)
+		if err != nil {
+			return nil, err
+		}
+		local, err := keys.clientOptions()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, local...)
+	}
+	if o.ReconnectFailed != nil {
+		opts = append(opts, nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { o.ReconnectFailed(err) }))
 	}
 	if auth > 1 {
 		return nil, errors.New("give only one of a credentials file, a user and password, or a token")
