@@ -19,8 +19,9 @@ type ConnectOptions struct {
 	// URLs is a comma-separated list of server URLs; empty means NATS_URL,
 	// then DefaultURL.
 	URLs string
-	// Authentication: at most one of Creds, User/Password and Token.
+	// Authentication: at most one of Creds, NKey, User/Password and Token.
 	Creds    string // a credentials file (JWT and NKey seed)
+	NKey     string // a file holding an NKey seed
 	User     string
 	Password string
 	Token    string
@@ -64,6 +65,14 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 		auth++
 		opts = append(opts, nats.UserCredentials(o.Creds))
 	}
+	if o.NKey != "" {
+		auth++
+		opt, err := nats.NkeyOptionFromSeed(o.NKey)
+		if err != nil {
+			return nil, fmt.Errorf("NKey seed file %s: %v", o.NKey, err)
+		}
+		opts = append(opts, opt)
+	}
 	if o.User != "" || o.Password != "" {
 		auth++
 		opts = append(opts, nats.UserInfo(o.User, o.Password))
@@ -73,7 +82,7 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 		opts = append(opts, nats.Token(o.Token))
 	}
 	if auth > 1 {
-		return nil, errors.New("give only one of a credentials file, a user and password, or a token")
+		return nil, errors.New("give only one of a credentials file, an NKey seed file, a user and password, or a token")
 	}
 	if o.CACert != "" {
 		opts = append(opts, nats.RootCAs(o.CACert))
