@@ -75,6 +75,7 @@ func TestScripts(t *testing.T) {
 			"send":      scriptSend,
 			"expect":    scriptExpect,
 			"close":     scriptClose,
+			"term":      scriptTerm,
 		},
 	})
 }
@@ -450,6 +451,33 @@ func scriptClose(ts *testscript.TestScript, neg bool, args []string) {
 	for range sh.lines { // drain, so that the process can finish writing
 	}
 	sh.cmd.Wait()
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]+".out"), []byte(strings.Join(sh.seen, "\n")+"\n"), 0o644))
+	if got := sh.cmd.ProcessState.ExitCode(); got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[0], got, want)
+	}
+}
+
+// term NAME [EXIT-CODE]: sends SIGTERM to a process started with repl,
+// checks how it exits (default 0), and leaves all it printed in the file
+// NAME.out for the script to check.
+func scriptTerm(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: term NAME [EXIT-CODE]")
+	}
+	sh := shellNamed(ts, args[0])
+	want := 0
+	if len(args) == 2 {
+		var err error
+		want, err = strconv.Atoi(args[1])
+		ts.Check(err)
+	}
+	ts.Check(sh.cmd.Process.Signal(syscall.SIGTERM))
+	for line := range sh.lines {
+		sh.seen = append(sh.seen, line)
+		ts.Logf("%s: %s", args[0], line)
+	}
+	sh.cmd.Wait()
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]+".out"), []byte(strings.Join(sh.seen, "\n")+"\n"), 0o644))
 	if got := sh.cmd.ProcessState.ExitCode(); got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[0], got, want)
 	}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -154,7 +155,12 @@ func watchCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
 	if err := s.sh.SetFollow(true); err != nil {
 		return &exitError{exitStartup, err}
 	}
-	if f.output == "text" {
+	// Say where watching starts, so that a reader knows every change after
+	// that revision will show.
+	if f.output == "json" {
+		b, _ := json.Marshal(map[string]any{"event": "watching", "scope": f.scope, "name": f.name, "prefix": prefix, "revision": s.cfg.Revision()})
+		fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+	} else {
 		what := "every key"
 		if prefix != "" {
 			what = fmt.Sprintf("keys starting '%s'", prefix)

@@ -64,7 +64,7 @@ func ParseImport(data []byte) (map[string]string, error) {
 	props := make(map[string]string, len(probe))
 	for k, raw := range probe {
 		var v string
-		if err := json.Unmarshal(raw, &v); err != nil {
+		if err := json.Unmarshal(raw, &v); err != nil || string(raw) == "null" {
 			return nil, fmt.Errorf("key %q: its value is %s, not a string (quote numbers and booleans)", k, abbreviate(raw))
 		}
 		props[k] = v
