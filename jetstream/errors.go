@@ -1,0 +1,25 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrTooLarge: an update does not fit in one message.
+var ErrTooLarge = errors.New("too large for the server's max payload")
+
+// describeJSError turns the errors a user can act on into sentences.
+func describeJSError(err error) error {
+	switch {
+	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount),
+		errors.Is(err, nats.ErrNoResponders):
+		return fmt.Errorf("the server does not have JetStream enabled (start nats-server with -js): %w", err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, jetstream.ErrNoStreamResponse):
+		return fmt.Errorf("the server did not answer in time: %w", err)
+	}
+	return err
+}
