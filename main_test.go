@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/rogpeppe/go-internal/testscript"
 	"go.uber.org/goleak"
 
@@ -76,6 +79,7 @@ func TestScripts(t *testing.T) {
 			"expect":    scriptExpect,
 			"close":     scriptClose,
 			"term":      scriptTerm,
+			"publish":   scriptPublish,
 		},
 	})
 }
@@ -481,4 +485,29 @@ func scriptTerm(ts *testscript.TestScript, neg bool, args []string) {
 	if got := sh.cmd.ProcessState.ExitCode(); got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[0], got, want)
 	}
+}
+
+// publish SUBJECT BODY [HEADER=VALUE...]: stores one message in the stream
+// that listens on SUBJECT, as another program would.
+func scriptPublish(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: publish SUBJECT BODY [HEADER=VALUE...]")
+	}
+	nc, err := nats.Connect(ts.Getenv("NATS_URL"))
+	ts.Check(err)
+	defer nc.Close()
+	msg := nats.NewMsg(args[0])
+	msg.Data = []byte(args[1])
+	for _, h := range args[2:] {
+		k, v, ok := strings.Cut(h, "=")
+		if !ok {
+			ts.Fatalf("publish: header %q is not NAME=VALUE", h)
+		}
+		msg.Header.Set(k, v)
+	}
+	// A JetStream publish, to know the stream holds it when this returns.
+	js, err := natsjs.New(nc)
+	ts.Check(err)
+	_, err = js.PublishMsg(context.Background(), msg)
+	ts.Check(err)
 }

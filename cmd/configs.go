@@ -137,6 +137,10 @@ func countProperties(ctx context.Context, f *rootFlags, nc *nats.Conn, c jetstre
 		return -1, "unreadable: " + err.Error()
 	}
 	cfg, err := sharedconfig.Open(ctx, log, sharedconfig.Options{})
+	var damaged *sharedconfig.DamagedError
+	if errors.As(err, &damaged) {
+		return -1, fmt.Sprintf("damaged at entry %d", damaged.Entry.Revision)
+	}
 	if err != nil {
 		return -1, "unreadable: " + err.Error()
 	}

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -55,6 +56,9 @@ type session struct {
 	log *jetstream.Log
 	sh  *repl.Shell
 	cfg *sharedconfig.Config
+	// damaged is set when the config holds an entry that does not read:
+	// cfg is then its last good state, read-only.
+	damaged *sharedconfig.DamagedError
 }
 
 // Close stops following and closes the connection.
@@ -120,7 +124,11 @@ func (f *rootFlags) open(cmd *cobra.Command, watchPrefix string) (*session, erro
 		Changed:          changed,
 		CatchingUp:       catchUpProgress(cmd.ErrOrStderr()),
 	})
-	if err != nil {
+	if errors.As(err, &s.damaged) && s.cfg != nil {
+		// Readable up to the damage: open read-only there, and say so.
+		fmt.Fprintf(cmd.ErrOrStderr(), "!!!! %s/%s is damaged at entry %d (%v): read-only at revision %d, its last good state; writes fail until 'sharedconfig repair'\n",
+			f.scope, f.name, s.damaged.Entry.Revision, s.damaged.Entry.Err, s.damaged.GoodRevision)
+	} else if err != nil {
 		s.Close()
 		return nil, &exitError{exitStartup, fmt.Errorf("opening %s/%s: %w", f.scope, f.name, err)}
 	}

@@ -259,6 +259,10 @@ func changeFields(ch sharedconfig.Change) fields {
 		f["properties"] = ch.Properties
 		return f
 	}
+	if ch.Foreign != "" {
+		f["foreign"] = ch.Foreign
+		return f
+	}
 	ops := []fields{}
 	for _, op := range ch.Ops {
 		o := fields{"op": op.Kind}
@@ -278,6 +282,9 @@ func changeFields(ch sharedconfig.Change) fields {
 func describeChange(ch sharedconfig.Change) (operation, arguments string) {
 	if ch.Snapshot {
 		return "SNAPSHOT", fmt.Sprintf("%d properties; replaces all before it", ch.Properties)
+	}
+	if ch.Foreign != "" {
+		return "FOREIGN", "skipped: " + ch.Foreign
 	}
 	var ops, args []string
 	for _, op := range ch.Ops {

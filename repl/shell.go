@@ -279,6 +279,10 @@ func (sh *Shell) Changed(ch sharedconfig.Change) {
 		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
 		return
 	}
+	if ch.Foreign != "" {
+		sh.printAsync([]string{warn("Revision %d skipped: %s", ch.Revision, ch.Foreign)})
+		return
+	}
 	op, args := describeChange(ch)
 	by := ""
 	if ch.Writer != "" {

@@ -23,6 +23,9 @@ type Change struct {
 	Ops []Op
 	// State, for a snapshot read back from the log, is what it holds.
 	State State
+	// Foreign, when not empty, says why the entry was stepped over: another
+	// program wrote it, and it holds no change.
+	Foreign string
 }
 
 // Op is one operation of an update: a put, a remove or a clear.
@@ -58,7 +61,7 @@ func opsOf(updates []statesync.Update[State]) []Op {
 }
 
 func changeOf(e statesync.Entry, updates []statesync.Update[State], local bool) Change {
-	return Change{Revision: e.Revision, Time: e.Time, Writer: e.Writer, Local: local, Snapshot: e.Snapshot, Ops: opsOf(updates)}
+	return Change{Revision: e.Revision, Time: e.Time, Writer: e.Writer, Local: local, Snapshot: e.Snapshot, Ops: opsOf(updates), Foreign: e.Foreign}
 }
 
 // decode reads one entry of the log into a Change.
@@ -66,6 +69,9 @@ func (c *Config) decode(e statesync.Entry) (Change, error) {
 	ch := changeOf(e, nil, false)
 	bad := func(err error) (Change, error) {
 		return ch, &statesync.EntryError{Log: c.Log().Name(), Revision: e.Revision, Err: err}
+	}
+	if e.Foreign != "" {
+		return ch, nil
 	}
 	if e.Snapshot {
 		init, err := Codec{}.DecodeInitial(e.Data)

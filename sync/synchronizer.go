@@ -139,7 +139,7 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 	err := s.log.Read(ctx, cur.Revision, target, func(e Entry) error {
 		var a Applied[S]
 		var err error
-		if _, batch := any(cur.Value).(BatchState[S]); batch && !e.Snapshot && cur.initialized {
+		if _, batch := any(cur.Value).(BatchState[S]); batch && !e.Snapshot && e.Foreign == "" && cur.initialized {
 			a, err = s.decode(e)
 			for _, u := range a.Updates {
 				pending = append(pending, Pending[S]{u, e.Revision})
@@ -187,6 +187,10 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], Applied[S], error) {
 	bad := func(err error) (local[S], Applied[S], error) {
 		return cur, Applied[S]{}, &EntryError{Log: s.log.Name(), Revision: e.Revision, Err: err}
+	}
+	if e.Foreign != "" {
+		cur.Revision = e.Revision // nothing to apply: step over it
+		return cur, Applied[S]{Entry: e}, nil
 	}
 	if e.Snapshot {
 		init, err := s.codec.DecodeInitial(e.Data)
