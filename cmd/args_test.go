@@ -13,7 +13,7 @@ func TestNormalizeArgs(t *testing.T) {
 		{"-scope s -name n", "--scope s --name n"},
 		{"-scope=s -name=n get k", "--scope=s --name=n get k"},
 		{"-uri tcp://h:9090", "--server tcp://h:9090"},
-		{"-s -scope get k", "-s -scope get k"},        // a value, not an option
+		{"-s -scope get k", "-s -scope get k"},         // a value, not an option
 		{"--name -weird get k", "--name -weird get k"}, // likewise
 		{"put k -- -scope", "put k -- -scope"},
 		{"-f - -o json", "-f - -o json"},
