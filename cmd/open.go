@@ -149,8 +149,13 @@ func (f *rootFlags) replicasFor(nc *nats.Conn) int {
 }
 
 // onlyPrefix keeps the operations of ch that touch keys starting with
-// prefix; a CLEAR touches them all. Snapshots change no key, so they go.
+// prefix; a CLEAR touches them all. Snapshots and foreign entries stay: a
+// watcher that fell behind a compaction sees changes only as the snapshot
+// that replaced them.
 func onlyPrefix(ch sharedconfig.Change, prefix string) (sharedconfig.Change, bool) {
+	if ch.Snapshot || ch.Foreign != "" {
+		return ch, true
+	}
 	var ops []sharedconfig.Op
 	for _, op := range ch.Ops {
 		if op.Kind == "clear" || len(op.Key) >= len(prefix) && op.Key[:len(prefix)] == prefix {

@@ -116,16 +116,22 @@ func (s *sourceFlags) apply(o *jetstream.ConnectOptions) (string, error) {
 	}
 	var via []string
 	ctxName := fmt.Sprintf("context %q", name)
+	// Flags alone need no explaining; beside a context they do.
+	fromFlags := func(what string) {
+		if name != "" {
+			via = append(via, what)
+		}
+	}
 	switch {
 	case o.URLs != "":
-		via = append(via, "server from --server")
+		fromFlags("server from --server")
 	case ctx.URL != "":
 		o.URLs = ctx.URL
 		via = append(via, "server from "+ctxName)
 	}
 	switch {
 	case hasAuth(o):
-		via = append(via, "credentials from flags")
+		fromFlags("credentials from flags")
 	case ctx.Creds != "" || ctx.NKey != "" || ctx.User != "" || ctx.Password != "" || ctx.Token != "":
 		o.Creds, o.NKey, o.User, o.Password, o.Token = ctx.Creds, ctx.NKey, ctx.User, ctx.Password, ctx.Token
 		via = append(via, "credentials from "+ctxName)
