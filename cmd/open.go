@@ -70,11 +70,12 @@ func (s *session) Close() {
 // dial connects as the flags, the NATS context and the environment say,
 // and describes how for STATUS.
 func (f *rootFlags) dial(ctx context.Context) (*nats.Conn, string, error) {
-	via, err := f.source.apply(&f.conn.opts)
+	conn := f.conn // the flags as given: a command may dial twice
+	via, err := f.source.apply(&conn.opts)
 	if err != nil {
 		return nil, "", &exitError{exitStartup, err}
 	}
-	nc, err := f.conn.connect(ctx)
+	nc, err := conn.connect(ctx)
 	if err != nil {
 		return nil, "", &exitError{exitStartup, err}
 	}
