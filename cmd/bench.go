@@ -11,22 +11,23 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
+	"github.com/sharedconfig/sharedconfig/internal/asciitable"
+	"github.com/sharedconfig/sharedconfig/internal/bench"
 	"github.com/sharedconfig/sharedconfig/jetstream"
-	"github.com/sharedconfig/sharedconfig/sharedconfig/perf"
 )
 
+// benchFlags are the bench command's settings.
+type benchFlags struct {
+	o       bench.Options
+	conn    connFlags
+	output  string
+	writers string
+}
+
 func newBenchCmd() *cobra.Command {
-	o := perf.DefaultOptions()
-	var (
-		conn    connFlags
-		output  string
-		writers string
-	)
+	f := &benchFlags{o: bench.DefaultOptions()}
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure sharedconfig against raw JetStream, NATS KV and request round trips",
@@ -41,70 +42,84 @@ GET's allocations, and memory per key.
 Without --server it starts its own server on a temporary store, so nothing
 else shares the machine's server during the run.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" {
-				return &exitError{exitStartup, fmt.Errorf("--output %q: use text or json", output)}
-			}
-			o.Writers = nil
-			for _, w := range strings.Split(writers, ",") {
-				n, err := strconv.Atoi(strings.TrimSpace(w))
-				if err != nil || n < 1 {
-					return &exitError{exitStartup, fmt.Errorf("--writers %q: give counts such as 1,2,4", writers)}
-				}
-				o.Writers = append(o.Writers, n)
-			}
-			if o.Ops < 1 || o.Keys < 10 || o.Entries < 1 || o.Duration <= 0 {
-				return &exitError{exitStartup, fmt.Errorf("--ops, --entries and --duration must be positive, --keys at least 10")}
-			}
-			connOpts := conn.opts
-			connOpts.Name = "sharedconfig-bench"
-			where := "an embedded server on a temporary store"
-			if connOpts.URLs == "" && os.Getenv("NATS_URL") == "" {
-				dir, err := os.MkdirTemp("", "sharedconfig-bench-")
-				if err != nil {
-					return &exitError{exitStartup, err}
-				}
-				defer os.RemoveAll(dir)
-				srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
-				if err != nil {
-					return &exitError{exitStartup, err}
-				}
-				defer srv.Shutdown()
-				connOpts.URLs = srv.ClientURL()
-			} else {
-				where = jetstream.RedactURLs(connOpts.ResolveURLs())
-			}
-			o.Connect = func() (*nats.Conn, error) { return jetstream.Connect(connOpts) }
-			// Fail early and clearly if the server is not there.
-			nc, err := o.Connect()
-			if err != nil {
-				return &exitError{exitStartup, err}
-			}
-			nc.Close()
-			o.Progress = progressLine(cmd.ErrOrStderr())
-			start := time.Now()
-			rows, err := perf.Run(cmd.Context(), o)
-			o.Progress("", 0, 0)
-			if output == "json" {
-				writeBenchJSON(cmd.OutOrStdout(), rows, where, time.Since(start))
-			} else {
-				writeBenchTable(cmd.OutOrStdout(), rows, where, time.Since(start))
-			}
-			if err != nil {
-				return &exitError{exitFailures, fmt.Errorf("the run stopped: %w", err)}
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, f) },
 	}
 	fl := c.Flags()
-	fl.IntVar(&o.Ops, "ops", o.Ops, "operations timed per latency figure")
-	fl.IntVar(&o.Keys, "keys", o.Keys, "keys in the large state")
-	fl.IntVar(&o.Entries, "entries", o.Entries, "pending entries for catch-up")
-	fl.StringVar(&writers, "writers", "1,2,4,8,16", "writer counts for the contended figures")
-	fl.DurationVar(&o.Duration, "duration", o.Duration, "how long each contended figure runs")
-	fl.StringVarP(&output, "output", "o", "text", "`text` (a table) or json")
-	fl.StringVar(&conn.opts.URLs, "server", "", "measure against these NATS server `URLS` (default: $NATS_URL, else an embedded server)")
+	fl.IntVar(&f.o.Ops, "ops", f.o.Ops, "operations timed per latency figure")
+	fl.IntVar(&f.o.Keys, "keys", f.o.Keys, "keys in the large state")
+	fl.IntVar(&f.o.Entries, "entries", f.o.Entries, "pending entries for catch-up")
+	fl.StringVar(&f.writers, "writers", "1,2,4,8,16", "writer counts for the contended figures")
+	fl.DurationVar(&f.o.Duration, "duration", f.o.Duration, "how long each contended figure runs")
+	fl.StringVarP(&f.output, "output", "o", "text", "`text` (a table) or json")
+	fl.StringVar(&f.conn.opts.URLs, "server", "", "measure against these NATS server `URLS` (default: $NATS_URL, else an embedded server)")
 	return c
+}
+
+// runBench checks the flags, finds or starts the server, runs every phase
+// and prints the figures, also those of a run that stopped early.
+func runBench(cmd *cobra.Command, f *benchFlags) error {
+	o, err := f.options()
+	if err != nil {
+		return &exitError{exitStartup, err}
+	}
+	connOpts := f.conn.opts
+	connOpts.Name = "sharedconfig-bench"
+	where := "an embedded server on a temporary store"
+	if connOpts.URLs == "" && os.Getenv("NATS_URL") == "" {
+		dir, err := os.MkdirTemp("", "sharedconfig-bench-")
+		if err != nil {
+			return &exitError{exitStartup, err}
+		}
+		defer os.RemoveAll(dir)
+		srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
+		if err != nil {
+			return &exitError{exitStartup, err}
+		}
+		defer srv.Shutdown()
+		connOpts.URLs = srv.ClientURL()
+	} else {
+		where = jetstream.RedactURLs(connOpts.ResolveURLs())
+	}
+	o.Connect = func() (*nats.Conn, error) { return jetstream.Connect(connOpts) }
+	// Fail early and clearly if the server is not there.
+	nc, err := o.Connect()
+	if err != nil {
+		return &exitError{exitStartup, err}
+	}
+	nc.Close()
+	o.Progress = progressLine(cmd.ErrOrStderr())
+	start := time.Now()
+	rows, err := bench.Run(cmd.Context(), o)
+	o.Progress("", 0, 0)
+	if f.output == "json" {
+		writeBenchJSON(cmd.OutOrStdout(), rows, where, time.Since(start))
+	} else {
+		writeBenchTable(cmd.OutOrStdout(), rows, where, time.Since(start))
+	}
+	if err != nil {
+		return &exitError{exitFailures, fmt.Errorf("the run stopped: %w", err)}
+	}
+	return nil
+}
+
+// options are the run's sizes, checked.
+func (f *benchFlags) options() (bench.Options, error) {
+	o := f.o
+	if f.output != "text" && f.output != "json" {
+		return o, fmt.Errorf("--output %q: use text or json", f.output)
+	}
+	o.Writers = nil
+	for _, w := range strings.Split(f.writers, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(w))
+		if err != nil || n < 1 {
+			return o, fmt.Errorf("--writers %q: give counts such as 1,2,4", f.writers)
+		}
+		o.Writers = append(o.Writers, n)
+	}
+	if o.Ops < 1 || o.Keys < 10 || o.Entries < 1 || o.Duration <= 0 {
+		return o, fmt.Errorf("--ops, --entries and --duration must be positive, --keys at least 10")
+	}
+	return o, nil
 }
 
 // progressLine shows the phase being measured on one line of a terminal,
@@ -140,16 +155,10 @@ func machine() string {
 	return fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 }
 
-func writeBenchTable(w io.Writer, rows []perf.Row, where string, took time.Duration) {
+func writeBenchTable(w io.Writer, rows []bench.Row, where string, took time.Duration) {
 	fmt.Fprintf(w, "sharedconfig bench on %s (%s), %s\n", where, machine(), took.Round(time.Second))
-	t := tablewriter.NewTable(w,
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
-	)
-	t.Header("Figure", "Ours", "Anchor", "Ratio", "Target", "Notes")
-	for _, r := range rows {
+	cells := make([][]string, len(rows))
+	for i, r := range rows {
 		anchor, ratio := "", ""
 		if r.AnchorName != "" {
 			anchor = fmt.Sprintf("%s %s (%s)", number(r.Anchor), r.Unit, r.AnchorName)
@@ -159,9 +168,9 @@ func writeBenchTable(w io.Writer, rows []perf.Row, where string, took time.Durat
 		if r.Met != nil {
 			target += map[bool]string{true: " met", false: " NOT met"}[*r.Met]
 		}
-		t.Append(r.Name, number(r.Ours)+" "+r.Unit, anchor, ratio, target, r.Note)
+		cells[i] = []string{r.Name, number(r.Ours) + " " + r.Unit, anchor, ratio, target, r.Note}
 	}
-	t.Render()
+	asciitable.Render(w, []string{"Figure", "Ours", "Anchor", "Ratio", "Target", "Notes"}, cells)
 }
 
 func number(f float64) string {
@@ -171,7 +180,7 @@ func number(f float64) string {
 	return strconv.FormatFloat(f, 'f', 1, 64)
 }
 
-func writeBenchJSON(w io.Writer, rows []perf.Row, where string, took time.Duration) {
+func writeBenchJSON(w io.Writer, rows []bench.Row, where string, took time.Duration) {
 	b, _ := json.MarshalIndent(map[string]any{"server": where, "machine": machine(), "seconds": took.Seconds(), "figures": rows}, "", "  ")
 	fmt.Fprintf(w, "%s\n", b)
 }

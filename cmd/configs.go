@@ -13,11 +13,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
+	"github.com/sharedconfig/sharedconfig/internal/asciitable"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
@@ -51,16 +49,10 @@ func failed(cmd *cobra.Command, f *rootFlags, command string, err error) error {
 	return &exitError{code: exitFailures}
 }
 
+// printTable prints a table as the shell does, or a warning if it cannot.
 func printTable(w io.Writer, header []string, rows [][]string) {
-	t := tablewriter.NewTable(w,
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
-	)
-	t.Header(header)
-	if err := t.Bulk(rows); err == nil {
-		t.Render()
+	if err := asciitable.Render(w, header, rows); err != nil {
+		fmt.Fprintf(w, "!!!! Error: %v\n", err)
 	}
 }
 

@@ -6,9 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
+	"github.com/sharedconfig/sharedconfig/internal/asciitable"
 )
 
 // reply is what a command answers, before it is rendered as text or JSON.
@@ -41,18 +39,7 @@ func refuse(msg string) reply {
 }
 
 func renderTable(w io.Writer, t *table) error {
-	tbl := tablewriter.NewTable(w,
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithTrimSpace(tw.Off), // values keep their spaces, as GET shows them
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
-	)
-	tbl.Header(t.header)
-	if err := tbl.Bulk(t.rows); err != nil {
-		return err
-	}
-	return tbl.Render()
+	return asciitable.Render(w, t.header, t.rows)
 }
 
 // jsonReply is the one JSON object printed per command with -o json.

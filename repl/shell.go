@@ -324,6 +324,16 @@ func (sh *Shell) setFollow(on bool) error {
 
 // describeError is an error as one line says it.
 func describeError(err error, timeout time.Duration) string {
+	if contended := (*statesync.ContendedError)(nil); errors.As(err, &contended) {
+		lost := fmt.Sprintf("gave up after losing %d tries in a row to other writers", contended.Lost)
+		if contended.Lost == 1 {
+			lost = "gave up after losing its one try to another writer"
+		}
+		if errors.Is(err, context.DeadlineExceeded) && timeout > 0 {
+			return fmt.Sprintf("%s within %s (the server is answering; try again, or use a longer --timeout)", lost, timeout)
+		}
+		return fmt.Sprintf("%s (%v)", lost, contended.Err)
+	}
 	switch {
 	case errors.Is(err, statesync.ErrUnknownOutcome):
 		return fmt.Sprintf("no answer from the server within %s: the change may or may not have been made; REFRESH, then look (%v)", timeout, err)

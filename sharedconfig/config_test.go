@@ -19,6 +19,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/example"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -281,13 +282,13 @@ func TestCompactionPolicy(t *testing.T) {
 func TestConcurrentCounter(t *testing.T) {
 	srv := jstest.Server(t)
 	const writers, each = 8, 250
-	openCounter := func() *statesync.Synchronizer[statesync.Counter] {
+	openCounter := func() *statesync.Synchronizer[example.Counter] {
 		l, err := jetstream.OpenLog(context.Background(), jstest.Connect(t, srv), "test", "counter", jetstream.LogOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := statesync.New[statesync.Counter](l, statesync.CounterCodec{})
-		if err := s.Initialize(context.Background(), statesync.CounterStart{}); err != nil {
+		s := statesync.New[example.Counter](l, example.CounterCodec{})
+		if err := s.Initialize(context.Background(), example.CounterStart{}); err != nil {
 			t.Fatal(err)
 		}
 		return s
@@ -299,7 +300,7 @@ func TestConcurrentCounter(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			for range each {
-				if _, err := statesync.Increment(ctx, s); err != nil {
+				if _, err := example.Increment(ctx, s); err != nil {
 					t.Error(err)
 					return
 				}

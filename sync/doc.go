@@ -13,7 +13,9 @@
 // supplies (the state's updates and their encoding), log.go the small log
 // interface a backend implements, and synchronizer.go the generic engine that
 // joins the two. Nothing here knows about NATS; MemLog is an in-memory log for
-// tests, and package jetstream provides the real one.
+// tests, and package jetstream provides the real one. Package example
+// (sync/example) holds two small states, a counter and a set, that the
+// examples and tests use.
 //
 // Every change is a conditional append at the revision the writer last saw
 // (optimistic concurrency). UpdateState runs the caller's function on the local

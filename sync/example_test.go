@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/example"
 )
 
 // Two processes share a counter. Each increment is a conditional append;
@@ -13,17 +14,17 @@ import (
 func Example_counter() {
 	ctx := context.Background()
 	log := statesync.NewMemLog("counter") // in real use: a jetstream.Log
-	alice := statesync.New[statesync.Counter](log, statesync.CounterCodec{})
-	bob := statesync.New[statesync.Counter](log, statesync.CounterCodec{})
-	for _, s := range []*statesync.Synchronizer[statesync.Counter]{alice, bob} {
-		if err := s.Initialize(ctx, statesync.CounterStart{}); err != nil {
+	alice := statesync.New[example.Counter](log, example.CounterCodec{})
+	bob := statesync.New[example.Counter](log, example.CounterCodec{})
+	for _, s := range []*statesync.Synchronizer[example.Counter]{alice, bob} {
+		if err := s.Initialize(ctx, example.CounterStart{}); err != nil {
 			panic(err)
 		}
 	}
 
-	statesync.Increment(ctx, alice)
-	statesync.Increment(ctx, alice)
-	saw, _ := statesync.Increment(ctx, bob) // bob's copy said 0: it catches up first
+	example.Increment(ctx, alice)
+	example.Increment(ctx, alice)
+	saw, _ := example.Increment(ctx, bob) // bob's copy said 0: it catches up first
 
 	st, _ := bob.State()
 	fmt.Println("bob added to", saw, "and now sees", st.Value, "at revision", st.Revision)
@@ -35,19 +36,19 @@ func Example_counter() {
 func Example_set() {
 	ctx := context.Background()
 	log := statesync.NewMemLog("set")
-	open := func() *statesync.Synchronizer[statesync.Set] {
-		s := statesync.New[statesync.Set](log, statesync.SetCodec{})
-		if err := s.Initialize(ctx, statesync.SetOf{}); err != nil {
+	open := func() *statesync.Synchronizer[example.Set] {
+		s := statesync.New[example.Set](log, example.SetCodec{})
+		if err := s.Initialize(ctx, example.SetOf{}); err != nil {
 			panic(err)
 		}
 		return s
 	}
-	addIfRoom := func(s *statesync.Synchronizer[statesync.Set], member string) bool {
-		added, err := statesync.UpdateState(ctx, s, func(set statesync.Set) ([]statesync.Update[statesync.Set], bool) {
+	addIfRoom := func(s *statesync.Synchronizer[example.Set], member string) bool {
+		added, err := statesync.UpdateState(ctx, s, func(set example.Set) ([]statesync.Update[example.Set], bool) {
 			if set.Len() >= 2 || set.Has(member) {
 				return nil, false
 			}
-			return []statesync.Update[statesync.Set]{statesync.SetAdd{Member: member}}, true
+			return []statesync.Update[example.Set]{example.SetAdd{Member: member}}, true
 		})
 		if err != nil {
 			panic(err)

@@ -104,6 +104,22 @@ func (e *ConflictError) Error() string {
 // Is makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
+// ContendedError is a conditional write, or a compaction, that ran out of
+// time after losing to other writers: the context ended (Err says how) while
+// it was retrying, after Lost tries in a row had found that another writer
+// had appended first. The log answered each of those tries; the write was
+// starved, not cut off. errors.Is(err, context.DeadlineExceeded) still holds.
+type ContendedError struct {
+	Lost int
+	Err  error
+}
+
+func (e *ContendedError) Error() string {
+	return fmt.Sprintf("lost %d tries in a row to other writers, then: %v", e.Lost, e.Err)
+}
+
+func (e *ContendedError) Unwrap() error { return e.Err }
+
 // EntryError is an entry that could not be used: it does not decode, or it
 // stands where it cannot (an update before any initial state). The local
 // state stays at the last good revision.

@@ -118,10 +118,3 @@ func (l *MemLog) LastRevision(ctx context.Context) (uint64, error) {
 	defer l.mu.Unlock()
 	return l.last, nil
 }
-
-// AppendRaw appends an entry as a foreign writer would, bypassing any codec:
-// tests use it to put garbage in the log.
-func (l *MemLog) AppendRaw(data []byte, snapshot bool) uint64 {
-	rev, _ := l.add(context.Background(), AnyRevision, Entry{Data: slices.Clone(data), Snapshot: snapshot})
-	return rev
-}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,20 +67,33 @@ func WithTrace(fn func(Attempt)) Option { return func(o *options) { o.trace = fn
 // WithApplied calls fn for every entry the local copy takes in, whether it
 // was read from the log or written by this synchronizer, in revision order,
 // once State shows it. It runs while the synchronizer's lock is held: fn
-// must not call back into it.
+// must not call back into it. S must be the synchronizer's state type: New
+// panics otherwise.
 func WithApplied[S any](fn func(Applied[S])) Option {
 	return func(o *options) { o.applied = fn }
 }
 
 // New returns a synchronizer over log. Its state is empty and uninitialized
 // until Initialize or Fetch loads it.
+//
+// New panics if a WithApplied option was made for another state type than
+// S: that is a mistake in the program, which would otherwise leave the
+// watcher silently unheard, and it shows on the first run of any test that
+// builds the synchronizer. (Option is not generic, so that WithTrace and
+// WithProgress need no type argument; the price is this check at run time.)
 func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
 	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace, progress: o.progress}
-	s.applied, _ = o.applied.(func(Applied[S]))
+	if o.applied != nil {
+		applied, ok := o.applied.(func(Applied[S]))
+		if !ok {
+			panic(fmt.Sprintf("statesync.New[%v]: WithApplied was given a %T, which watches another state type", reflect.TypeFor[S](), o.applied))
+		}
+		s.applied = applied
+	}
 	s.local.Store(&local[S]{})
 	return s
 }
@@ -124,64 +138,91 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 	if target <= cur.Revision {
 		return cur.Revision, nil
 	}
-	var applied []Applied[S]
-	start, total := cur.Revision, target-cur.Revision
-	report := s.progress != nil && total >= progressEvery
-	// Updates wait here to be applied together when the state can do that
-	// faster; a snapshot, an error or the end of the read applies them.
-	var pending []Pending[S]
-	flush := func() {
-		if len(pending) > 0 {
-			cur.Value = any(cur.Value).(BatchState[S]).ApplyAll(pending)
-			pending = pending[:0]
-		}
-	}
-	err := s.log.Read(ctx, cur.Revision, target, func(e Entry) error {
-		var a Applied[S]
-		var err error
-		if _, batch := any(cur.Value).(BatchState[S]); batch && !e.Snapshot && e.Foreign == "" && cur.initialized {
-			a, err = s.decode(e)
-			for _, u := range a.Updates {
-				pending = append(pending, Pending[S]{u, e.Revision})
-			}
-			if err == nil {
-				cur.Revision = e.Revision
-			}
-			if len(pending) >= batchSize {
-				flush()
-			}
-		} else {
-			flush()
-			cur, a, err = s.apply(cur, e)
-		}
-		if err != nil {
-			return err
-		}
-		if s.applied != nil {
-			applied = append(applied, a)
-		}
-		if report && (cur.Revision-start)%progressEvery == 0 {
-			s.progress(min(cur.Revision-start, total), total)
-		}
-		return nil
-	})
-	flush()
-	if report {
-		s.progress(total, total)
-	}
-	if err == nil && cur.Revision < target {
+	c := &catchUp[S]{s: s, cur: cur, start: cur.Revision, total: target - cur.Revision}
+	err := s.log.Read(ctx, cur.Revision, target, c.take)
+	c.finish()
+	if err == nil && c.cur.Revision < target {
 		// Every entry up to target was read; those not delivered carry no
 		// state, so the copy is at target. (A snapshot that covered a gap
 		// may have taken it further.)
-		cur.Revision = target
+		c.cur.Revision = target
 	}
-	s.local.Store(&cur)
+	s.local.Store(&c.cur)
 	// Watchers hear of changes only once reads of the local copy show them.
-	for _, a := range applied {
+	for _, a := range c.applied {
 		s.applied(a)
 	}
-	return cur.Revision, err
+	return c.cur.Revision, err
 }
+
+// catchUp carries one read of the log into a copy of the local state.
+// Updates wait in pending to be applied together when the state can do that
+// faster (BatchState); a snapshot, a full batch or the end of the read
+// applies them.
+type catchUp[S any] struct {
+	s            *Synchronizer[S]
+	cur          local[S]
+	pending      []Pending[S]
+	applied      []Applied[S] // for watchers, once the copy is stored
+	start, total uint64       // where the read began, and how many entries it covers
+}
+
+// take is the Log.Read callback: it takes in one entry.
+func (c *catchUp[S]) take(e Entry) error {
+	a, err := c.takeEntry(e)
+	if err != nil {
+		return err
+	}
+	if c.s.applied != nil {
+		c.applied = append(c.applied, a)
+	}
+	if done := c.cur.Revision - c.start; c.reporting() && done%progressEvery == 0 {
+		c.s.progress(min(done, c.total), c.total)
+	}
+	return nil
+}
+
+func (c *catchUp[S]) takeEntry(e Entry) (Applied[S], error) {
+	if _, batch := any(c.cur.Value).(BatchState[S]); !batch || e.Snapshot || e.Foreign != "" || !c.cur.initialized {
+		c.flush()
+		var a Applied[S]
+		var err error
+		c.cur, a, err = c.s.apply(c.cur, e)
+		return a, err
+	}
+	a, err := c.s.decode(e)
+	if err != nil {
+		return a, err
+	}
+	for _, u := range a.Updates {
+		c.pending = append(c.pending, Pending[S]{u, e.Revision})
+	}
+	c.cur.Revision = e.Revision
+	if len(c.pending) >= batchSize {
+		c.flush()
+	}
+	return a, nil
+}
+
+// flush applies the updates waiting in pending.
+func (c *catchUp[S]) flush() {
+	if len(c.pending) > 0 {
+		c.cur.Value = any(c.cur.Value).(BatchState[S]).ApplyAll(c.pending)
+		c.pending = c.pending[:0]
+	}
+}
+
+// finish applies what is pending and reports the end of a long catch-up.
+func (c *catchUp[S]) finish() {
+	c.flush()
+	if c.reporting() {
+		c.s.progress(c.total, c.total)
+	}
+}
+
+// reporting: the catch-up is long enough to report progress, and someone
+// listens.
+func (c *catchUp[S]) reporting() bool { return c.s.progress != nil && c.total >= progressEvery }
 
 // apply returns cur with entry e applied, and what to tell watchers.
 func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], Applied[S], error) {
@@ -232,66 +273,103 @@ func (s *Synchronizer[S]) notifyApplied(a Applied[S]) {
 // with the local state; if fn returns updates, they are appended to the log
 // only if the log is still at the revision fn saw. When the log has moved on,
 // UpdateState catches up and calls fn again (backing off with jitter after
-// many tries, see backoff), until the append lands or ctx ends. fn may therefore run several
-// times and must have no side effects; its result from the last run is
-// returned.
+// many tries, see backoff), until the append lands or ctx ends. fn may
+// therefore run several times and must have no side effects; its result from
+// the last run is returned.
 //
 // When fn returns no updates nothing is written, but UpdateState first checks
 // that the log has not moved past the state fn saw (and, if it has, catches up
 // and runs fn again), so a decision not to write was true of the shared state
 // at some instant during the call, not only of a stale local copy.
+//
+// The shape is etcd's runSTM: run fn on the local copy, then commit (or
+// confirm that the copy is current), and on a conflict catch up and repeat.
 func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(state S) ([]Update[S], R)) (R, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var zero R
-	if err := s.ensureInitializedLocked(ctx); err != nil {
+	var result R
+	var try Attempt
+	err := s.retryOnConflictLocked(ctx, func(attempt int) error {
+		cur := *s.local.Load()
+		var updates []Update[S]
+		updates, result = fn(cur.Value)
+		try = Attempt{N: attempt, Base: cur.Revision, Updates: len(updates)}
+		if len(updates) == 0 {
+			return s.confirmCurrentLocked(ctx, cur.Revision)
+		}
+		var err error
+		try.Revision, err = s.commitLocked(ctx, cur, updates)
+		return err
+	}, func(conflict *ConflictError, caughtUp uint64) {
+		try.Conflict, try.CaughtUp = conflict, caughtUp
+		s.traceAttempt(try)
+	})
+	if err != nil {
+		var zero R
 		return zero, err
 	}
+	s.traceAttempt(try)
+	return result, nil
+}
+
+// commitLocked appends updates on the condition that the log is still at
+// cur's revision and, once they land, applies them to the local copy. It
+// returns the revision they landed at.
+func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], updates []Update[S]) (uint64, error) {
+	data, err := s.codec.EncodeUpdates(updates)
+	if err != nil {
+		return 0, err
+	}
+	rev, err := s.log.Append(ctx, cur.Revision, data)
+	if err != nil {
+		return 0, err
+	}
+	for _, u := range updates {
+		cur.Value = u.Apply(cur.Value, rev)
+	}
+	cur.Revision = rev
+	s.local.Store(&cur)
+	s.notifyApplied(Applied[S]{Entry: Entry{Revision: rev, Data: data, Time: time.Now()}, Updates: updates, Local: true})
+	return rev, nil
+}
+
+// confirmCurrentLocked is the commit of a decision to write nothing: it
+// returns a *ConflictError if the log has moved past base, the revision the
+// decision was made on.
+func (s *Synchronizer[S]) confirmCurrentLocked(ctx context.Context, base uint64) error {
+	last, err := s.log.LastRevision(ctx)
+	if err != nil {
+		return err
+	}
+	if last != base {
+		return &ConflictError{Expected: base, Current: last}
+	}
+	return nil
+}
+
+// retryOnConflictLocked runs try, one conditional write based on the local
+// copy, until it succeeds or fails with anything but a conflict. After each
+// conflict it catches up to the revision the log reported, tells caughtUp
+// (if set) how far it got, and backs off (see backoff) before the next try.
+func (s *Synchronizer[S]) retryOnConflictLocked(ctx context.Context, try func(attempt int) error, caughtUp func(*ConflictError, uint64)) error {
+	if err := s.ensureInitializedLocked(ctx); err != nil {
+		return err
+	}
 	for attempt := 1; ; attempt++ {
-		cur := *s.local.Load()
-		updates, result := fn(cur.Value)
-		try := Attempt{N: attempt, Base: cur.Revision, Updates: len(updates)}
-		var err error
-		if len(updates) == 0 {
-			var last uint64
-			if last, err = s.log.LastRevision(ctx); err != nil {
-				return zero, err
-			}
-			if last == cur.Revision {
-				s.traceAttempt(try)
-				return result, nil
-			}
-			err = &ConflictError{Expected: cur.Revision, Current: last}
-		} else {
-			var data []byte
-			if data, err = s.codec.EncodeUpdates(updates); err != nil {
-				return zero, err
-			}
-			var rev uint64
-			if rev, err = s.log.Append(ctx, cur.Revision, data); err == nil {
-				for _, u := range updates {
-					cur.Value = u.Apply(cur.Value, rev)
-				}
-				cur.Revision = rev
-				s.local.Store(&cur)
-				s.notifyApplied(Applied[S]{Entry: Entry{Revision: rev, Data: data, Time: time.Now()}, Updates: updates, Local: true})
-				try.Revision = rev
-				s.traceAttempt(try)
-				return result, nil
-			}
-		}
+		err := try(attempt)
 		var conflict *ConflictError
 		if !errors.As(err, &conflict) {
-			return zero, err
+			return gaveUp(ctx, attempt-1, err)
 		}
-		try.Conflict = conflict
-		try.CaughtUp, err = s.fetchLocked(ctx, conflict.Current)
-		s.traceAttempt(try)
+		rev, err := s.fetchLocked(ctx, conflict.Current)
+		if caughtUp != nil {
+			caughtUp(conflict, rev)
+		}
 		if err != nil {
-			return zero, err
+			return gaveUp(ctx, attempt, err)
 		}
 		if err := backoff(ctx, attempt); err != nil {
-			return zero, err
+			return gaveUp(ctx, attempt, err)
 		}
 	}
 }
@@ -300,6 +378,18 @@ func (s *Synchronizer[S]) traceAttempt(a Attempt) {
 	if s.trace != nil {
 		s.trace(a)
 	}
+}
+
+// gaveUp is the error of a write that stopped on err after losing lost
+// tries in a row: when the context ended it, the write was starved by other
+// writers, and a *ContendedError says so rather than blaming the log. An
+// append whose outcome is unknown stays that.
+func gaveUp(ctx context.Context, lost int, err error) error {
+	ended := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+	if lost == 0 || ctx.Err() == nil || !ended || errors.Is(err, ErrUnknownOutcome) {
+		return err
+	}
+	return &ContendedError{Lost: lost, Err: err}
 }
 
 // backoff waits before try attempt+1. A writer that lost has just caught
@@ -384,34 +474,22 @@ func (s *Synchronizer[S]) ensureInitializedLocked(ctx context.Context) error {
 func (s *Synchronizer[S]) Compact(ctx context.Context, snapshot func(state S) InitialUpdate[S]) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.ensureInitializedLocked(ctx); err != nil {
-		return err
-	}
-	for attempt := 1; ; attempt++ {
+	return s.retryOnConflictLocked(ctx, func(int) error {
 		cur := *s.local.Load()
 		data, err := s.codec.EncodeInitial(snapshot(cur.Value))
 		if err != nil {
 			return err
 		}
 		rev, err := s.log.Compact(ctx, cur.Revision, data)
-		if err == nil {
-			// The snapshot is the local state itself, so the copy stays valid
-			// and moves to the snapshot's revision.
-			cur.Revision, cur.compactedAt = rev, rev
-			s.local.Store(&cur)
-			return nil
-		}
-		var conflict *ConflictError
-		if !errors.As(err, &conflict) {
+		if err != nil {
 			return err
 		}
-		if _, err := s.fetchLocked(ctx, conflict.Current); err != nil {
-			return err
-		}
-		if err := backoff(ctx, attempt); err != nil {
-			return err
-		}
-	}
+		// The snapshot is the local state itself, so the copy stays valid
+		// and moves to the snapshot's revision.
+		cur.Revision, cur.compactedAt = rev, rev
+		s.local.Store(&cur)
+		return nil
+	}, nil)
 }
 
 // ErrCannotFollow: the log cannot say when entries are appended.

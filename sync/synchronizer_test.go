@@ -3,6 +3,7 @@ package statesync_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,18 +11,19 @@ import (
 	"go.uber.org/goleak"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/example"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type (
-	counter = statesync.Counter
-	add     = statesync.Add
+	counter = example.Counter
+	add     = example.Add
 )
 
-var counterCodec = statesync.CounterCodec{}
+var counterCodec = example.CounterCodec{}
 
-func start(n int64) statesync.CounterStart { return statesync.CounterStart{Value: n} }
+func start(n int64) example.CounterStart { return example.CounterStart{Value: n} }
 
 func newCounter(t *testing.T, log statesync.Log, opts ...statesync.Option) *statesync.Synchronizer[counter] {
 	t.Helper()
@@ -32,7 +34,7 @@ func newCounter(t *testing.T, log statesync.Log, opts ...statesync.Option) *stat
 	return s
 }
 
-var increment = statesync.Increment
+var increment = example.Increment
 
 func value(t *testing.T, s *statesync.Synchronizer[counter]) counter {
 	t.Helper()
@@ -155,7 +157,7 @@ func TestCompactionAndCatchUp(t *testing.T) {
 	if n := a.EntriesSinceCompaction(); n != 5 {
 		t.Fatalf("EntriesSinceCompaction = %d, want 5", n)
 	}
-	if err := a.Compact(ctx, func(c counter) statesync.InitialUpdate[counter] { return statesync.CounterStart{Value: int64(c)} }); err != nil {
+	if err := a.Compact(ctx, func(c counter) statesync.InitialUpdate[counter] { return example.CounterStart{Value: int64(c)} }); err != nil {
 		t.Fatal(err)
 	}
 	if n := a.EntriesSinceCompaction(); n != 0 {
@@ -217,6 +219,69 @@ func TestUpdateStateIsBoundedByContext(t *testing.T) {
 	defer cancel()
 	if _, err := increment(ctx, s); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("endless conflicts gave %v, want the context's deadline", err)
+	}
+}
+
+// outrunLog is a log where a competing writer appends just before each
+// conditional append or compaction: every try loses.
+type outrunLog struct {
+	*statesync.MemLog
+	rival *statesync.Synchronizer[counter]
+}
+
+func (l outrunLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
+	if _, err := increment(ctx, l.rival); err != nil {
+		return 0, err
+	}
+	return l.MemLog.Append(ctx, expected, data)
+}
+
+func (l outrunLog) Compact(ctx context.Context, expected uint64, snapshot []byte) (uint64, error) {
+	if _, err := increment(ctx, l.rival); err != nil {
+		return 0, err
+	}
+	return l.MemLog.Compact(ctx, expected, snapshot)
+}
+
+// A write starved by other writers says how many tries it lost, so that it
+// is not taken for a log that stopped answering.
+func TestStarvedWriteSaysHowManyTriesItLost(t *testing.T) {
+	mem := statesync.NewMemLog("t")
+	log := outrunLog{mem, newCounter(t, mem)}
+	conflicts := 0
+	s := newCounter(t, log, statesync.WithTrace(func(a statesync.Attempt) {
+		if a.Conflict != nil {
+			conflicts++
+		}
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := increment(ctx, s)
+	var contended *statesync.ContendedError
+	if !errors.As(err, &contended) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a write that lost every try gave %v; want a ContendedError wrapping the deadline", err)
+	}
+	if contended.Lost < 1 || contended.Lost != conflicts {
+		t.Fatalf("ContendedError.Lost = %d; the trace saw %d conflicts", contended.Lost, conflicts)
+	}
+
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err = s.Compact(ctx, func(c counter) statesync.InitialUpdate[counter] { return start(int64(c)) })
+	if !errors.As(err, &contended) || contended.Lost < 1 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a compaction that lost every try gave %v; want a ContendedError wrapping the deadline", err)
+	}
+}
+
+// A write that never got to try is not called contended.
+func TestWriteWithNoConflictsIsNotContended(t *testing.T) {
+	s := newCounter(t, statesync.NewMemLog("t"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := increment(ctx, s)
+	var contended *statesync.ContendedError
+	if !errors.Is(err, context.Canceled) || errors.As(err, &contended) {
+		t.Fatalf("a write with an ended context gave %v; want context.Canceled alone", err)
 	}
 }
 
@@ -343,4 +408,16 @@ func TestProgressOfALongCatchUp(t *testing.T) {
 			t.Fatalf("progress went backwards: %v", reports)
 		}
 	}
+}
+
+// A watcher written for another state type is refused, not silently dropped.
+func TestWithAppliedOfAnotherStateIsRefused(t *testing.T) {
+	defer func() {
+		msg, _ := recover().(string)
+		if !strings.Contains(msg, "WithApplied") || !strings.Contains(msg, "example.Set") {
+			t.Fatalf("New with a watcher of sets on a counter: recovered %q; want a panic naming WithApplied and the watcher's type", msg)
+		}
+	}()
+	statesync.New[counter](statesync.NewMemLog("t"), counterCodec, statesync.WithApplied(func(statesync.Applied[example.Set]) {}))
+	t.Fatal("New accepted a watcher of another state type")
 }

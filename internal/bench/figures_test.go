@@ -1,4 +1,4 @@
-package perf_test
+package bench_test
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/sharedconfig/sharedconfig/internal/bench"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
-	"github.com/sharedconfig/sharedconfig/sharedconfig/perf"
 )
 
 // BenchmarkFigures is the go test -bench form of "sharedconfig bench": one
@@ -19,16 +19,16 @@ import (
 // the command for the full run). Each iteration measures the whole phase.
 func BenchmarkFigures(b *testing.B) {
 	srv := jstest.Server(b)
-	o := perf.Options{
+	o := bench.Options{
 		Connect: func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: srv.ClientURL()}) },
 		Ops:     500, Keys: 10_000, Entries: 10_000, Writers: []int{1, 4, 16}, Duration: time.Second,
 	}
-	for _, phase := range perf.Phases {
-		b.Run(phase, func(b *testing.B) {
-			var rows []perf.Row
+	for _, phase := range bench.Phases {
+		b.Run(phase.Name, func(b *testing.B) {
+			var rows []bench.Row
 			for b.Loop() {
 				var err error
-				if rows, err = perf.RunPhase(context.Background(), o, phase); err != nil {
+				if rows, err = phase.Run(context.Background(), o); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -41,4 +41,23 @@ func BenchmarkFigures(b *testing.B) {
 			}
 		})
 	}
+}
+
+// The memory figure weighs the state: at least the bytes of its keys and
+// values, however the rest of the heap moves.
+func TestMemoryFigureWeighsTheState(t *testing.T) {
+	for _, p := range bench.Phases {
+		if p.Name != "memory" {
+			continue
+		}
+		rows, err := p.Run(context.Background(), bench.Options{Keys: 10_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 1 || rows[0].Ours < rows[0].Anchor {
+			t.Fatalf("memory figure %+v; want more bytes per key than the raw keys and values hold", rows)
+		}
+		return
+	}
+	t.Fatal("no memory phase")
 }

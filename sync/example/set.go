@@ -1,4 +1,4 @@
-package statesync
+package example
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"iter"
 
 	"github.com/benbjohnson/immutable"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 // Set is a shared set of strings: another state a synchronizer can keep.
@@ -89,7 +91,7 @@ type setOp struct {
 }
 
 // EncodeUpdates implements Codec.
-func (SetCodec) EncodeUpdates(us []Update[Set]) ([]byte, error) {
+func (SetCodec) EncodeUpdates(us []statesync.Update[Set]) ([]byte, error) {
 	ops := make([]setOp, len(us))
 	for i, u := range us {
 		switch u := u.(type) {
@@ -105,12 +107,12 @@ func (SetCodec) EncodeUpdates(us []Update[Set]) ([]byte, error) {
 }
 
 // DecodeUpdates implements Codec.
-func (SetCodec) DecodeUpdates(data []byte) ([]Update[Set], error) {
+func (SetCodec) DecodeUpdates(data []byte) ([]statesync.Update[Set], error) {
 	var ops []setOp
 	if err := json.Unmarshal(data, &ops); err != nil || len(ops) == 0 {
 		return nil, fmt.Errorf("not a set update: %q", data)
 	}
-	us := make([]Update[Set], len(ops))
+	us := make([]statesync.Update[Set], len(ops))
 	for i, op := range ops {
 		switch {
 		case op.Add != nil && op.Remove == nil:
@@ -125,7 +127,7 @@ func (SetCodec) DecodeUpdates(data []byte) ([]Update[Set], error) {
 }
 
 // EncodeInitial implements Codec.
-func (SetCodec) EncodeInitial(i InitialUpdate[Set]) ([]byte, error) {
+func (SetCodec) EncodeInitial(i statesync.InitialUpdate[Set]) ([]byte, error) {
 	members := []string{}
 	for m := range i.Create(0).Members() {
 		members = append(members, m)
@@ -134,7 +136,7 @@ func (SetCodec) EncodeInitial(i InitialUpdate[Set]) ([]byte, error) {
 }
 
 // DecodeInitial implements Codec.
-func (SetCodec) DecodeInitial(data []byte) (InitialUpdate[Set], error) {
+func (SetCodec) DecodeInitial(data []byte) (statesync.InitialUpdate[Set], error) {
 	var w struct{ Members *[]string }
 	if err := json.Unmarshal(data, &w); err != nil || w.Members == nil {
 		return nil, fmt.Errorf("not a set snapshot: %q", data)

@@ -1,9 +1,11 @@
-package statesync
+package example
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 // Counter is a shared counter, the smallest state a synchronizer can keep;
@@ -28,7 +30,7 @@ func (s CounterStart) Create(uint64) Counter { return Counter(s.Value) }
 type CounterCodec struct{}
 
 // EncodeUpdates implements Codec.
-func (CounterCodec) EncodeUpdates(us []Update[Counter]) ([]byte, error) {
+func (CounterCodec) EncodeUpdates(us []statesync.Update[Counter]) ([]byte, error) {
 	adds := make([]int64, len(us))
 	for i, u := range us {
 		a, ok := u.(Add)
@@ -41,12 +43,12 @@ func (CounterCodec) EncodeUpdates(us []Update[Counter]) ([]byte, error) {
 }
 
 // DecodeUpdates implements Codec.
-func (CounterCodec) DecodeUpdates(data []byte) ([]Update[Counter], error) {
+func (CounterCodec) DecodeUpdates(data []byte) ([]statesync.Update[Counter], error) {
 	var w struct{ Add []int64 }
 	if err := json.Unmarshal(data, &w); err != nil || len(w.Add) == 0 {
 		return nil, fmt.Errorf("not a counter update: %q", data)
 	}
-	us := make([]Update[Counter], len(w.Add))
+	us := make([]statesync.Update[Counter], len(w.Add))
 	for i, n := range w.Add {
 		us[i] = Add{n}
 	}
@@ -54,12 +56,12 @@ func (CounterCodec) DecodeUpdates(data []byte) ([]Update[Counter], error) {
 }
 
 // EncodeInitial implements Codec.
-func (CounterCodec) EncodeInitial(i InitialUpdate[Counter]) ([]byte, error) {
+func (CounterCodec) EncodeInitial(i statesync.InitialUpdate[Counter]) ([]byte, error) {
 	return json.Marshal(map[string]int64{"value": int64(i.Create(0))})
 }
 
 // DecodeInitial implements Codec.
-func (CounterCodec) DecodeInitial(data []byte) (InitialUpdate[Counter], error) {
+func (CounterCodec) DecodeInitial(data []byte) (statesync.InitialUpdate[Counter], error) {
 	var w struct{ Value *int64 }
 	if err := json.Unmarshal(data, &w); err != nil || w.Value == nil {
 		return nil, fmt.Errorf("not a counter snapshot: %q", data)
@@ -69,8 +71,8 @@ func (CounterCodec) DecodeInitial(data []byte) (InitialUpdate[Counter], error) {
 
 // Increment adds 1 to the shared counter through s and returns the value it
 // added to.
-func Increment(ctx context.Context, s *Synchronizer[Counter]) (Counter, error) {
-	return UpdateState(ctx, s, func(c Counter) ([]Update[Counter], Counter) {
-		return []Update[Counter]{Add{1}}, c
+func Increment(ctx context.Context, s *statesync.Synchronizer[Counter]) (Counter, error) {
+	return statesync.UpdateState(ctx, s, func(c Counter) ([]statesync.Update[Counter], Counter) {
+		return []statesync.Update[Counter]{Add{1}}, c
 	})
 }

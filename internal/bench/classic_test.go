@@ -1,8 +1,7 @@
-package sharedconfig_test
+package bench
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -12,12 +11,12 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
-	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
-// Each benchmark runs its anchor and our operation alternately, on the same
-// server in the same process, and reports both and their ratio, so the
-// figures compare like with like whatever the machine.
+// The classic benchmarks time three of the comparisons per iteration. Each
+// runs its anchor and our operation alternately, on the same server in the
+// same process, and reports both and their ratio, so the figures compare
+// like with like whatever the machine.
 
 func reportRatio(b *testing.B, ours, anchor time.Duration, oursName, anchorName string) {
 	n := float64(b.N)
@@ -27,16 +26,6 @@ func reportRatio(b *testing.B, ours, anchor time.Duration, oursName, anchorName 
 	b.ReportMetric(0, "ns/op") // the two figures above are the result
 }
 
-// rawStream is the anchor: a stream written with plain conditional publishes.
-func rawStream(b *testing.B, nc *nats.Conn, name string) (natsjs.JetStream, string) {
-	js, _ := natsjs.New(nc)
-	subject := "raw." + name
-	if _, err := js.CreateStream(context.Background(), natsjs.StreamConfig{Name: "RAW_" + name, Subjects: []string{subject}}); err != nil {
-		b.Fatal(err)
-	}
-	return js, subject
-}
-
 // BenchmarkPut: an uncontended PUT against a raw JetStream publish with
 // Nats-Expected-Last-Sequence, the floor for one durable conditional write.
 func BenchmarkPut(b *testing.B) {
@@ -44,12 +33,15 @@ func BenchmarkPut(b *testing.B) {
 	srv := jstest.Server(b)
 	nc := jstest.Connect(b, srv)
 	c := openBench(b, nc, "put")
-	js, subject := rawStream(b, nc, "put")
+	js, _ := natsjs.New(nc)
+	subject := "raw.put"
+	if _, err := js.CreateStream(ctx, natsjs.StreamConfig{Name: "RAW_put", Subjects: []string{subject}}); err != nil {
+		b.Fatal(err)
+	}
 	payload := []byte(`{"ops":[{"op":"put","key":"key","value":"value"}]}`)
 	var last uint64
 	var ours, anchor time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for b.Loop() {
 		start := time.Now()
 		ack, err := js.Publish(ctx, subject, payload, natsjs.WithExpectLastSequence(last))
 		anchor += time.Since(start)
@@ -75,16 +67,17 @@ func BenchmarkPutStateSize(b *testing.B) {
 	small := openWithKeys(b, nc, "small", 10)
 	large := openWithKeys(b, nc, "large", 100_000)
 	var ours, anchor time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		key := fmt.Sprintf("key%06d", i%10)
+	i := 0
+	for b.Loop() {
+		k := key(i % 10)
+		i++
 		start := time.Now()
-		if _, _, err := small.Put(ctx, key, "v"); err != nil {
+		if _, _, err := small.Put(ctx, k, "v"); err != nil {
 			b.Fatal(err)
 		}
 		anchor += time.Since(start)
 		start = time.Now()
-		if _, _, err := large.Put(ctx, key, "v"); err != nil {
+		if _, _, err := large.Put(ctx, k, "v"); err != nil {
 			b.Fatal(err)
 		}
 		ours += time.Since(start)
@@ -100,38 +93,29 @@ func BenchmarkCatchUp(b *testing.B) {
 	srv := jstest.Server(b)
 	nc := jstest.Connect(b, srv)
 	writer := openBench(b, nc, "catchup")
-	l := writer.Log().(*jetstream.Log)
-	// Write the entries with pipelined publishes: the setup is not measured.
-	js, _ := natsjs.New(nc)
-	for i := range pending {
-		data, _ := sharedconfig.Codec{}.EncodeUpdates([]statesync.Update[sharedconfig.State]{sharedconfig.Put{Key: fmt.Sprint("key", i%100), Value: "value"}})
-		msg := nats.NewMsg(jetstream.Subject("bench", "catchup"))
-		msg.Header.Set(jetstream.HeaderFormat, jetstream.FormatVersion)
-		msg.Header.Set(jetstream.HeaderKind, jetstream.KindUpdate)
-		msg.Data = data
-		if _, err := js.PublishMsgAsync(msg); err != nil {
-			b.Fatal(err)
-		}
-		if i%1000 == 999 || i == pending-1 {
-			select {
-			case <-js.PublishAsyncComplete():
-			case <-time.After(time.Minute):
-				b.Fatal("setup publishes did not complete")
-			}
-		}
+	l := writer.Log()
+	if err := appendEntries(ctx, l, pending, func(i int) string { return key(i % 100) }, func(int) {}); err != nil {
+		b.Fatal(err)
 	}
 	last, err := l.LastRevision(ctx)
 	if err != nil || last != pending+1 {
 		b.Fatalf("stream at %d, %v; want %d", last, err, pending+1)
 	}
+	js, _ := natsjs.New(nc)
+	stream, err := js.Stream(ctx, jetstream.StreamName(benchScope, "catchup"))
+	if err != nil {
+		b.Fatal(err)
+	}
 	var ours, anchor time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for b.Loop() {
 		start := time.Now()
-		consumer := readRaw(b, l.Stream(), last)
+		consumer, err := readRaw(ctx, stream, last)
 		anchor += time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
 		// The server keeps at most 1,000 consumers per stream.
-		if err := l.Stream().DeleteConsumer(ctx, consumer); err != nil {
+		if err := stream.DeleteConsumer(ctx, consumer); err != nil {
 			b.Fatal(err)
 		}
 		start = time.Now()
@@ -147,36 +131,8 @@ func BenchmarkCatchUp(b *testing.B) {
 	reportRatio(b, ours, anchor, "catch-up", "raw-ordered-consumer")
 }
 
-// readRaw reads up to last with an ordered consumer and returns its name.
-func readRaw(b *testing.B, stream natsjs.Stream, last uint64) string {
-	cons, err := stream.OrderedConsumer(context.Background(), natsjs.OrderedConsumerConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	msgs, err := cons.Messages()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer msgs.Stop()
-	for {
-		msg, err := msgs.Next()
-		if err != nil {
-			b.Fatal(err)
-		}
-		meta, _ := msg.Metadata()
-		if meta.Sequence.Stream >= last {
-			return cons.CachedInfo().Name
-		}
-	}
-}
-
 func openBench(b *testing.B, nc *nats.Conn, name string) *sharedconfig.Config {
-	ctx := context.Background()
-	l, err := jetstream.OpenLog(ctx, nc, "bench", name, jetstream.LogOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := sharedconfig.Open(ctx, l, sharedconfig.Options{})
+	c, err := openOn(context.Background(), nc, name, sharedconfig.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -187,15 +143,7 @@ func openBench(b *testing.B, nc *nats.Conn, name string) *sharedconfig.Config {
 func openWithKeys(b *testing.B, nc *nats.Conn, name string, n int) *sharedconfig.Config {
 	ctx := context.Background()
 	c := openBench(b, nc, name)
-	state := sharedconfig.EmptyState()
-	for i := range n {
-		state = sharedconfig.Put{Key: fmt.Sprintf("key%06d", i), Value: "value"}.Apply(state, 1)
-	}
-	data, err := sharedconfig.Codec{}.EncodeInitial(sharedconfig.Snapshot{State: state})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := c.Log().Compact(ctx, c.Revision(), data); err != nil {
+	if err := writeSnapshot(ctx, c, n); err != nil {
 		b.Fatal(err)
 	}
 	if err := c.Refresh(ctx); err != nil {

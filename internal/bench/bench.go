@@ -1,8 +1,12 @@
-// Package perf measures sharedconfig against its anchors in one run: each
+// Package bench measures sharedconfig against its anchors in one run: each
 // figure beside the primitive it is built on (a raw JetStream conditional
 // publish, NATS KV compare-and-set, a raw ordered consumer, a request round
 // trip), on the same server, as a ratio. "sharedconfig bench" prints them.
-package perf
+//
+// Like hashicorp/raft's raftbench, which drives a store only through the
+// LogStore interface, it drives sharedconfig only through its public API
+// and the statesync.Log interface; the anchors use nats.go's public API.
+package bench
 
 import (
 	"context"
@@ -82,14 +86,29 @@ func (r Row) atLeast(x float64) Row {
 	return r
 }
 
+// Phase is one measurement.
+type Phase struct {
+	Name string
+	run  func(*runner, context.Context) ([]Row, error)
+}
+
 // Phases are the measurements, in the order Run takes them.
-var Phases = []string{"put", "state-size", "contended", "refresh", "catch-up", "join", "get", "memory"}
+var Phases = []Phase{
+	{"put", (*runner).putLatency},
+	{"state-size", (*runner).stateSize},
+	{"contended", (*runner).contended},
+	{"refresh", (*runner).refresh},
+	{"catch-up", (*runner).catchUp},
+	{"join", (*runner).join},
+	{"get", (*runner).get},
+	{"memory", (*runner).memory},
+}
 
 // Run measures everything, in order, and returns the rows.
 func Run(ctx context.Context, o Options) ([]Row, error) {
 	var rows []Row
-	for _, phase := range Phases {
-		got, err := RunPhase(ctx, o, phase)
+	for _, p := range Phases {
+		got, err := p.Run(ctx, o)
 		rows = append(rows, got...)
 		if err != nil {
 			return rows, err
@@ -98,17 +117,9 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 	return rows, nil
 }
 
-// RunPhase takes one of the Phases.
-func RunPhase(ctx context.Context, o Options, phase string) ([]Row, error) {
-	r := &runner{o: o}
-	run := map[string]func(context.Context) ([]Row, error){
-		"put": r.putLatency, "state-size": r.stateSize, "contended": r.contended, "refresh": r.refresh,
-		"catch-up": r.catchUp, "join": r.join, "get": r.get, "memory": r.memory,
-	}[phase]
-	if run == nil {
-		return nil, fmt.Errorf("no phase %q", phase)
-	}
-	return run(ctx)
+// Run takes the measurement.
+func (p Phase) Run(ctx context.Context, o Options) ([]Row, error) {
+	return p.run(&runner{o: o}, ctx)
 }
 
 type runner struct {
@@ -149,12 +160,15 @@ func (r *runner) open(ctx context.Context, name string, o sharedconfig.Options) 
 }
 
 func openOn(ctx context.Context, nc *nats.Conn, name string, o sharedconfig.Options) (*sharedconfig.Config, error) {
-	l, err := scjs.OpenLog(ctx, nc, "bench", name, scjs.LogOptions{Writer: "bench"})
+	l, err := scjs.OpenLog(ctx, nc, benchScope, name, scjs.LogOptions{Writer: "bench"})
 	if err != nil {
 		return nil, err
 	}
 	return sharedconfig.Open(ctx, l, o)
 }
+
+// benchScope is the scope of every config the bench opens.
+const benchScope = "bench"
 
 func uniqueName(what string) string { return what + "_" + nuid.Next()[:8] }
 
@@ -452,34 +466,41 @@ func (r *runner) refresh(ctx context.Context) ([]Row, error) {
 	return []Row{row("REFRESH, nothing pending, p50", "µs", percentile(ours, 0.5), percentile(rtt, 0.5), "request round trip").atMost(2)}, nil
 }
 
-// publishEntries appends n update entries to c's stream, pipelined: setting
-// up is not what is measured.
-func (r *runner) publishEntries(ctx context.Context, c *sharedconfig.Config, n int, keyOf func(i int) string, phase string) error {
-	l := c.Log().(*scjs.Log)
-	js, _ := jetstream.New(l.Conn(), jetstream.WithPublishAsyncMaxPending(4096))
-	subject := l.Stream().CachedInfo().Config.Subjects[0]
-	for i := range n {
-		data, err := sharedconfig.Codec{}.EncodeUpdates([]statesync.Update[sharedconfig.State]{sharedconfig.Put{Key: keyOf(i), Value: "value-" + strconv.Itoa(i)}})
-		if err != nil {
+// appendEntries appends n update entries to log, unconditionally, from
+// many appends in flight at once: setting up is not what is measured. They
+// are ordinary entries, as any writer appends them, so the anchor that reads
+// them raw reads what sharedconfig reads. progress hears of every round.
+func appendEntries(ctx context.Context, log statesync.Log, n int, keyOf func(i int) string, progress func(done int)) error {
+	const inFlight, round = 256, 2048
+	for from := 0; from < n; from += round {
+		to := min(from+round, n)
+		var next atomic.Int64
+		next.Store(int64(from))
+		errs := make([]error, inFlight)
+		var wg sync.WaitGroup
+		for w := range inFlight {
+			wg.Go(func() {
+				for i := int(next.Add(1) - 1); i < to && errs[w] == nil; i = int(next.Add(1) - 1) {
+					errs[w] = appendPut(ctx, log, keyOf(i), "value-"+strconv.Itoa(i))
+				}
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
 			return err
 		}
-		msg := nats.NewMsg(subject)
-		msg.Header.Set(scjs.HeaderFormat, scjs.FormatVersion)
-		msg.Header.Set(scjs.HeaderKind, scjs.KindUpdate)
-		msg.Data = data
-		if _, err := js.PublishMsgAsync(msg); err != nil {
-			return err
-		}
-		if i%2000 == 1999 || i == n-1 {
-			r.progress(phase, i+1, n)
-			select {
-			case <-js.PublishAsyncComplete():
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
+		progress(to)
 	}
 	return nil
+}
+
+func appendPut(ctx context.Context, log statesync.Log, key, value string) error {
+	data, err := sharedconfig.Codec{}.EncodeUpdates([]statesync.Update[sharedconfig.State]{sharedconfig.Put{Key: key, Value: value}})
+	if err != nil {
+		return err
+	}
+	_, err = log.Append(ctx, statesync.AnyRevision, data)
+	return err
 }
 
 // catchUp: a new client catching up on Entries pending entries against
@@ -491,21 +512,26 @@ func (r *runner) catchUp(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.publishEntries(ctx, c, r.o.Entries, func(i int) string { return key(i % 1000) }, "writing pending entries"); err != nil {
+	fill := func(done int) { r.progress("writing pending entries", done, r.o.Entries) }
+	if err := appendEntries(ctx, c.Log(), r.o.Entries, func(i int) string { return key(i % 1000) }, fill); err != nil {
 		return nil, err
 	}
 	last, err := c.Log().LastRevision(ctx)
 	if err != nil {
 		return nil, err
 	}
+	stream, err := r.rawStream(ctx, name)
+	if err != nil {
+		return nil, err
+	}
 	r.progress("catch-up", 0, 2)
 	start := time.Now()
-	consumer, err := readRaw(ctx, c.Log().(*scjs.Log).Stream(), last)
+	consumer, err := readRaw(ctx, stream, last)
 	if err != nil {
 		return nil, err
 	}
 	raw := time.Since(start)
-	c.Log().(*scjs.Log).Stream().DeleteConsumer(ctx, consumer)
+	stream.DeleteConsumer(ctx, consumer)
 	r.progress("catch-up", 1, 2)
 	start = time.Now()
 	joined, err := r.open(ctx, name, sharedconfig.Options{})
@@ -517,6 +543,20 @@ func (r *runner) catchUp(ctx context.Context) ([]Row, error) {
 		return nil, fmt.Errorf("caught up to %d, want %d", joined.Revision(), last)
 	}
 	return []Row{row(fmt.Sprintf("catch-up of %d entries", r.o.Entries), "ms", ms(ours), ms(raw), "raw ordered consumer").atMost(1.3)}, nil
+}
+
+// rawStream is the stream that holds config name, seen through nats.go
+// alone, on a connection of its own.
+func (r *runner) rawStream(ctx context.Context, name string) (jetstream.Stream, error) {
+	nc, err := r.connect()
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	return js.Stream(ctx, scjs.StreamName(benchScope, name))
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -565,7 +605,8 @@ func (r *runner) join(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.publishEntries(ctx, h, r.o.Keys, key, "join: writing the history"); err != nil {
+	fill := func(done int) { r.progress("join: writing the history", done, r.o.Keys) }
+	if err := appendEntries(ctx, h.Log(), r.o.Keys, key, fill); err != nil {
 		return nil, err
 	}
 	r.progress("join", 0, 2)
@@ -617,20 +658,29 @@ func (r *runner) get(ctx context.Context) ([]Row, error) {
 
 // memory: heap bytes per key at Keys keys against the raw bytes of the keys
 // and values.
+//
+// The heap is weighed with the state alive and again just after it is
+// dropped, not before it is built: the embedded server shares the process,
+// and it frees caches of the phases before on its own schedule, which made a
+// before-and-after difference come out negative on a busy machine.
 func (r *runner) memory(context.Context) ([]Row, error) {
 	r.progress("memory", 0, 1)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
 	s := stateOf(r.o.Keys)
-	runtime.GC()
-	runtime.ReadMemStats(&after)
 	raw := 0
 	for k, p := range s.All() {
 		raw += len(k) + len(p.Value)
 	}
+	with := liveHeap()
 	runtime.KeepAlive(s)
-	heap := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+	heap := float64(with) - float64(liveHeap())
 	n := float64(r.o.Keys)
 	return []Row{row(fmt.Sprintf("memory at %d keys", r.o.Keys), "bytes/key", heap/n, float64(raw)/n, "raw bytes of keys and values")}, nil
+}
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
