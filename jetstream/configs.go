@@ -5,35 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
-
-// ParseStreamName is StreamName's inverse: it reports ok=false for a stream
-// name that StreamName cannot have made.
-func ParseStreamName(stream string) (scope, name string, ok bool) {
-	rest, found := strings.CutPrefix(stream, "SC_")
-	if !found {
-		return "", "", false
-	}
-	digits, rest, found := strings.Cut(rest, "_")
-	if !found || digits == "" || digits[0] == '0' {
-		return "", "", false
-	}
-	n, err := strconv.Atoi(digits)
-	if err != nil || n < 1 || n > MaxNameLength || len(rest) < n+2 || rest[n] != '_' {
-		return "", "", false
-	}
-	scope, name = rest[:n], rest[n+1:]
-	if ValidateName("scope", scope) != nil || ValidateName("name", name) != nil {
-		return "", "", false
-	}
-	return scope, name, true
-}
 
 // ConfigInfo describes the stream of one config.
 type ConfigInfo struct {
