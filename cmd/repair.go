@@ -89,7 +89,7 @@ func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 }
 
 // describeDiscarded says what an entry repair discards held.
-func describeDiscarded(d sharedconfig.Discarded) string {
+func describeDiscarded(d sharedconfig.Change) string {
 	switch {
 	case d.Damage != "":
 		return "DAMAGED: " + d.Damage

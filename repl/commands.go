@@ -263,6 +263,10 @@ func changeFields(ch sharedconfig.Change) fields {
 		f["foreign"] = ch.Foreign
 		return f
 	}
+	if ch.Damage != "" {
+		f["damage"] = ch.Damage
+		return f
+	}
 	ops := []fields{}
 	for _, op := range ch.Ops {
 		o := fields{"op": op.Kind}
@@ -285,6 +289,9 @@ func describeChange(ch sharedconfig.Change) (operation, arguments string) {
 	}
 	if ch.Foreign != "" {
 		return "FOREIGN", "skipped: " + ch.Foreign
+	}
+	if ch.Damage != "" {
+		return "DAMAGED", ch.Damage
 	}
 	var ops, args []string
 	for _, op := range ch.Ops {

@@ -2,6 +2,7 @@ package sharedconfig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,6 +27,9 @@ type Change struct {
 	// Foreign, when not empty, says why the entry was stepped over: another
 	// program wrote it, and it holds no change.
 	Foreign string
+	// Damage, when not empty, says why the entry does not read (History and
+	// PlanRepair list such entries; reading the config stops at them).
+	Damage string
 }
 
 // Op is one operation of an update: a put, a remove or a clear.
@@ -103,18 +107,42 @@ func (c *Config) History(ctx context.Context, n int) ([]Change, error) {
 		after = last - uint64(n)
 	}
 	var out []Change
-	err = c.Log().Read(ctx, after, last, func(e statesync.Entry) error {
-		ch, err := c.decode(e)
-		if err != nil {
-			return err
-		}
-		out = append(out, ch)
-		return nil
-	})
+	err = c.readChanges(ctx, after, last, func(ch Change) { out = append(out, ch) })
 	if len(out) > n { // a snapshot that covered a gap may add one
 		out = out[len(out)-n:]
 	}
 	return out, err
+}
+
+// readChanges calls fn with each entry after after up to upTo, decoded, and
+// reads on past damage: an entry that does not read comes with Damage set.
+func (c *Config) readChanges(ctx context.Context, after, upTo uint64, fn func(Change)) error {
+	for after < upTo {
+		err := c.Log().Read(ctx, after, upTo, func(e statesync.Entry) error {
+			ch, err := c.decode(e)
+			var entryErr *statesync.EntryError
+			if errors.As(err, &entryErr) {
+				ch.Damage = entryErr.Err.Error()
+			} else if err != nil {
+				return err
+			}
+			fn(ch)
+			after = e.Revision
+			return nil
+		})
+		var entryErr *statesync.EntryError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &entryErr) && entryErr.Revision > after:
+			// The log cannot read this one at all: say so and read on.
+			fn(Change{Revision: entryErr.Revision, Damage: entryErr.Err.Error()})
+			after = entryErr.Revision
+		default:
+			return err
+		}
+	}
+	return nil
 }
 
 // KeyChange is one change to a key: its value after the change, or that it

@@ -23,18 +23,13 @@ func (e *DamagedError) Error() string {
 
 func (e *DamagedError) Unwrap() error { return e.Entry }
 
-// Discarded is an entry past the last good state, which Repair drops.
-type Discarded struct {
-	Change
-	// Damage says why the entry does not read; empty if it does.
-	Damage string
-}
-
 // RepairPlan is what Repair would do: write the local state, at
 // GoodRevision, as a snapshot after LastRevision, dropping Discarded.
 type RepairPlan struct {
 	GoodRevision, LastRevision uint64
-	Discarded                  []Discarded
+	// Discarded are the entries after GoodRevision; those that do not
+	// read have Damage set.
+	Discarded []Change
 }
 
 // Damaged reports whether an entry after the good state does not read:
@@ -57,34 +52,8 @@ func (c *Config) PlanRepair(ctx context.Context) (RepairPlan, error) {
 	if p.LastRevision, err = c.Log().LastRevision(ctx); err != nil {
 		return p, err
 	}
-	after := p.GoodRevision
-	for after < p.LastRevision {
-		err := c.Log().Read(ctx, after, p.LastRevision, func(e statesync.Entry) error {
-			ch, err := c.decode(e)
-			d := Discarded{Change: ch}
-			var entryErr *statesync.EntryError
-			if errors.As(err, &entryErr) {
-				d.Damage = entryErr.Err.Error()
-			} else if err != nil {
-				d.Damage = err.Error()
-			}
-			p.Discarded = append(p.Discarded, d)
-			after = e.Revision
-			return nil
-		})
-		var entryErr *statesync.EntryError
-		switch {
-		case err == nil:
-			return p, nil
-		case errors.As(err, &entryErr) && entryErr.Revision > after:
-			// The log cannot read this one at all: list it and read on.
-			p.Discarded = append(p.Discarded, Discarded{Change: Change{Revision: entryErr.Revision}, Damage: entryErr.Err.Error()})
-			after = entryErr.Revision
-		default:
-			return p, err
-		}
-	}
-	return p, nil
+	err = c.readChanges(ctx, p.GoodRevision, p.LastRevision, func(ch Change) { p.Discarded = append(p.Discarded, ch) })
+	return p, err
 }
 
 // ErrNothingToRepair: the log reads to its end.

@@ -89,6 +89,10 @@ func TestDamagedEntryOpensReadOnlyAndRepairs(t *testing.T) {
 	if _, _, err := d.Put(ctx, "k", "new"); err == nil {
 		t.Fatal("a write past the damage landed")
 	}
+	h := must[[]sharedconfig.Change](t)(d.History(ctx, 3))
+	if len(h) != 3 || h[1].Revision != bad || h[1].Damage == "" || h[2].Revision != later || h[2].Damage != "" {
+		t.Fatalf("History over damage: %+v; want the damaged entry marked and the one after it read", h)
+	}
 	plan := must[sharedconfig.RepairPlan](t)(d.PlanRepair(ctx))
 	if !plan.Damaged() || len(plan.Discarded) != 2 || plan.Discarded[0].Damage == "" ||
 		plan.Discarded[1].Revision != later || plan.Discarded[1].Writer != "other" || plan.Discarded[1].Ops[0].Value != "later" {
@@ -113,5 +117,31 @@ func TestDamagedEntryOpensReadOnlyAndRepairs(t *testing.T) {
 	}
 	if _, err := d.Repair(ctx, must[sharedconfig.RepairPlan](t)(d.PlanRepair(ctx))); !errors.Is(err, sharedconfig.ErrNothingToRepair) {
 		t.Fatalf("a second repair: %v", err)
+	}
+}
+
+// An entry the log itself cannot read (a kind it does not know) is listed
+// as damage too, and the entries after it are read.
+func TestUnreadableEntryIsListed(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	c := e.open(sharedconfig.Options{})
+	put(t, c, "k", "good")
+	bad := publishRaw(t, e, "{}", jetstream.HeaderFormat, "1", jetstream.HeaderKind, "mystery")
+	later := publishRaw(t, e, `{"ops":[{"op":"remove","key":"k"}]}`, jetstream.HeaderFormat, "1", jetstream.HeaderKind, "update")
+	h := must[[]sharedconfig.Change](t)(c.History(ctx, 2))
+	if len(h) != 2 || h[0].Revision != bad || !strings.Contains(h[0].Damage, `unknown entry kind "mystery"`) || h[1].Revision != later || h[1].Ops[0].Kind != "remove" {
+		t.Fatalf("History: %+v", h)
+	}
+	if err := c.Refresh(ctx); err == nil {
+		t.Fatal("Refresh read past an entry it cannot read")
+	}
+	plan := must[sharedconfig.RepairPlan](t)(c.PlanRepair(ctx))
+	if !plan.Damaged() || len(plan.Discarded) != 2 {
+		t.Fatalf("plan: %+v", plan)
+	}
+	must[uint64](t)(c.Repair(ctx, plan))
+	if v, _ := c.Get("k"); v != "good" {
+		t.Fatalf("after the repair: k = %q, want good", v)
 	}
 }
