@@ -33,9 +33,9 @@ func TestBadValues(t *testing.T) {
 	p := startREPL(t, "p", "--server", srv.ClientURL(), "--scope", "bad")
 	p.wantExit = 1
 	p.send("PUT big, " + strings.Repeat("x", 1100<<10))
-	p.expectPrefix("!!!! Error: an update of 1126")
+	p.expectPrefix("!!!! line 1: Error: an update of 1126")
 	p.send("PUT k, \xff\xfe")
-	p.expect(`!!!! Error: "\xff\xfe": keys and values must be UTF-8 text`)
+	p.expect(`!!!! line 2: Error: "\xff\xfe": keys and values must be UTF-8 text`)
 	p.send("GET_ALL")
 	p.expect("**** Properties for SharedConfig: 'someConfig' :")
 	p.send("PUT k, fine")

@@ -11,21 +11,17 @@ import (
 )
 
 // command is one row of the command table. The same rows drive dispatch,
-// the argument checks, HELP and completion.
+// the parameter checks, HELP and completion.
 type command struct {
 	name    string
 	aliases []string
-	// syntax and help make the command's HELP line: "syntax - help".
-	syntax, help string
-	// min and max bound the parameters, max -1 meaning any number (they
-	// are ignored); usage is the warning for too few or too many.
-	min, max int
-	usage    string
-	// keyArg: the first parameter is a key, so completion offers keys.
-	keyArg bool
-	// words: the values completion offers for the first parameter.
-	words []string
-	run   func(ctx context.Context, sh *Shell, args []string) reply
+	help    string // HELP's line is "syntax - help"
+	params  []param
+	// usageText, if set, is the usage warning instead of the one made
+	// from params (GET keeps the original's).
+	usageText string
+	// run gets parameters that passed checkArgs.
+	run func(ctx context.Context, sh *Shell, args []string) reply
 }
 
 // outcome is how a command ended, for the exit status of a script.
@@ -42,33 +38,35 @@ const (
 var commands []*command
 
 func init() {
+	key := param{name: "key", kind: keyParam}
+	onOff := param{kind: choiceParam, choices: []string{"ON", "OFF"}}
 	commands = []*command{
-		{name: "GET_ALL", syntax: "GET_ALL [{prefix}]", help: "prints out all of the properties in the Shared Config (with a prefix, only the keys that start with it).",
-			max: 1, usage: "Expecting parameters: [prefix]", keyArg: true, run: runGetAll},
-		{name: "GET", syntax: "GET {key}", help: "print out the configuration property for the given key.",
-			min: 1, max: 1, usage: "Please enter a key to retrieve", keyArg: true, run: runGet},
-		{name: "PUT", syntax: "PUT {key} , {value}", help: "update the Shared Config with the given key/value pair.  Print out previous value (if it existed).",
-			min: 2, max: 2, usage: "Expecting parameters: key , value", keyArg: true, run: runPut},
-		{name: "PUT_IF_ABSENT", aliases: []string{"PUT_IF_ABCENT"}, syntax: "PUT_IF_ABSENT {key} , {value}", help: "update the Shared Config with the given key/value pair, only if the property is not already defined.",
-			min: 2, max: 2, usage: "Expecting parameters: key , value", keyArg: true, run: runPutIfAbsent},
-		{name: "REMOVE", syntax: "REMOVE {key} [ , {currentValue}]", help: "remove the given property from the Shared Config.  If {currentValue} is given, remove only if the property's current value matches {currentValue}.",
-			min: 1, max: 2, usage: "Expecting parameters: key [, currentValue]", keyArg: true, run: runRemove},
-		{name: "REPLACE", syntax: "REPLACE {key} , {newValue} [ , {currentValue}]", help: "update the value of the property.  If {currentValue} is given, update only if the property's current value matches {currentValue}.",
-			min: 2, max: 3, usage: "Expecting parameters: key , newValue [, currentValue]", keyArg: true, run: runReplace},
-		{name: "CLEAR", syntax: "CLEAR", help: "remove all the keys from the Shared Config.", run: runClear},
-		{name: "REFRESH", syntax: "REFRESH", help: "force an update from the Synchronized State.", run: runRefresh},
-		{name: "LOG", syntax: "LOG [{n}]", help: "print the last n entries of the stream (default 10): revision, time, writer, operation; snapshots marked.",
-			max: 1, usage: "Expecting parameters: [number of entries]", run: runLog},
-		{name: "HISTORY", syntax: "HISTORY {key}", help: "print the values a property had, with their revisions, as far back as compaction allows.",
-			min: 1, max: 1, usage: "Expecting parameters: key", keyArg: true, run: runHistory},
-		{name: "STATUS", syntax: "STATUS", help: "print the stream, the server, the local revision against the stream's, and more.", run: runStatus},
-		{name: "COMPACT", syntax: "COMPACT", help: "write a snapshot now, dropping the history before it.", run: runCompact},
-		{name: "FOLLOW", syntax: "FOLLOW ON|OFF", help: "keep the local copy current without REFRESH, printing each change others make as it lands.",
-			min: 1, max: 1, usage: "Expecting parameters: ON or OFF", words: []string{"ON", "OFF"}, run: runFollow},
-		{name: "TRACE", syntax: "TRACE ON|OFF", help: "print every try of every write: the revision it was based on, conflicts, catching up, the commit.",
-			min: 1, max: 1, usage: "Expecting parameters: ON or OFF", words: []string{"ON", "OFF"}, run: runTrace},
-		{name: "HELP", syntax: "HELP", help: "print out a list of commands.", run: runHelp},
-		{name: "QUIT", aliases: []string{"EXIT"}, syntax: "QUIT", help: "terminate the program.", max: -1, run: runQuit},
+		{name: "GET_ALL", help: "prints out all of the properties in the Shared Config (with a prefix, only the keys that start with it).",
+			params: []param{{name: "prefix", optional: true, kind: prefixParam}}, run: runGetAll},
+		{name: "GET", help: "print out the configuration property for the given key.",
+			params: []param{key}, usageText: "Please enter a key to retrieve", run: runGet},
+		{name: "PUT", help: "update the Shared Config with the given key/value pair.  Print out previous value (if it existed).",
+			params: []param{key, {name: "value", kind: valueParam}}, run: runPut},
+		{name: "PUT_IF_ABSENT", aliases: []string{"PUT_IF_ABCENT"}, help: "update the Shared Config with the given key/value pair, only if the property is not already defined.",
+			params: []param{key, {name: "value", kind: valueParam}}, run: runPutIfAbsent},
+		{name: "REMOVE", help: "remove the given property from the Shared Config.  If {currentValue} is given, remove only if the property's current value matches {currentValue}.",
+			params: []param{key, {name: "currentValue", optional: true, kind: valueParam}}, run: runRemove},
+		{name: "REPLACE", help: "update the value of the property.  If {currentValue} is given, update only if the property's current value matches {currentValue}.",
+			params: []param{key, {name: "newValue", kind: valueParam}, {name: "currentValue", optional: true, kind: valueParam}}, run: runReplace},
+		{name: "CLEAR", help: "remove all the keys from the Shared Config.", run: runClear},
+		{name: "REFRESH", help: "force an update from the Synchronized State.", run: runRefresh},
+		{name: "LOG", help: "print the last n entries of the stream (default 10): revision, time, writer, operation; snapshots marked.",
+			params: []param{{name: "n", optional: true, kind: countParam, noun: "number of entries"}}, run: runLog},
+		{name: "HISTORY", help: "print the values a property had, with their revisions, as far back as compaction allows.",
+			params: []param{key}, run: runHistory},
+		{name: "STATUS", help: "print the stream, the server, the local revision against the stream's, and more.", run: runStatus},
+		{name: "COMPACT", help: "write a snapshot now, dropping the history before it.", run: runCompact},
+		{name: "FOLLOW", help: "keep the local copy current without REFRESH, printing each change others make as it lands.",
+			params: []param{onOff}, run: runFollow},
+		{name: "TRACE", help: "print every try of every write: the revision it was based on, conflicts, catching up, the commit.",
+			params: []param{onOff}, run: runTrace},
+		{name: "HELP", help: "print out a list of commands.", run: runHelp},
+		{name: "QUIT", aliases: []string{"EXIT"}, help: "terminate the program.", run: runQuit},
 	}
 }
 
@@ -87,12 +85,20 @@ func lookup(word string) *command {
 	return nil
 }
 
+// counted is "1 entry", "2 entries".
+func counted[N int | uint64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 // helpText is HELP's output, built from the table.
 func helpText() string {
 	var b strings.Builder
 	b.WriteString("Enter one of the following commands at the command line prompt:\n\n")
 	for _, c := range commands {
-		fmt.Fprintf(&b, "%s - %s\n", c.syntax, c.help)
+		fmt.Fprintf(&b, "%s - %s\n", c.syntax(), c.help)
 	}
 	b.WriteString("\nParameters are separated by commas. A parameter in double quotes is a Go string\n")
 	b.WriteString("literal, for keys or values that hold commas: PUT \"a, b\" , \"x\"\n")
@@ -124,6 +130,8 @@ func runGetAll(_ context.Context, sh *Shell, args []string) reply {
 	}
 	if len(t.rows) > 0 {
 		r.table = t
+	} else if prefix != "" {
+		r.lines = append(r.lines, say("No properties start with '%s'", prefix))
 	}
 	r.result = fields{"properties": props}
 	if prefix != "" {
@@ -285,13 +293,13 @@ func changeFields(ch sharedconfig.Change) fields {
 // describeChange is a change as LOG and follow mode show it.
 func describeChange(ch sharedconfig.Change) (operation, arguments string) {
 	if ch.Snapshot {
-		return "SNAPSHOT", fmt.Sprintf("%d properties; replaces all before it", ch.Properties)
+		return "SNAPSHOT", counted(ch.Properties, "property", "properties") + "; replaces all before it"
 	}
 	if ch.Foreign != "" {
 		return "FOREIGN", "skipped: " + ch.Foreign
 	}
 	if ch.Damage != "" {
-		return "DAMAGED", ch.Damage
+		return "DAMAGED", shown(ch.Damage) // it may quote what the entry holds
 	}
 	var ops, args []string
 	for _, op := range ch.Ops {
@@ -312,16 +320,13 @@ func describeChange(ch sharedconfig.Change) (operation, arguments string) {
 func runLog(ctx context.Context, sh *Shell, args []string) reply {
 	n := 10
 	if len(args) == 1 {
-		var err error
-		if n, err = strconv.Atoi(args[0]); err != nil || n < 1 {
-			return refuse(fmt.Sprintf("LOG takes a number of entries, 1 or more: '%s'", args[0]))
-		}
+		n, _ = strconv.Atoi(args[0]) // checked
 	}
 	changes, err := sh.cfg.History(ctx, n)
 	if err != nil {
 		return sh.failure(err)
 	}
-	r := answer(say("Last %d entries of stream %s:", len(changes), sh.cfg.Log().Name()), nil)
+	r := answer(say("Last %s of stream %s:", counted(len(changes), "entry", "entries"), sh.cfg.Log().Name()), nil)
 	t := &table{header: []string{"Revision", "Time", "Writer", "Operation", "Arguments"}}
 	entries := []fields{}
 	for _, ch := range changes {
@@ -351,7 +356,7 @@ func runHistory(ctx context.Context, sh *Shell, args []string) reply {
 	t := &table{header: []string{"Revision", "Time", "Writer", "Value"}}
 	list := []fields{}
 	for _, kc := range changes {
-		value, f := "'"+kc.Value+"'", fields{"revision": kc.Revision, "writer": kc.Writer}
+		value, f := "'"+shown(kc.Value)+"'", fields{"revision": kc.Revision, "writer": kc.Writer}
 		switch {
 		case kc.Removed:
 			value = "(removed)"
@@ -385,11 +390,11 @@ func runStatus(ctx context.Context, sh *Shell, _ []string) reply {
 	}
 	r := reply{lines: []string{
 		say("Config:    %s/%s", sh.scope, sh.name),
-		say("Stream:    %s (%d %s)", st.Stream, replicas, map[bool]string{true: "replica", false: "replicas"}[replicas == 1]),
+		say("Stream:    %s (%s)", st.Stream, counted(replicas, "replica", "replicas")),
 		say("Server:    %s", sh.server()),
 		say("Revision:  %d local, %d in the stream (%d behind)", st.Revision, st.LastRevision, max(lag, 0)),
-		say("History:   %d entries since the last compaction", st.EntriesSinceCompaction),
-		say("State:     %d properties, %d bytes of keys and values", st.Properties, st.Bytes),
+		say("History:   %s since the last compaction", counted(st.EntriesSinceCompaction, "entry", "entries")),
+		say("State:     %s, %s of keys and values", counted(st.Properties, "property", "properties"), counted(st.Bytes, "byte", "bytes")),
 		say("Follow:    %s", yesNo(sh.following())),
 		say("Trace:     %s", yesNo(sh.tracing.Load())),
 	}}
@@ -411,10 +416,7 @@ func runCompact(ctx context.Context, sh *Shell, _ []string) reply {
 }
 
 func runFollow(_ context.Context, sh *Shell, args []string) reply {
-	on, valid := onOff(args[0])
-	if !valid {
-		return refuse(fmt.Sprintf("Expecting parameters: ON or OFF, not '%s'", args[0]))
-	}
+	on := strings.EqualFold(args[0], "ON") // checked: ON or OFF
 	if err := sh.setFollow(on); err != nil {
 		return sh.failure(err)
 	}
@@ -422,10 +424,7 @@ func runFollow(_ context.Context, sh *Shell, args []string) reply {
 }
 
 func runTrace(_ context.Context, sh *Shell, args []string) reply {
-	on, valid := onOff(args[0])
-	if !valid {
-		return refuse(fmt.Sprintf("Expecting parameters: ON or OFF, not '%s'", args[0]))
-	}
+	on := strings.EqualFold(args[0], "ON") // checked: ON or OFF
 	sh.tracing.Store(on)
 	return answer(say("Trace is %s", yesNo(on)), fields{"trace": on})
 }
@@ -433,7 +432,7 @@ func runTrace(_ context.Context, sh *Shell, args []string) reply {
 func runHelp(_ context.Context, _ *Shell, _ []string) reply {
 	list := []fields{}
 	for _, c := range commands {
-		list = append(list, fields{"syntax": c.syntax, "help": c.help})
+		list = append(list, fields{"syntax": c.syntax(), "help": c.help})
 	}
 	return reply{lines: strings.Split(helpText(), "\n"), result: fields{"commands": list}}
 }

@@ -31,25 +31,26 @@ func (sh *Shell) Complete(before string) []Suggestion {
 	}
 	c := lookup(before[:i])
 	rest := strings.TrimLeftFunc(before[i:], unicode.IsSpace)
-	if c == nil || strings.Contains(rest, ",") || strings.HasPrefix(rest, `"`) {
+	if c == nil || len(c.params) == 0 || strings.Contains(rest, ",") || strings.HasPrefix(rest, `"`) {
 		return nil
 	}
 	var out []Suggestion
-	for _, w := range c.words {
-		if hasPrefixFold(w, rest) {
-			out = append(out, Suggestion{w, ""})
+	switch p := c.params[0]; p.kind {
+	case choiceParam:
+		for _, w := range p.choices {
+			if hasPrefixFold(w, rest) {
+				out = append(out, Suggestion{w, ""})
+			}
 		}
-	}
-	if !c.keyArg {
-		return out
-	}
-	for k, p := range sh.cfg.State().WithPrefix(rest) {
-		if strings.ContainsAny(k, " ,\"") {
-			continue // completion replaces one word; such keys are typed quoted
-		}
-		out = append(out, Suggestion{k, p.Value})
-		if len(out) == 50 {
-			break
+	case keyParam, prefixParam:
+		for k, p := range sh.cfg.State().WithPrefix(rest) {
+			if strings.ContainsAny(k, " ,\"") || !printable(k) {
+				continue // completion replaces one word; such keys are typed quoted
+			}
+			out = append(out, Suggestion{k, shown(p.Value)}) // the menu shows it
+			if len(out) == 50 {
+				break
+			}
 		}
 	}
 	return out

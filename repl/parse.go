@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Line is one parsed input line.
@@ -103,10 +104,38 @@ func closingQuote(s string) int {
 }
 
 // Quote returns s as a user would type it as a parameter: as is when that
-// reads back the same, else as a quoted string.
+// reads back the same and is safe to print, else as a quoted string.
 func Quote(s string) string {
-	if s != "" && s == strings.TrimSpace(s) && !strings.ContainsAny(s, ",\"\n\r\t") {
+	if s != "" && s == strings.TrimSpace(s) && !strings.ContainsAny(s, ",\"") && printable(s) {
 		return s
 	}
 	return strconv.Quote(s)
+}
+
+// shown is s as text output shows a key, a value or a name: as is when every
+// character is printable, else as a quoted string in the syntax the shell
+// reads ("\x1b]0;x\a", "a\nb", "\u202e"). Nothing stored can then move the
+// cursor, retitle or write the clipboard of a terminal, or split a line or a
+// table row. Its result is printable, so shown(shown(s)) == shown(s) and
+// text built from shown pieces passes through it unchanged.
+func shown(s string) string {
+	if printable(s) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// printable: s is UTF-8 made only of characters strconv.Quote leaves as they
+// are; no control characters (C0, C1, DEL), no format characters such as the
+// bidi overrides, no line or paragraph separators.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }

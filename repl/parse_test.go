@@ -48,7 +48,10 @@ func TestParse(t *testing.T) {
 }
 
 func TestQuoteRoundTrips(t *testing.T) {
-	for _, s := range []string{"plain", "with space", "a,b", `q"uote`, " lead", "", "tab\t", "new\nline", "ünï"} {
+	for _, s := range []string{"plain", "with space", "a,b", `q"uote`, " lead", "", "tab\t", "new\nline", "ünï", "\x1b]0;t\a", "\u202eab", "a\x00b\x7f", "\u0085", "\u2028"} {
+		if !printable(Quote(s)) {
+			t.Errorf("Quote(%q) = %q, not printable", s, Quote(s))
+		}
 		line, err := Parse("PUT " + Quote(s) + ", v")
 		if err != nil || len(line.Args) != 2 || line.Args[0] != s {
 			t.Errorf("Quote(%q) = %s reads back as %#v, %v", s, Quote(s), line.Args, err)

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/sharedconfig/sharedconfig/internal/asciitable"
 )
@@ -25,21 +27,49 @@ type table struct {
 	rows   [][]string
 }
 
-func say(format string, args ...any) string  { return "**** " + fmt.Sprintf(format, args...) }
-func warn(format string, args ...any) string { return "!!!! " + fmt.Sprintf(format, args...) }
+func say(format string, args ...any) string  { return "**** " + safef(format, args) }
+func warn(format string, args ...any) string { return "!!!! " + safef(format, args) }
+
+// safef formats a line of text output. Every string (and error) argument is
+// data, from a user, a stream or a server, and goes in as shown shows it;
+// the format is ours. With renderTable's cells this is the one place text
+// output escapes what it prints.
+func safef(format string, args []any) string {
+	safe := make([]any, len(args))
+	for i, a := range args {
+		switch a := a.(type) {
+		case string:
+			safe[i] = shown(a)
+		case error:
+			safe[i] = shown(a.Error())
+		default:
+			safe[i] = a
+		}
+	}
+	return fmt.Sprintf(format, safe...)
+}
 
 // answer is a reply of one line.
 func answer(line string, result fields) reply {
 	return reply{lines: []string{line}, result: result}
 }
 
-// refuse is a reply for a line that cannot run.
-func refuse(msg string) reply {
-	return reply{outcome: failed, lines: []string{warn("%s", msg)}, err: msg}
+// refuse is a reply for a line that cannot run; its arguments are escaped
+// as say's are.
+func refuse(format string, args ...any) reply {
+	msg := safef(format, args)
+	return reply{outcome: failed, lines: []string{"!!!! " + msg}, err: msg}
 }
 
 func renderTable(w io.Writer, t *table) error {
-	return asciitable.Render(w, t.header, t.rows)
+	rows := make([][]string, len(t.rows))
+	for i, row := range t.rows {
+		rows[i] = make([]string, len(row))
+		for j, cell := range row {
+			rows[i][j] = shown(cell) // a newline would split the row
+		}
+	}
+	return asciitable.Render(w, t.header, rows)
 }
 
 // jsonReply is the one JSON object printed per command with -o json.
@@ -48,6 +78,7 @@ type jsonReply struct {
 	OK       bool        `json:"ok"`
 	Result   fields      `json:"result,omitempty"`
 	Error    string      `json:"error,omitempty"`
+	Line     int         `json:"line,omitempty"` // a script's failed line
 	Revision uint64      `json:"revision"`
 	Attempts []jsonTrace `json:"attempts,omitempty"`
 }
@@ -67,7 +98,28 @@ func writeJSON(w io.Writer, v any) {
 	if err != nil {
 		b, _ = json.Marshal(fields{"ok": false, "error": err.Error()})
 	}
-	fmt.Fprintf(w, "%s\n", b)
+	fmt.Fprintf(w, "%s\n", escapeNonPrintable(b))
+}
+
+// escapeNonPrintable writes every non-ASCII character that is not printable
+// (C1 controls, bidi overrides and other format characters) as a JSON \u
+// escape. encoding/json escapes only the ASCII controls and U+2028/U+2029,
+// and a terminal showing the JSON would obey the rest. Outside strings JSON
+// is ASCII, so this changes only strings, and not what they decode to.
+func escapeNonPrintable(b []byte) []byte {
+	var out []byte
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r < utf8.RuneSelf && r != 0x7f || strconv.IsPrint(r) && size > 1 {
+			out = append(out, b[i:i+size]...)
+		} else if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		} else {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+		i += size
+	}
+	return out
 }
 
 func yesNo(on bool) string {
@@ -75,14 +127,4 @@ func yesNo(on bool) string {
 		return "on"
 	}
 	return "off"
-}
-
-func onOff(arg string) (bool, bool) {
-	switch strings.ToUpper(arg) {
-	case "ON":
-		return true, true
-	case "OFF":
-		return false, true
-	}
-	return false, false
 }

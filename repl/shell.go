@@ -32,6 +32,12 @@ type aboveInput interface {
 	PrintAbove(lines []string) bool
 }
 
+// numberedInput is an Input that counts its lines: a script. Its failed
+// lines are reported with their numbers.
+type numberedInput interface {
+	LineNumber() int
+}
+
 // Options configure a Shell.
 type Options struct {
 	// Scope and Name name the config, for GET_ALL and STATUS.
@@ -59,6 +65,7 @@ type Shell struct {
 	json        bool
 	revisions   bool
 	failed      int
+	lineNumber  func() int // set while Run reads a script
 
 	outMu sync.Mutex // one writer at a time: commands, traces, follow
 	out   io.Writer
@@ -104,10 +111,19 @@ func (sh *Shell) Run(ctx context.Context, in Input) error {
 		sh.above.Store(&a)
 		defer sh.above.Store(nil)
 	}
+	if n, ok := in.(numberedInput); ok {
+		sh.lineNumber = n.LineNumber
+		defer func() { sh.lineNumber = nil }()
+	}
 	for {
 		line, err := readLine(ctx, in)
 		if errors.Is(err, io.EOF) {
 			return nil
+		}
+		var tooLong *LineTooLongError
+		if errors.As(err, &tooLong) {
+			sh.render("", refuse("%s", tooLong.Error()))
+			continue
 		}
 		if err != nil {
 			return err
@@ -143,26 +159,22 @@ func (sh *Shell) Execute(ctx context.Context, text string) outcome {
 	if strings.HasPrefix(strings.TrimSpace(text), "#") {
 		return ok
 	}
+	if len(text) > MaxLineLength { // typed or pasted; a Script never returns one
+		return sh.render("", refuse("%s", (&LineTooLongError{Length: int64(len(text))}).Error()))
+	}
 	line, err := Parse(text)
 	if err != nil {
-		return sh.render("", refuse(err.Error()))
+		return sh.render("", refuse("%s", err))
 	}
 	if line.Word == "" {
 		return ok
 	}
 	c := lookup(line.Word)
 	if c == nil {
-		return sh.render(line.Word, refuse(fmt.Sprintf("Unknown command: '%s' (HELP lists the commands)", line.Word)))
+		return sh.render(line.Word, refuse("Unknown command: '%s' (HELP lists the commands)", line.Word))
 	}
-	if n := len(line.Args); n < c.min || (c.max >= 0 && n > c.max) {
-		msg := c.usage
-		if msg == "" {
-			msg = c.name + " takes no parameters"
-		}
-		if c.max >= 0 && n > c.max {
-			msg = fmt.Sprintf("%s -- got %d: '%s' (quote a parameter that holds a comma)", msg, n, strings.Join(line.Args, "', '"))
-		}
-		return sh.render(c.name, refuse(msg))
+	if r, bad := c.checkArgs(line.Args); bad {
+		return sh.render(c.name, r)
 	}
 	cctx, cancel := context.WithTimeout(ctx, sh.timeout)
 	defer cancel()
@@ -171,13 +183,18 @@ func (sh *Shell) Execute(ctx context.Context, text string) outcome {
 
 // render prints a reply and returns its outcome.
 func (sh *Shell) render(command string, r reply) outcome {
+	line := 0
 	if r.outcome == failed {
 		sh.failed++
+		if sh.lineNumber != nil {
+			line = sh.lineNumber()
+			r.lines[0] = strings.Replace(r.lines[0], "!!!! ", fmt.Sprintf("!!!! line %d: ", line), 1)
+		}
 	}
 	sh.outMu.Lock()
 	defer sh.outMu.Unlock()
 	if sh.json {
-		jr := jsonReply{Command: command, OK: r.outcome != failed, Result: r.result, Error: r.err, Attempts: sh.attempts}
+		jr := jsonReply{Command: command, OK: r.outcome != failed, Result: r.result, Error: r.err, Line: line, Attempts: sh.attempts}
 		if sh.cfg != nil {
 			jr.Revision = sh.cfg.Revision()
 		}
@@ -284,11 +301,11 @@ func (sh *Shell) Changed(ch sharedconfig.Change) {
 		return
 	}
 	op, args := describeChange(ch)
-	by := ""
-	if ch.Writer != "" {
-		by = " by " + ch.Writer
+	if ch.Writer == "" {
+		sh.printAsync([]string{">>>> " + safef("revision %d: %s %s", []any{ch.Revision, op, args})})
+		return
 	}
-	sh.printAsync([]string{fmt.Sprintf(">>>> revision %d%s: %s %s", ch.Revision, by, op, args)})
+	sh.printAsync([]string{">>>> " + safef("revision %d by %s: %s %s", []any{ch.Revision, ch.Writer, op, args})})
 }
 
 func (sh *Shell) following() bool {
