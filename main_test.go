@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/rogpeppe/go-internal/testscript"
 	"go.uber.org/goleak"
 
@@ -76,6 +78,8 @@ func TestScripts(t *testing.T) {
 			"send":      scriptSend,
 			"expect":    scriptExpect,
 			"close":     scriptClose,
+			"term":      scriptTerm,
+			"publish":   scriptPublish,
 		},
 	})
 }
@@ -542,7 +546,59 @@ func scriptClose(ts *testscript.TestScript, neg bool, args []string) {
 	for range sh.lines { // drain, so that the process can finish writing
 	}
 	sh.cmd.Wait()
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]+".out"), []byte(strings.Join(sh.seen, "\n")+"\n"), 0o644))
 	if got := sh.cmd.ProcessState.ExitCode(); got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[0], got, want)
 	}
+}
+
+// term NAME [EXIT-CODE]: sends SIGTERM to a process started with repl,
+// checks how it exits (default 0), and leaves all it printed in the file
+// NAME.out for the script to check.
+func scriptTerm(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: term NAME [EXIT-CODE]")
+	}
+	sh := shellNamed(ts, args[0])
+	want := 0
+	if len(args) == 2 {
+		var err error
+		want, err = strconv.Atoi(args[1])
+		ts.Check(err)
+	}
+	ts.Check(sh.cmd.Process.Signal(syscall.SIGTERM))
+	for line := range sh.lines {
+		sh.seen = append(sh.seen, line)
+		ts.Logf("%s: %s", args[0], line)
+	}
+	sh.cmd.Wait()
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]+".out"), []byte(strings.Join(sh.seen, "\n")+"\n"), 0o644))
+	if got := sh.cmd.ProcessState.ExitCode(); got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[0], got, want)
+	}
+}
+
+// publish SUBJECT BODY [HEADER=VALUE...]: stores one message in the stream
+// that listens on SUBJECT, as another program would.
+func scriptPublish(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: publish SUBJECT BODY [HEADER=VALUE...]")
+	}
+	nc, err := nats.Connect(ts.Getenv("NATS_URL"))
+	ts.Check(err)
+	defer nc.Close()
+	msg := nats.NewMsg(args[0])
+	msg.Data = []byte(args[1])
+	for _, h := range args[2:] {
+		k, v, ok := strings.Cut(h, "=")
+		if !ok {
+			ts.Fatalf("publish: header %q is not NAME=VALUE", h)
+		}
+		msg.Header.Set(k, v)
+	}
+	// A JetStream publish, to know the stream holds it when this returns.
+	js, err := natsjs.New(nc)
+	ts.Check(err)
+	_, err = js.PublishMsg(context.Background(), msg)
+	ts.Check(err)
 }

@@ -19,8 +19,9 @@ type ConnectOptions struct {
 	// URLs is a comma-separated list of server URLs; empty means NATS_URL,
 	// then DefaultURL.
 	URLs string
-	// Authentication: at most one of Creds, User/Password and Token.
+	// Authentication: at most one of Creds, NKey, User/Password and Token.
 	Creds    string // a credentials file (JWT and NKey seed)
+	NKey     string // a file holding an NKey seed
 	User     string
 	Password string
 	Token    string
@@ -72,6 +73,14 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 		auth++
 		opts = append(opts, nats.UserCredentials(o.Creds))
 	}
+	if o.NKey != "" {
+		auth++
+		opt, err := nats.NkeyOptionFromSeed(o.NKey)
+		if err != nil {
+			return nil, fmt.Errorf("NKey seed file %s: %v", o.NKey, err)
+		}
+		opts = append(opts, opt)
+	}
 	if o.User != "" || o.Password != "" {
 		auth++
 		opts = append(opts, nats.UserInfo(o.User, o.Password))
@@ -98,7 +107,7 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 		opts = append(opts, nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { o.ReconnectFailed(err) }))
 	}
 	if auth > 1 {
-		return nil, errors.New("give only one of a credentials file, a user and password, or a token")
+		return nil, errors.New("give only one of a credentials file, an NKey seed file, a user and password, or a token")
 	}
 	if o.CACert != "" {
 		opts = append(opts, nats.RootCAs(o.CACert))

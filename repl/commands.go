@@ -267,6 +267,14 @@ func changeFields(ch sharedconfig.Change) fields {
 		f["properties"] = ch.Properties
 		return f
 	}
+	if ch.Foreign != "" {
+		f["foreign"] = ch.Foreign
+		return f
+	}
+	if ch.Damage != "" {
+		f["damage"] = ch.Damage
+		return f
+	}
 	ops := []fields{}
 	for _, op := range ch.Ops {
 		o := fields{"op": op.Kind}
@@ -286,6 +294,12 @@ func changeFields(ch sharedconfig.Change) fields {
 func describeChange(ch sharedconfig.Change) (operation, arguments string) {
 	if ch.Snapshot {
 		return "SNAPSHOT", counted(ch.Properties, "property", "properties") + "; replaces all before it"
+	}
+	if ch.Foreign != "" {
+		return "FOREIGN", "skipped: " + ch.Foreign
+	}
+	if ch.Damage != "" {
+		return "DAMAGED", shown(ch.Damage) // it may quote what the entry holds
 	}
 	var ops, args []string
 	for _, op := range ch.Ops {

@@ -296,6 +296,10 @@ func (sh *Shell) Changed(ch sharedconfig.Change) {
 		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
 		return
 	}
+	if ch.Foreign != "" {
+		sh.printAsync([]string{warn("Revision %d skipped: %s", ch.Revision, ch.Foreign)})
+		return
+	}
 	op, args := describeChange(ch)
 	if ch.Writer == "" {
 		sh.printAsync([]string{">>>> " + safef("revision %d: %s %s", []any{ch.Revision, op, args})})
