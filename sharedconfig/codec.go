@@ -33,6 +33,10 @@ type wireOp struct {
 	Op    string  `json:"op"`
 	Key   *string `json:"key,omitempty"`
 	Value *string `json:"value,omitempty"`
+	// The lease fields (lease.go); entries written before leases lack them.
+	Lease  *string `json:"lease,omitempty"`
+	Holder *string `json:"holder,omitempty"`
+	TTLms  *int64  `json:"ttl_ms,omitempty"`
 }
 
 type wireUpdates struct {
@@ -51,7 +55,11 @@ func (Codec) EncodeUpdates(us []statesync.Update[State]) ([]byte, error) {
 		case Clear:
 			w.Ops[i] = wireOp{Op: "clear"}
 		default:
-			return nil, fmt.Errorf("cannot encode update %T", u)
+			op, ok := encodeLeaseOp(u)
+			if !ok {
+				return nil, fmt.Errorf("cannot encode update %T", u)
+			}
+			w.Ops[i] = op
 		}
 	}
 	return json.Marshal(w)
@@ -147,6 +155,13 @@ func decodeUpdatesStrict(data []byte) ([]statesync.Update[State], error) {
 	}
 	us := make([]statesync.Update[State], len(w.Ops))
 	for i, op := range w.Ops {
+		if u, ok := decodeLeaseOp(op); ok {
+			us[i] = u
+			continue
+		}
+		if op.Lease != nil || op.Holder != nil || op.TTLms != nil {
+			return nil, fmt.Errorf("op %d is not a valid lease operation: %s", i, mustJSON(op))
+		}
 		switch {
 		case op.Op == "put" && op.Key != nil && op.Value != nil:
 			us[i] = Put{*op.Key, *op.Value}
@@ -185,6 +200,9 @@ func (Codec) EncodeInitial(i statesync.InitialUpdate[State]) ([]byte, error) {
 	object("properties", func(p Property) []byte { v, _ := json.Marshal(p.Value); return v })
 	b.WriteByte(',')
 	object("revisions", func(p Property) []byte { return strconv.AppendUint(nil, p.Revision, 10) })
+	if err := encodeSnapshotLeases(&b, s); err != nil {
+		return nil, err
+	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
 }
@@ -194,6 +212,7 @@ func (Codec) DecodeInitial(data []byte) (statesync.InitialUpdate[State], error) 
 	var w struct {
 		Properties *map[string]string `json:"properties"`
 		Revisions  map[string]uint64  `json:"revisions"`
+		wireSnapshotLeases
 	}
 	if err := strictUnmarshal(data, &w); err != nil {
 		return nil, fmt.Errorf("not a sharedconfig snapshot: %w", err)
@@ -203,9 +222,9 @@ func (Codec) DecodeInitial(data []byte) (statesync.InitialUpdate[State], error) 
 	}
 	b := immutable.NewSortedMapBuilder[string, Property](stringComparer)
 	for k, v := range *w.Properties {
-		b.Set(k, Property{v, w.Revisions[k]})
+		b.Set(k, Property{Value: v, Revision: w.Revisions[k], Lease: w.LeaseOf[k]})
 	}
-	return Snapshot{State{b.Map()}}, nil
+	return w.wireSnapshotLeases.snapshot(State{m: b.Map()})
 }
 
 func strictUnmarshal(data []byte, v any) error {

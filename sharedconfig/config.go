@@ -58,6 +58,9 @@ type Options struct {
 	// CatchingUp, if set, hears how a long catch-up goes (see
 	// statesync.WithProgress).
 	CatchingUp func(done, total uint64)
+	// Holder names this process as the holder of the leases it registers
+	// (lease.go); empty means a random name.
+	Holder string
 }
 
 // Config is one shared config, open in this process. It is safe for
@@ -68,6 +71,8 @@ type Config struct {
 
 	mu          sync.Mutex
 	removesLeft int
+
+	leases leaseClient
 }
 
 // ErrNotUTF8: keys and values must be UTF-8 text.
@@ -85,16 +90,18 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	if o.CatchingUp != nil {
 		syncOpts = append(syncOpts, statesync.WithProgress(o.CatchingUp))
 	}
-	if o.Changed != nil {
-		syncOpts = append(syncOpts, statesync.WithApplied(func(a statesync.Applied[State]) {
-			o.Changed(changeOf(a.Entry, a.Updates, a.Local))
-		}))
-	}
 	c := &Config{
-		sync:        statesync.New[State](log, Codec{}, syncOpts...),
 		opts:        o,
 		removesLeft: o.Compaction.RemovesBeforeCompaction,
+		leases:      newLeaseClient(o.Holder),
 	}
+	syncOpts = append(syncOpts, statesync.WithApplied(func(a statesync.Applied[State]) {
+		c.leases.learnServerTime(a)
+		if o.Changed != nil {
+			o.Changed(changeOf(a))
+		}
+	}))
+	c.sync = statesync.New[State](log, Codec{}, syncOpts...)
 	if err := c.sync.Initialize(ctx, Snapshot{EmptyState()}); err != nil {
 		var entryErr *statesync.EntryError
 		if _, ok := c.sync.State(); ok && errors.As(err, &entryErr) {

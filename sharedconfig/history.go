@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
@@ -30,12 +31,27 @@ type Change struct {
 	// Damage, when not empty, says why the entry does not read (History and
 	// PlanRepair list such entries; reading the config stops at them).
 	Damage string
+	// Ended are the leases the entry ended (expired or revoked) with the
+	// keys that went with them. Only changes heard as they land (Changed)
+	// know it; History leaves it empty.
+	Ended []EndedLease
 }
 
-// Op is one operation of an update: a put, a remove or a clear.
+// EndedLease is a lease an entry ended and the keys it removed.
+type EndedLease struct {
+	Lease   string
+	Keys    []string
+	Expired bool // false: revoked
+}
+
+// Op is one operation of an update: a put, a remove or a clear, or a lease
+// operation (lease.go).
 type Op struct {
-	Kind       string // "put", "remove" or "clear"
+	Kind       string // "put", "remove", "clear", or a lease op's wire name
 	Key, Value string
+	// Lease: the put's lease, or the lease a lease operation is about.
+	Lease, Holder string
+	TTL           time.Duration // register_lease
 }
 
 func (o Op) String() string {
@@ -44,8 +60,10 @@ func (o Op) String() string {
 		return fmt.Sprintf("PUT %s = %s", o.Key, o.Value)
 	case "remove":
 		return "REMOVE " + o.Key
-	default:
+	case "clear":
 		return "CLEAR"
+	default:
+		return strings.ToUpper(o.Kind) + " " + o.Lease
 	}
 }
 
@@ -54,23 +72,32 @@ func opsOf(updates []statesync.Update[State]) []Op {
 	for _, u := range updates {
 		switch u := u.(type) {
 		case Put:
-			ops = append(ops, Op{"put", u.Key, u.Value})
+			ops = append(ops, Op{Kind: "put", Key: u.Key, Value: u.Value})
 		case Remove:
-			ops = append(ops, Op{"remove", u.Key, ""})
+			ops = append(ops, Op{Kind: "remove", Key: u.Key})
 		case Clear:
 			ops = append(ops, Op{Kind: "clear"})
+		default:
+			if op, ok := encodeLeaseOp(u); ok {
+				ops = append(ops, leaseOpOf(op))
+			}
 		}
 	}
 	return ops
 }
 
-func changeOf(e statesync.Entry, updates []statesync.Update[State], local bool) Change {
-	return Change{Revision: e.Revision, Time: e.Time, Writer: e.Writer, Local: local, Snapshot: e.Snapshot, Ops: opsOf(updates), Foreign: e.Foreign}
+func changeOf(a statesync.Applied[State]) Change {
+	e := a.Entry
+	ch := Change{Revision: e.Revision, Time: e.Time, Writer: e.Writer, Local: a.Local, Snapshot: e.Snapshot, Ops: opsOf(a.Updates), Foreign: e.Foreign}
+	if a.HasStates && !e.Snapshot && e.Foreign == "" {
+		ch.Ended = endedLeases(a.Before, a.After, a.Updates)
+	}
+	return ch
 }
 
 // decode reads one entry of the log into a Change.
 func (c *Config) decode(e statesync.Entry) (Change, error) {
-	ch := changeOf(e, nil, false)
+	ch := changeOf(statesync.Applied[State]{Entry: e})
 	bad := func(err error) (Change, error) {
 		return ch, &statesync.EntryError{Log: c.Log().Name(), Revision: e.Revision, Err: err}
 	}
@@ -154,6 +181,9 @@ type KeyChange struct {
 	// FromSnapshot: the value as a snapshot recorded it; the changes before
 	// it were compacted away.
 	FromSnapshot bool
+	// Lease is the lease the value was attached to (for a removal: the
+	// lease of the value removed), if any.
+	Lease string
 }
 
 // KeyHistory returns the values key had, oldest first, as far back as
@@ -166,6 +196,7 @@ func (c *Config) KeyHistory(ctx context.Context, key string) (changes []KeyChang
 		return nil, 0, err
 	}
 	historyStart = 1
+	var st State // replayed, so that whatever removes the key shows (a lease's end too)
 	err = c.Log().Read(ctx, 0, last, func(e statesync.Entry) error {
 		ch, err := c.decode(e)
 		if err != nil {
@@ -174,20 +205,29 @@ func (c *Config) KeyHistory(ctx context.Context, key string) (changes []KeyChang
 		if ch.Snapshot {
 			historyStart = ch.Revision
 			changes = changes[:0] // a snapshot replaces what came before
-			if p, ok := ch.State.Lookup(key); ok {
-				changes = append(changes, KeyChange{Change: ch, Value: p.Value, FromSnapshot: true})
+			st = ch.State
+			if p, ok := st.Lookup(key); ok {
+				changes = append(changes, KeyChange{Change: ch, Value: p.Value, Lease: p.Lease, FromSnapshot: true})
 			}
 			return nil
 		}
-		for _, op := range ch.Ops {
-			switch {
-			case op.Kind == "put" && op.Key == key:
-				changes = append(changes, KeyChange{Change: ch, Value: op.Value})
-			case op.Kind == "remove" && op.Key == key, op.Kind == "clear":
-				if len(changes) > 0 && !changes[len(changes)-1].Removed {
-					changes = append(changes, KeyChange{Change: ch, Removed: true})
-				}
-			}
+		if ch.Foreign != "" || st.m == nil {
+			return nil
+		}
+		updates, err := Codec{}.DecodeUpdates(e.Data)
+		if err != nil {
+			return err
+		}
+		before, had := st.Lookup(key)
+		for _, u := range updates {
+			st = statesync.ApplyPending(st, statesync.Pending[State]{Update: u, Revision: e.Revision, Time: e.Time})
+		}
+		after, has := st.Lookup(key)
+		switch {
+		case has && (!had || after.Revision != before.Revision):
+			changes = append(changes, KeyChange{Change: ch, Value: after.Value, Lease: after.Lease})
+		case had && !has:
+			changes = append(changes, KeyChange{Change: ch, Removed: true, Lease: before.Lease})
 		}
 		return nil
 	})

@@ -3,6 +3,7 @@ package sharedconfig
 import (
 	"iter"
 	"strings"
+	"time"
 
 	"github.com/benbjohnson/immutable"
 )
@@ -11,6 +12,9 @@ import (
 type Property struct {
 	Value    string
 	Revision uint64
+	// Lease names the lease the key is attached to, if any: the key goes
+	// when the lease expires or is revoked. A plain Put detaches it.
+	Lease string
 }
 
 // State is the content of a shared config at one revision: string keys to
@@ -20,13 +24,18 @@ type Property struct {
 // consistent snapshot for as long as it holds one.
 type State struct {
 	m *immutable.SortedMap[string, Property]
+	// leases by name; nil until the first lease (see lease.go).
+	leases *immutable.SortedMap[string, Lease]
+	// leaseClock is the log's time at the last lease entry: evidence that
+	// the log was being written then (see ExpireLease).
+	leaseClock time.Time
 }
 
 var stringComparer = immutable.NewComparer("")
 
 // EmptyState is a State with no properties.
 func EmptyState() State {
-	return State{immutable.NewSortedMap[string, Property](stringComparer)}
+	return State{m: immutable.NewSortedMap[string, Property](stringComparer)}
 }
 
 // Get returns the value of key.

@@ -17,14 +17,21 @@ type (
 
 // Apply implements statesync.Update.
 func (u Put) Apply(s State, revision uint64) State {
-	return State{s.m.Set(u.Key, Property{u.Value, revision})}
+	s.m = s.m.Set(u.Key, Property{Value: u.Value, Revision: revision})
+	return s
 }
 
 // Apply implements statesync.Update.
-func (u Remove) Apply(s State, _ uint64) State { return State{s.m.Delete(u.Key)} }
+func (u Remove) Apply(s State, _ uint64) State {
+	s.m = s.m.Delete(u.Key)
+	return s
+}
 
-// Apply implements statesync.Update.
-func (Clear) Apply(State, uint64) State { return EmptyState() }
+// Apply implements statesync.Update. Leases stay, holding no keys.
+func (Clear) Apply(s State, _ uint64) State {
+	s.m = EmptyState().m
+	return s
+}
 
 // Create implements statesync.InitialUpdate. The properties keep the
 // revisions that set them.
@@ -44,7 +51,7 @@ func (s State) ApplyAll(updates []statesync.Pending[State]) State {
 	start := 0
 	for i := len(updates) - 1; i >= 0; i-- {
 		if _, ok := updates[i].Update.(Clear); ok {
-			s, start = EmptyState(), i+1
+			s, start = Clear{}.Apply(s, 0), i+1
 			break
 		}
 	}
@@ -57,7 +64,7 @@ func (s State) ApplyAll(updates []statesync.Pending[State]) State {
 			last[u.Key] = i
 		default: // an update this does not know: apply them in order
 			for _, p := range updates[start:] {
-				s = p.Update.Apply(s, p.Revision)
+				s = statesync.ApplyPending(s, p)
 			}
 			return s
 		}
@@ -65,12 +72,13 @@ func (s State) ApplyAll(updates []statesync.Pending[State]) State {
 	m := s.m
 	for k, i := range last {
 		if put, ok := updates[i].Update.(Put); ok {
-			m = m.Set(k, Property{put.Value, updates[i].Revision})
+			m = m.Set(k, Property{Value: put.Value, Revision: updates[i].Revision})
 		} else {
 			m = m.Delete(k)
 		}
 	}
-	return State{m}
+	s.m = m
+	return s
 }
 
 var _ statesync.BatchState[State] = State{}

@@ -1,5 +1,7 @@
 package statesync
 
+import "time"
+
 // Revisioned is a state as of a revision of the log: the state after applying
 // every entry up to and including Revision. Value must be treated as
 // immutable: the synchronizer hands the same value to concurrent readers.
@@ -30,6 +32,12 @@ type Applied[S any] struct {
 	Updates []Update[S]
 	// Local: this synchronizer wrote the entry.
 	Local bool
+	// Before and After are the state before and after the entry, when
+	// HasStates: the entry was applied on its own (always so for a snapshot
+	// and for an entry holding a TimedUpdate; a catch-up may fold runs of
+	// other updates together, and then leaves them unset).
+	Before, After S
+	HasStates     bool
 }
 
 // Codec turns updates into the bytes stored in the log and back. A log entry
@@ -44,10 +52,12 @@ type Codec[S any] interface {
 	DecodeInitial(data []byte) (InitialUpdate[S], error)
 }
 
-// Pending is an update and the revision of the entry that carries it.
+// Pending is an update and the revision (and time, if the log records it)
+// of the entry that carries it.
 type Pending[S any] struct {
 	Update   Update[S]
 	Revision uint64
+	Time     time.Time
 }
 
 // BatchState is implemented by states that can apply a run of updates at

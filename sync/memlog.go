@@ -18,10 +18,19 @@ type MemLog struct {
 	last      uint64
 	notifiers map[int]func()
 	nextID    int
+	now       func() time.Time // the log's clock: Entry.Time
 }
 
 // NewMemLog returns an empty in-memory log.
 func NewMemLog(name string) *MemLog { return &MemLog{name: name} }
+
+// SetClock makes now the log's clock, the time it stamps on entries (by
+// default time.Now): tests of time-dependent updates (TimedUpdate) drive it.
+func (l *MemLog) SetClock(now func() time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.now = now
+}
 
 // Name implements Log.
 func (l *MemLog) Name() string { return l.name }
@@ -48,6 +57,9 @@ func (l *MemLog) add(ctx context.Context, expected uint64, e Entry) (uint64, err
 	l.last++
 	e.Revision = l.last
 	e.Time = time.Now()
+	if l.now != nil {
+		e.Time = l.now()
+	}
 	if e.Snapshot {
 		l.entries = []Entry{e}
 	} else {

@@ -24,6 +24,9 @@ type Synchronizer[S any] struct {
 
 	mu    sync.Mutex // serialises Fetch, UpdateState, Initialize and Compact
 	local atomic.Pointer[local[S]]
+	// readingBack is the revision of this synchronizer's own entry being
+	// read back (see TimedUpdate), so that watchers hear it as local.
+	readingBack uint64
 }
 
 // local is what the synchronizer knows: a state, and where it came from.
@@ -173,6 +176,7 @@ func (c *catchUp[S]) take(e Entry) error {
 	if err != nil {
 		return err
 	}
+	a.Local = e.Revision == c.s.readingBack
 	if c.s.applied != nil {
 		c.applied = append(c.applied, a)
 	}
@@ -194,8 +198,14 @@ func (c *catchUp[S]) takeEntry(e Entry) (Applied[S], error) {
 	if err != nil {
 		return a, err
 	}
+	if anyTimed(a.Updates) {
+		// Applied on its own, so that watchers see the states around it.
+		c.flush()
+		c.cur, a = c.s.applyUpdates(c.cur, a)
+		return a, nil
+	}
 	for _, u := range a.Updates {
-		c.pending = append(c.pending, Pending[S]{u, e.Revision})
+		c.pending = append(c.pending, Pending[S]{u, e.Revision, e.Time})
 	}
 	c.cur.Revision = e.Revision
 	if len(c.pending) >= batchSize {
@@ -238,7 +248,8 @@ func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], Applied[S], er
 		if err != nil {
 			return bad(err)
 		}
-		return local[S]{Revisioned: Revisioned[S]{Value: init.Create(e.Revision), Revision: e.Revision}, initialized: true, compactedAt: e.Revision}, Applied[S]{Entry: e}, nil
+		after := init.Create(e.Revision)
+		return local[S]{Revisioned: Revisioned[S]{Value: after, Revision: e.Revision}, initialized: true, compactedAt: e.Revision}, Applied[S]{Entry: e, After: after, HasStates: true}, nil
 	}
 	if !cur.initialized {
 		return bad(errors.New("an update comes before any initial state"))
@@ -247,11 +258,19 @@ func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], Applied[S], er
 	if err != nil {
 		return cur, a, err
 	}
-	for _, u := range a.Updates {
-		cur.Value = u.Apply(cur.Value, e.Revision)
-	}
-	cur.Revision = e.Revision
+	cur, a = s.applyUpdates(cur, a)
 	return cur, a, nil
+}
+
+// applyUpdates applies a decoded update entry to cur.
+func (s *Synchronizer[S]) applyUpdates(cur local[S], a Applied[S]) (local[S], Applied[S]) {
+	a.Before = cur.Value
+	for _, u := range a.Updates {
+		cur.Value = applyOne(cur.Value, u, a.Revision, a.Time)
+	}
+	a.After, a.HasStates = cur.Value, true
+	cur.Revision = a.Revision
+	return cur, a
 }
 
 // decode decodes an update entry.
@@ -324,12 +343,22 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 	if err != nil {
 		return 0, err
 	}
+	if anyTimed(updates) {
+		// Only the log knows the time it stored the entry at: read it back.
+		s.readingBack = rev
+		defer func() { s.readingBack = 0 }()
+		if _, err := s.fetchLocked(ctx, rev); err != nil {
+			return rev, fmt.Errorf("written at revision %d, but reading it back failed: %w", rev, err)
+		}
+		return rev, nil
+	}
+	before := cur.Value
 	for _, u := range updates {
 		cur.Value = u.Apply(cur.Value, rev)
 	}
 	cur.Revision = rev
 	s.local.Store(&cur)
-	s.notifyApplied(Applied[S]{Entry: Entry{Revision: rev, Data: data, Time: time.Now()}, Updates: updates, Local: true})
+	s.notifyApplied(Applied[S]{Entry: Entry{Revision: rev, Data: data, Time: time.Now()}, Updates: updates, Local: true, Before: before, After: cur.Value, HasStates: true})
 	return rev, nil
 }
 

@@ -1,0 +1,319 @@
+package sharedconfig
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// Errors of the lease operations.
+var (
+	ErrUnknownLease = errors.New("no such lease")
+	ErrLeaseHeld    = errors.New("the lease is held by another writer")
+	// ErrLeaseExpired: the operation reached the log after the lease's
+	// deadline, so the log refused it; the lease is ending.
+	ErrLeaseExpired = errors.New("the lease is past its deadline by the server's clock and is expiring")
+	ErrBadTTL       = errors.New("a lease's ttl must be a whole number of milliseconds, from 1s to 24h")
+)
+
+// MinLeaseTTL and MaxLeaseTTL bound a lease's ttl.
+const (
+	MinLeaseTTL = time.Second
+	MaxLeaseTTL = 24 * time.Hour
+)
+
+// leaseClient is what a Config knows about leases beyond the state: who it
+// is, and how the server's clock stands against the local one.
+type leaseClient struct {
+	holder string
+
+	mu     sync.Mutex
+	offset time.Duration // server time minus local time, as last seen
+}
+
+func newLeaseClient(holder string) leaseClient {
+	if holder == "" {
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		holder = "holder-" + hex.EncodeToString(b)
+	}
+	return leaseClient{holder: holder}
+}
+
+// learnServerTime takes the time of an entry this process just wrote and
+// read back (the only entries whose age it knows: none) as the server's
+// time now.
+func (lc *leaseClient) learnServerTime(a statesync.Applied[State]) {
+	if !a.Local || a.Time.IsZero() || !a.HasStates {
+		return
+	}
+	lc.mu.Lock()
+	lc.offset = a.Time.Sub(time.Now())
+	lc.mu.Unlock()
+}
+
+// Holder names this process as a lease holder.
+func (c *Config) Holder() string { return c.leases.holder }
+
+// ServerNow estimates the server's clock: the local clock corrected by the
+// last entry this process wrote and read back. It decides only when this
+// process asks the log for something (a refresh, an expiry); whether a lease
+// expired is decided by the time the log stores on the expiry entry.
+func (c *Config) ServerNow() time.Time {
+	c.leases.mu.Lock()
+	defer c.leases.mu.Unlock()
+	return time.Now().Add(c.leases.offset)
+}
+
+// ParseTTL reads a ttl: a Go duration ("10s", "1m30s") or a bare number of
+// seconds ("10").
+func ParseTTL(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		secs, err2 := strconv.ParseFloat(s, 64)
+		if err2 != nil {
+			return 0, fmt.Errorf("%w: '%s' is neither a duration such as 10s nor a number of seconds", ErrBadTTL, s)
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d < MinLeaseTTL || d > MaxLeaseTTL || d%time.Millisecond != 0 {
+		return 0, fmt.Errorf("%w: '%s'", ErrBadTTL, s)
+	}
+	return d, nil
+}
+
+func checkLeaseName(name string) error {
+	if name == "" {
+		return errors.New("a lease needs a name")
+	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("%q: %w", name, ErrNotUTF8)
+	}
+	return nil
+}
+
+// LeaseInfo describes a lease for LEASES.
+type LeaseInfo struct {
+	Name string
+	Lease
+	Keys []string
+	// Mine: this process holds it.
+	Mine bool
+}
+
+// Leases lists the leases of the local copy.
+func (c *Config) Leases() []LeaseInfo {
+	st := c.State()
+	var out []LeaseInfo
+	for name, l := range st.Leases() {
+		out = append(out, LeaseInfo{Name: name, Lease: l, Keys: st.LeaseKeys(name), Mine: l.Holder == c.leases.holder})
+	}
+	return out
+}
+
+// RegisterLease creates lease name held by this process with the given
+// ttl, or renews it (with this ttl) if this process holds it already.
+// It returns ErrLeaseHeld if another writer holds it.
+func (c *Config) RegisterLease(ctx context.Context, name string, ttl time.Duration) (renewed bool, err error) {
+	if err := checkLeaseName(name); err != nil {
+		return false, err
+	}
+	if ttl < MinLeaseTTL || ttl > MaxLeaseTTL || ttl%time.Millisecond != 0 {
+		return false, fmt.Errorf("%w: %s", ErrBadTTL, ttl)
+	}
+	type found struct {
+		err     error
+		existed bool
+		before  time.Time
+	}
+	f, err := update(ctx, c, func(s State) (updates, found) {
+		l, ok := s.Lease(name)
+		if ok && l.Holder != c.leases.holder {
+			return nil, found{err: fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)}
+		}
+		return updates{RegisterLease{name, c.leases.holder, ttl}}, found{existed: ok, before: l.Deadline}
+	}, c.leases.holder)
+	if err == nil {
+		err = f.err
+	}
+	if err != nil {
+		return false, err
+	}
+	if l, ok := c.State().Lease(name); !ok || l.Holder != c.leases.holder || (f.existed && !l.Deadline.After(f.before)) {
+		return false, fmt.Errorf("lease '%s': %w", name, ErrLeaseExpired)
+	}
+	return f.existed, nil
+}
+
+// RefreshLease moves the deadline of lease name, which this process holds,
+// to its ttl from now by the server's clock, and returns the lease.
+func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
+	type found struct {
+		err    error
+		before time.Time
+	}
+	f, err := update(ctx, c, func(s State) (updates, found) {
+		l, ok := s.Lease(name)
+		switch {
+		case !ok:
+			return nil, found{err: fmt.Errorf("'%s': %w", name, ErrUnknownLease)}
+		case l.Holder != c.leases.holder:
+			return nil, found{err: fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)}
+		}
+		return updates{RefreshLease{name, c.leases.holder}}, found{before: l.Deadline}
+	}, name)
+	if err == nil {
+		err = f.err
+	}
+	if err != nil {
+		return Lease{}, err
+	}
+	l, ok := c.State().Lease(name)
+	if !ok || !l.Deadline.After(f.before) {
+		return l, fmt.Errorf("lease '%s': %w", name, ErrLeaseExpired)
+	}
+	return l, nil
+}
+
+// RevokeLease ends lease name, which this process holds, and removes its
+// keys, which it returns.
+func (c *Config) RevokeLease(ctx context.Context, name string) (keys []string, err error) {
+	type found struct {
+		err  error
+		keys []string
+	}
+	f, err := update(ctx, c, func(s State) (updates, found) {
+		l, ok := s.Lease(name)
+		switch {
+		case !ok:
+			return nil, found{err: fmt.Errorf("'%s': %w", name, ErrUnknownLease)}
+		case l.Holder != c.leases.holder:
+			return nil, found{err: fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)}
+		}
+		return updates{RevokeLease{name, c.leases.holder}}, found{keys: s.LeaseKeys(name)}
+	}, name)
+	if err == nil {
+		err = f.err
+	}
+	return f.keys, err
+}
+
+// RevokeHeld revokes every lease this process holds, as a clean exit does.
+func (c *Config) RevokeHeld(ctx context.Context) error {
+	var errs []error
+	for name, l := range c.State().Leases() {
+		if l.Holder == c.leases.holder {
+			if _, err := c.RevokeLease(ctx, name); err != nil && !errors.Is(err, ErrUnknownLease) {
+				errs = append(errs, fmt.Errorf("revoking lease '%s': %w", name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PutWithLease sets key to value attached to lease, which this process
+// holds: the key goes when the lease ends. It returns the value it
+// replaced, if any.
+func (c *Config) PutWithLease(ctx context.Context, key, value, lease string) (old string, existed bool, err error) {
+	type found struct {
+		err error
+		previous
+	}
+	f, err := update(ctx, c, func(s State) (updates, found) {
+		l, ok := s.Lease(lease)
+		switch {
+		case !ok:
+			return nil, found{err: fmt.Errorf("'%s': %w", lease, ErrUnknownLease)}
+		case l.Holder != c.leases.holder:
+			return nil, found{err: fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)}
+		}
+		old, had := s.Get(key)
+		return updates{PutWithLease{key, value, lease}}, found{previous: previous{old, had}}
+	}, key, value, lease)
+	if err == nil {
+		err = f.err
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if p, ok := c.State().Lookup(key); !ok || p.Lease != lease || p.Value != value {
+		return "", false, fmt.Errorf("lease '%s': %w", lease, ErrLeaseExpired)
+	}
+	return f.value, f.exists, nil
+}
+
+// ExpireDue writes an expiry for every lease that looks past its deadline
+// by ServerNow, and a witness (an expiry that is not yet due, which only
+// records the log's time) for a lease about to fall due while the log has
+// been quiet, so that its expiry will be judged rather than forgiven (see
+// Lease.witnessed). The log's time on each entry decides; this process's
+// clock only picks the moment to ask. It returns the leases that ended.
+func (c *Config) ExpireDue(ctx context.Context) ([]string, error) {
+	now := c.ServerNow()
+	// dueNow: l looks overdue, or about to fall due unwitnessed.
+	dueNow := func(s State, l Lease) bool {
+		return l.Overdue(now) || (!l.witnessed(s.leaseClock) && now.After(l.Deadline.Add(-l.TTL/4)))
+	}
+	var due []string
+	st := c.State()
+	for name, l := range st.Leases() {
+		if dueNow(st, l) {
+			due = append(due, name)
+		}
+	}
+	var ended []string
+	var errs []error
+	for _, name := range due {
+		gone, err := update(ctx, c, func(s State) (updates, bool) {
+			if l, ok := s.Lease(name); ok && dueNow(s, l) {
+				return updates{ExpireLease{name}}, true
+			}
+			return nil, false
+		})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, still := c.State().Lease(name); gone && !still {
+			ended = append(ended, name)
+		}
+	}
+	return ended, errors.Join(errs...)
+}
+
+// leaseOpOf is a lease operation's wire form as an Op.
+func leaseOpOf(w wireOp) Op {
+	op := Op{Kind: w.Op, Lease: *w.Lease}
+	if w.Key != nil {
+		op.Key, op.Value = *w.Key, *w.Value
+	}
+	if w.Holder != nil {
+		op.Holder = *w.Holder
+	}
+	if w.TTLms != nil {
+		op.TTL = time.Duration(*w.TTLms) * time.Millisecond
+	}
+	return op
+}
+
+// endedLeases are the leases present before an entry and gone after it.
+func endedLeases(before, after State, us []statesync.Update[State]) []EndedLease {
+	var ended []EndedLease
+	for name := range before.Leases() {
+		if _, ok := after.Lease(name); ok {
+			continue
+		}
+		expired := slices.ContainsFunc(us, func(u statesync.Update[State]) bool { return u == ExpireLease{name} })
+		ended = append(ended, EndedLease{Lease: name, Keys: before.LeaseKeys(name), Expired: expired})
+	}
+	return ended
+}

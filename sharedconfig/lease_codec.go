@@ -1,0 +1,127 @@
+package sharedconfig
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// The wire form of the lease operations, beside put, remove and clear:
+//
+//	{"op":"put","key":"k","value":"v","lease":"L"}        put attached to lease L
+//	{"op":"register_lease","lease":"L","holder":"h","ttl_ms":10000}
+//	{"op":"refresh_lease","lease":"L","holder":"h"}
+//	{"op":"revoke_lease","lease":"L","holder":"h"}
+//	{"op":"expire_lease","lease":"L"}
+//
+// A snapshot that holds leases adds
+//
+//	"leases":{"L":{"holder":"h","ttl_ms":10000,"deadline":"<RFC 3339>"}},
+//	"lease_of":{"k":"L"},"lease_clock":"<RFC 3339>"
+//
+// and one without leases is written as before, so older readers read it.
+
+func encodeLeaseOp(u statesync.Update[State]) (wireOp, bool) {
+	switch u := u.(type) {
+	case PutWithLease:
+		return wireOp{Op: "put", Key: &u.Key, Value: &u.Value, Lease: &u.Lease}, true
+	case RegisterLease:
+		ms := u.TTL.Milliseconds()
+		return wireOp{Op: "register_lease", Lease: &u.Lease, Holder: &u.Holder, TTLms: &ms}, true
+	case RefreshLease:
+		return wireOp{Op: "refresh_lease", Lease: &u.Lease, Holder: &u.Holder}, true
+	case RevokeLease:
+		return wireOp{Op: "revoke_lease", Lease: &u.Lease, Holder: &u.Holder}, true
+	case ExpireLease:
+		return wireOp{Op: "expire_lease", Lease: &u.Lease}, true
+	}
+	return wireOp{}, false
+}
+
+// decodeLeaseOp decodes op if it is a well-formed lease operation.
+func decodeLeaseOp(op wireOp) (statesync.Update[State], bool) {
+	if op.Lease == nil {
+		return nil, false
+	}
+	kv := op.Key != nil || op.Value != nil
+	switch {
+	case op.Op == "put" && op.Key != nil && op.Value != nil && op.Holder == nil && op.TTLms == nil:
+		return PutWithLease{*op.Key, *op.Value, *op.Lease}, true
+	case kv:
+		return nil, false
+	case op.Op == "register_lease" && op.Holder != nil && op.TTLms != nil && *op.TTLms > 0:
+		return RegisterLease{*op.Lease, *op.Holder, time.Duration(*op.TTLms) * time.Millisecond}, true
+	case op.TTLms != nil:
+		return nil, false
+	case op.Op == "refresh_lease" && op.Holder != nil:
+		return RefreshLease{*op.Lease, *op.Holder}, true
+	case op.Op == "revoke_lease" && op.Holder != nil:
+		return RevokeLease{*op.Lease, *op.Holder}, true
+	case op.Op == "expire_lease" && op.Holder == nil:
+		return ExpireLease{*op.Lease}, true
+	}
+	return nil, false
+}
+
+type wireLease struct {
+	Holder   string    `json:"holder"`
+	TTLms    int64     `json:"ttl_ms"`
+	Deadline time.Time `json:"deadline"`
+}
+
+// wireSnapshotLeases is the part of a snapshot that carries leases.
+type wireSnapshotLeases struct {
+	Leases     map[string]wireLease `json:"leases,omitempty"`
+	LeaseOf    map[string]string    `json:"lease_of,omitempty"`
+	LeaseClock *time.Time           `json:"lease_clock,omitempty"`
+}
+
+// snapshot adds the leases to s, a snapshot's properties.
+func (w wireSnapshotLeases) snapshot(s State) (statesync.InitialUpdate[State], error) {
+	for k, name := range w.LeaseOf {
+		if _, ok := w.Leases[name]; !ok {
+			return nil, fmt.Errorf("not a sharedconfig snapshot: key %q is attached to lease %q, which it does not hold", k, name)
+		}
+		if _, ok := s.Lookup(k); !ok {
+			return nil, fmt.Errorf("not a sharedconfig snapshot: lease_of names key %q, which it does not hold", k)
+		}
+	}
+	for name, l := range w.Leases {
+		if l.TTLms <= 0 {
+			return nil, errors.New("not a sharedconfig snapshot: a lease without a positive ttl_ms")
+		}
+		s = s.setLease(name, Lease{Holder: l.Holder, TTL: time.Duration(l.TTLms) * time.Millisecond, Deadline: l.Deadline})
+	}
+	if w.LeaseClock != nil {
+		s.leaseClock = *w.LeaseClock
+	}
+	return Snapshot{s}, nil
+}
+
+// encodeSnapshotLeases appends the lease fields of a snapshot of s, if it
+// holds leases.
+func encodeSnapshotLeases(b *bytes.Buffer, s State) error {
+	if s.leases == nil || s.leases.Len() == 0 {
+		return nil
+	}
+	w := wireSnapshotLeases{Leases: map[string]wireLease{}, LeaseOf: map[string]string{}, LeaseClock: &s.leaseClock}
+	for name, l := range s.Leases() {
+		w.Leases[name] = wireLease{Holder: l.Holder, TTLms: l.TTL.Milliseconds(), Deadline: l.Deadline}
+	}
+	for k, p := range s.All() {
+		if p.Lease != "" {
+			w.LeaseOf[k] = p.Lease
+		}
+	}
+	data, err := json.Marshal(w)
+	if err != nil {
+		return err
+	}
+	b.WriteByte(',')
+	b.Write(data[1 : len(data)-1]) // the fields, without the braces
+	return nil
+}

@@ -1,0 +1,97 @@
+package sharedconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// KeepLeases runs in the background until stop is called: it refreshes the
+// leases this process holds (a third of their ttl after the last refresh)
+// and writes the expiry of any lease that falls due (ExpireDue), so that
+// leases of processes that died end without anyone typing. warn hears, once
+// per lease, that a held lease could not be refreshed for longer than its
+// ttl and may have expired, or that it has.
+func (c *Config) KeepLeases(warn func(msg string)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		k := keeper{c: c, warn: warn, lastOK: map[string]time.Time{}, warned: map[string]bool{}}
+		tick := time.NewTicker(keeperTick)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			k.round(ctx)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// keeperTick is how often the keeper looks at the leases (no I/O unless
+// something is due).
+const keeperTick = 200 * time.Millisecond
+
+// keeperOpTimeout bounds one refresh or expiry.
+const keeperOpTimeout = 5 * time.Second
+
+type keeper struct {
+	c      *Config
+	warn   func(string)
+	lastOK map[string]time.Time // local time of the last good refresh
+	warned map[string]bool
+}
+
+func (k *keeper) round(ctx context.Context) {
+	now := k.c.ServerNow()
+	held := map[string]bool{}
+	for name, l := range k.c.State().Leases() {
+		if l.Holder != k.c.Holder() {
+			continue
+		}
+		held[name] = true
+		if _, ok := k.lastOK[name]; !ok {
+			k.lastOK[name] = time.Now()
+		}
+		if l.Deadline.Sub(now) > l.TTL*2/3 {
+			continue // refreshed less than a third of the ttl ago
+		}
+		opCtx, cancel := context.WithTimeout(ctx, keeperOpTimeout)
+		_, err := k.c.RefreshLease(opCtx, name)
+		cancel()
+		switch {
+		case err == nil:
+			k.lastOK[name], k.warned[name] = time.Now(), false
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, ErrLeaseExpired), errors.Is(err, ErrUnknownLease), errors.Is(err, ErrLeaseHeld):
+			k.once(name, fmt.Sprintf("Lease '%s' has expired: %v", name, err))
+		case time.Since(k.lastOK[name]) > l.TTL:
+			k.once(name, fmt.Sprintf("Lease '%s' could not be refreshed for more than its ttl of %s: it may have expired (%v)", name, l.TTL, err))
+		}
+	}
+	for name := range k.lastOK {
+		if !held[name] {
+			delete(k.lastOK, name)
+			delete(k.warned, name)
+		}
+	}
+	opCtx, cancel := context.WithTimeout(ctx, keeperOpTimeout)
+	defer cancel()
+	_, _ = k.c.ExpireDue(opCtx) // a failure is tried again next round
+}
+
+func (k *keeper) once(name, msg string) {
+	if !k.warned[name] && k.warn != nil {
+		k.warn(msg)
+	}
+	k.warned[name] = true
+}
