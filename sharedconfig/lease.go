@@ -16,28 +16,31 @@ type Lease struct {
 	Holder   string
 	TTL      time.Duration
 	Deadline time.Time
+	// Watched: the log holds a lease entry (of any lease) from the second
+	// half of the time before Deadline, so the log was being written when
+	// the lease fell due. A deadline that passed while the log was silent
+	// (a server down or restarting, or nobody running) proves nothing about
+	// the holder: the first entry after the silence gives the lease a
+	// fresh TTL instead of ending it.
+	Watched bool
 }
 
 // Overdue: at time t, by the log's clock, the lease is past its deadline.
 func (l Lease) Overdue(t time.Time) bool { return !t.Before(l.Deadline) }
 
-// witnessed: the log holds a lease entry from the second half of l's life
-// (the last one, at clock), so it was being written when l fell due. A
-// deadline that passed while the log was silent (a server down, a
-// restart, or nobody running) proves nothing about the holder: the first
-// entry after the silence gives the lease a fresh TTL instead of expiring
-// it.
-func (l Lease) witnessed(clock time.Time) bool {
-	return !clock.Before(l.Deadline.Add(-l.TTL / 2))
-}
-
 // dead: at t the lease is overdue and the log saw it fall due: it can
 // only expire now (a refresh does not revive it).
-func (l Lease) dead(t, clock time.Time) bool { return l.Overdue(t) && l.witnessed(clock) }
+func (l Lease) dead(t time.Time) bool { return l.Overdue(t) && l.Watched }
 
-// The lease updates. All but RevokeLease depend on the time the log stored
-// their entry (statesync.TimedUpdate), and every one of those moves the
-// state's lease clock to that time.
+// renewed is l with a fresh deadline, a TTL after t.
+func (l Lease) renewed(t time.Time) Lease {
+	l.Deadline, l.Watched = t.Add(l.TTL), false
+	return l
+}
+
+// The lease updates. They depend on the time the log stored their entry
+// (statesync.TimedUpdate), and every one is evidence that the log was
+// being written at that time (see Lease.Watched).
 type (
 	// RegisterLease creates lease Lease held by Holder, or renews it (with
 	// a new TTL) if Holder holds it. A lease held by another writer is left
@@ -52,8 +55,8 @@ type (
 	// RevokeLease ends a lease Holder holds, removing its keys.
 	RevokeLease struct{ Lease, Holder string }
 	// ExpireLease ends a lease whose deadline has passed, removing its keys,
-	// in this one entry. Before the deadline it does nothing but note the
-	// time; after a silence in the log (see Lease.witnessed) it gives the
+	// in this one entry. Before the deadline it does nothing but witness
+	// the time; after a silence in the log (see Lease.Watched) it gives the
 	// lease a fresh TTL. Any process may write it: the entry's own time
 	// decides.
 	ExpireLease struct{ Lease string }
@@ -64,7 +67,7 @@ type (
 var (
 	_ statesync.TimedUpdate[State] = RegisterLease{}
 	_ statesync.TimedUpdate[State] = RefreshLease{}
-	_ statesync.Update[State]      = RevokeLease{}
+	_ statesync.TimedUpdate[State] = RevokeLease{}
 	_ statesync.TimedUpdate[State] = ExpireLease{}
 	_ statesync.TimedUpdate[State] = PutWithLease{}
 )
@@ -104,9 +107,6 @@ func (s State) LeaseKeys(name string) []string {
 	return keys
 }
 
-// LeaseClock is the log's time at the last lease entry applied.
-func (s State) LeaseClock() time.Time { return s.leaseClock }
-
 func (s State) setLease(name string, l Lease) State {
 	if s.leases == nil {
 		s.leases = immutable.NewSortedMap[string, Lease](stringComparer)
@@ -124,11 +124,14 @@ func (s State) endLease(name string) State {
 	return s
 }
 
-// tick moves the lease clock to t (never back: a log's times may step back
-// a little across a leader change).
+// tick records that the log was written at t: each lease whose deadline
+// is at most half a TTL after t is watched.
 func (s State) tick(t time.Time) State {
-	if t.After(s.leaseClock) {
-		s.leaseClock = t
+	for name, l := range s.Leases() {
+		if !l.Watched && t.Before(l.Deadline) && !t.Before(l.Deadline.Add(-l.TTL/2)) {
+			l.Watched = true
+			s = s.setLease(name, l)
+		}
 	}
 	return s
 }
@@ -142,9 +145,10 @@ func (u RegisterLease) ApplyAt(s State, _ uint64, t time.Time) State {
 	switch {
 	case u.TTL <= 0:
 	case !exists:
-		s = s.setLease(u.Lease, Lease{Holder: u.Holder, TTL: u.TTL, Deadline: t.Add(u.TTL)})
-	case l.Holder == u.Holder && !l.dead(t, s.leaseClock):
-		s = s.setLease(u.Lease, Lease{Holder: u.Holder, TTL: u.TTL, Deadline: t.Add(u.TTL)})
+		s = s.setLease(u.Lease, Lease{Holder: u.Holder, TTL: u.TTL}.renewed(t))
+	case l.Holder == u.Holder && !l.dead(t):
+		l.TTL = u.TTL
+		s = s.setLease(u.Lease, l.renewed(t))
 	}
 	return s.tick(t)
 }
@@ -154,19 +158,21 @@ func (u RefreshLease) Apply(s State, rev uint64) State { return u.ApplyAt(s, rev
 
 // ApplyAt implements statesync.TimedUpdate.
 func (u RefreshLease) ApplyAt(s State, _ uint64, t time.Time) State {
-	if l, ok := s.Lease(u.Lease); ok && l.Holder == u.Holder && !l.dead(t, s.leaseClock) {
-		l.Deadline = t.Add(l.TTL)
-		s = s.setLease(u.Lease, l)
+	if l, ok := s.Lease(u.Lease); ok && l.Holder == u.Holder && !l.dead(t) {
+		s = s.setLease(u.Lease, l.renewed(t))
 	}
 	return s.tick(t)
 }
 
-// Apply implements statesync.Update.
-func (u RevokeLease) Apply(s State, _ uint64) State {
+// Apply implements statesync.Update, for a log that records no time.
+func (u RevokeLease) Apply(s State, rev uint64) State { return u.ApplyAt(s, rev, time.Time{}) }
+
+// ApplyAt implements statesync.TimedUpdate.
+func (u RevokeLease) ApplyAt(s State, _ uint64, t time.Time) State {
 	if l, ok := s.Lease(u.Lease); ok && l.Holder == u.Holder {
 		s = s.endLease(u.Lease)
 	}
-	return s
+	return s.tick(t)
 }
 
 // Apply implements statesync.Update, for a log that records no time.
@@ -177,11 +183,10 @@ func (u ExpireLease) ApplyAt(s State, _ uint64, t time.Time) State {
 	l, ok := s.Lease(u.Lease)
 	switch {
 	case !ok || !l.Overdue(t):
-	case l.witnessed(s.leaseClock):
+	case l.Watched:
 		s = s.endLease(u.Lease)
 	default: // the log was silent when it fell due: grace
-		l.Deadline = t.Add(l.TTL)
-		s = s.setLease(u.Lease, l)
+		s = s.setLease(u.Lease, l.renewed(t))
 	}
 	return s.tick(t)
 }
@@ -191,7 +196,7 @@ func (u PutWithLease) Apply(s State, rev uint64) State { return u.ApplyAt(s, rev
 
 // ApplyAt implements statesync.TimedUpdate.
 func (u PutWithLease) ApplyAt(s State, rev uint64, t time.Time) State {
-	if l, ok := s.Lease(u.Lease); ok && !l.dead(t, s.leaseClock) {
+	if l, ok := s.Lease(u.Lease); ok && !l.dead(t) {
 		s.m = s.m.Set(u.Key, Property{Value: u.Value, Revision: rev, Lease: u.Lease})
 	}
 	return s.tick(t)

@@ -37,7 +37,8 @@ type leaseClient struct {
 	holder string
 
 	mu     sync.Mutex
-	offset time.Duration // server time minus local time, as last seen
+	offset time.Duration    // server time minus local time, as last seen
+	clock  func() time.Time // tests: the server's clock itself
 }
 
 func newLeaseClient(holder string) leaseClient {
@@ -71,6 +72,9 @@ func (c *Config) Holder() string { return c.leases.holder }
 func (c *Config) ServerNow() time.Time {
 	c.leases.mu.Lock()
 	defer c.leases.mu.Unlock()
+	if c.leases.clock != nil {
+		return c.leases.clock()
+	}
 	return time.Now().Add(c.leases.offset)
 }
 
@@ -255,18 +259,18 @@ func (c *Config) PutWithLease(ctx context.Context, key, value, lease string) (ol
 // by ServerNow, and a witness (an expiry that is not yet due, which only
 // records the log's time) for a lease about to fall due while the log has
 // been quiet, so that its expiry will be judged rather than forgiven (see
-// Lease.witnessed). The log's time on each entry decides; this process's
+// Lease.Watched). The log's time on each entry decides; this process's
 // clock only picks the moment to ask. It returns the leases that ended.
 func (c *Config) ExpireDue(ctx context.Context) ([]string, error) {
 	now := c.ServerNow()
-	// dueNow: l looks overdue, or about to fall due unwitnessed.
-	dueNow := func(s State, l Lease) bool {
-		return l.Overdue(now) || (!l.witnessed(s.leaseClock) && now.After(l.Deadline.Add(-l.TTL/4)))
+	// dueNow: l looks overdue, or about to fall due unwatched.
+	dueNow := func(l Lease) bool {
+		return l.Overdue(now) || (!l.Watched && now.After(l.Deadline.Add(-l.TTL/4)))
 	}
 	var due []string
 	st := c.State()
 	for name, l := range st.Leases() {
-		if dueNow(st, l) {
+		if dueNow(l) {
 			due = append(due, name)
 		}
 	}
@@ -274,7 +278,7 @@ func (c *Config) ExpireDue(ctx context.Context) ([]string, error) {
 	var errs []error
 	for _, name := range due {
 		gone, err := update(ctx, c, func(s State) (updates, bool) {
-			if l, ok := s.Lease(name); ok && dueNow(s, l) {
+			if l, ok := s.Lease(name); ok && dueNow(l) {
 				return updates{ExpireLease{name}}, true
 			}
 			return nil, false

@@ -20,8 +20,8 @@ import (
 //
 // A snapshot that holds leases adds
 //
-//	"leases":{"L":{"holder":"h","ttl_ms":10000,"deadline":"<RFC 3339>"}},
-//	"lease_of":{"k":"L"},"lease_clock":"<RFC 3339>"
+//	"leases":{"L":{"holder":"h","ttl_ms":10000,"deadline":"<RFC 3339>","watched":true}},
+//	"lease_of":{"k":"L"}
 //
 // and one without leases is written as before, so older readers read it.
 
@@ -71,13 +71,13 @@ type wireLease struct {
 	Holder   string    `json:"holder"`
 	TTLms    int64     `json:"ttl_ms"`
 	Deadline time.Time `json:"deadline"`
+	Watched  bool      `json:"watched,omitempty"`
 }
 
 // wireSnapshotLeases is the part of a snapshot that carries leases.
 type wireSnapshotLeases struct {
-	Leases     map[string]wireLease `json:"leases,omitempty"`
-	LeaseOf    map[string]string    `json:"lease_of,omitempty"`
-	LeaseClock *time.Time           `json:"lease_clock,omitempty"`
+	Leases  map[string]wireLease `json:"leases,omitempty"`
+	LeaseOf map[string]string    `json:"lease_of,omitempty"`
 }
 
 // snapshot adds the leases to s, a snapshot's properties.
@@ -94,10 +94,7 @@ func (w wireSnapshotLeases) snapshot(s State) (statesync.InitialUpdate[State], e
 		if l.TTLms <= 0 {
 			return nil, errors.New("not a sharedconfig snapshot: a lease without a positive ttl_ms")
 		}
-		s = s.setLease(name, Lease{Holder: l.Holder, TTL: time.Duration(l.TTLms) * time.Millisecond, Deadline: l.Deadline})
-	}
-	if w.LeaseClock != nil {
-		s.leaseClock = *w.LeaseClock
+		s = s.setLease(name, Lease{Holder: l.Holder, TTL: time.Duration(l.TTLms) * time.Millisecond, Deadline: l.Deadline, Watched: l.Watched})
 	}
 	return Snapshot{s}, nil
 }
@@ -108,9 +105,9 @@ func encodeSnapshotLeases(b *bytes.Buffer, s State) error {
 	if s.leases == nil || s.leases.Len() == 0 {
 		return nil
 	}
-	w := wireSnapshotLeases{Leases: map[string]wireLease{}, LeaseOf: map[string]string{}, LeaseClock: &s.leaseClock}
+	w := wireSnapshotLeases{Leases: map[string]wireLease{}, LeaseOf: map[string]string{}}
 	for name, l := range s.Leases() {
-		w.Leases[name] = wireLease{Holder: l.Holder, TTLms: l.TTL.Milliseconds(), Deadline: l.Deadline}
+		w.Leases[name] = wireLease{Holder: l.Holder, TTLms: l.TTL.Milliseconds(), Deadline: l.Deadline, Watched: l.Watched}
 	}
 	for k, p := range s.All() {
 		if p.Lease != "" {

@@ -3,7 +3,6 @@ package sharedconfig
 import (
 	"iter"
 	"strings"
-	"time"
 
 	"github.com/benbjohnson/immutable"
 )
@@ -26,9 +25,6 @@ type State struct {
 	m *immutable.SortedMap[string, Property]
 	// leases by name; nil until the first lease (see lease.go).
 	leases *immutable.SortedMap[string, Lease]
-	// leaseClock is the log's time at the last lease entry: evidence that
-	// the log was being written then (see ExpireLease).
-	leaseClock time.Time
 }
 
 var stringComparer = immutable.NewComparer("")

@@ -1,0 +1,356 @@
+package sharedconfig_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// fakeClock is the server's clock in lease tests: it moves only when told.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// leaseEnv is a MemLog whose entries carry a fake server time, and
+// processes (configs) on it, each its own lease holder.
+type leaseEnv struct {
+	t     *testing.T
+	log   *statesync.MemLog
+	clock *fakeClock
+}
+
+func newLeaseEnv(t *testing.T) *leaseEnv {
+	log := statesync.NewMemLog("leases")
+	clock := &fakeClock{now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	log.SetClock(clock.Now)
+	return &leaseEnv{t: t, log: log, clock: clock}
+}
+
+func (e *leaseEnv) open(holder string) *sharedconfig.Config {
+	e.t.Helper()
+	c, err := sharedconfig.Open(context.Background(), e.log, sharedconfig.Options{Holder: holder})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	sharedconfig.SetServerClock(c, e.clock.Now)
+	return c
+}
+
+func ok(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// membership: a holds lease "a" with /servers/1, b holds "b" with /servers/2.
+func membership(t *testing.T, e *leaseEnv) (a, b *sharedconfig.Config) {
+	ctx := context.Background()
+	a, b = e.open("a"), e.open("b")
+	_, err := a.RegisterLease(ctx, "a", 10*time.Second)
+	ok(t, err)
+	_, _, err = a.PutWithLease(ctx, "/servers/1", "one", "a")
+	ok(t, err)
+	_, err = b.RegisterLease(ctx, "b", 10*time.Second)
+	ok(t, err)
+	_, _, err = b.PutWithLease(ctx, "/servers/2", "two", "b")
+	ok(t, err)
+	return a, b
+}
+
+func keys(c *sharedconfig.Config) map[string]string {
+	return maps.Collect(func(yield func(string, string) bool) {
+		for k, p := range c.State().All() {
+			if !yield(k, p.Value) {
+				return
+			}
+		}
+	})
+}
+
+func TestLeaseExpiresInOneEntryWithoutItsHolder(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	a, b := membership(t, e)
+	_ = a // a is "killed": it does nothing from here on
+	for range 4 { // b stays alive; a does not refresh
+		e.clock.Advance(3 * time.Second)
+		_, err := b.RefreshLease(ctx, "b")
+		ok(t, err)
+		if _, err := b.ExpireDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, held := b.State().Lease("a"); held {
+		t.Fatal("lease a outlived its deadline by 2s")
+	}
+	if got := keys(b); len(got) != 1 || got["/servers/2"] != "two" {
+		t.Fatalf("keys after a's expiry: %v", got)
+	}
+	// One entry ended the lease.
+	late := e.open("c")
+	hist, err := b.History(ctx, 100)
+	ok(t, err)
+	expiries := 0
+	for _, ch := range hist {
+		for _, op := range ch.Ops {
+			if op.Kind == "expire_lease" && op.Lease == "a" {
+				expiries++
+			}
+		}
+	}
+	if expiries != 1 {
+		t.Fatalf("%d expire_lease entries for a, want 1", expiries)
+	}
+	if got := keys(late); len(got) != 1 {
+		t.Fatalf("a process that joins later sees %v", got)
+	}
+}
+
+func TestLeaseEndHeardByWatchers(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	var mu sync.Mutex
+	var ended []sharedconfig.EndedLease
+	w, err := sharedconfig.Open(ctx, e.log, sharedconfig.Options{Holder: "w", Changed: func(ch sharedconfig.Change) {
+		mu.Lock()
+		defer mu.Unlock()
+		ended = append(ended, ch.Ended...)
+	}})
+	ok(t, err)
+	sharedconfig.SetServerClock(w, e.clock.Now)
+	a, b := membership(t, e)
+	e.clock.Advance(6 * time.Second)
+	_, err = b.RefreshLease(ctx, "b")
+	ok(t, err)
+	e.clock.Advance(5 * time.Second)
+	ok(t, w.Refresh(ctx)) // catching up: the expiry is not written yet
+	gone, err := w.ExpireDue(ctx)
+	ok(t, err)
+	if len(gone) != 1 || gone[0] != "a" {
+		t.Fatalf("ExpireDue ended %v, want [a]", gone)
+	}
+	_, err = b.RevokeLease(ctx, "b")
+	ok(t, err)
+	ok(t, w.Refresh(ctx))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ended) != 2 || ended[0].Lease != "a" || !ended[0].Expired || len(ended[0].Keys) != 1 || ended[0].Keys[0] != "/servers/1" ||
+		ended[1].Lease != "b" || ended[1].Expired || ended[1].Keys[0] != "/servers/2" {
+		t.Fatalf("watchers heard %+v", ended)
+	}
+	ok(t, a.Refresh(ctx))
+	if len(keys(a)) != 0 {
+		t.Fatalf("a still sees %v", keys(a))
+	}
+}
+
+func TestLateRefreshDoesNotRevive(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	a, b := membership(t, e)
+	e.clock.Advance(6 * time.Second)
+	_, err := b.RefreshLease(ctx, "b") // the log is alive in a's last half
+	ok(t, err)
+	e.clock.Advance(5 * time.Second) // a's deadline has passed
+	_, err = a.RefreshLease(ctx, "a")
+	if !errors.Is(err, sharedconfig.ErrLeaseExpired) {
+		t.Fatalf("late refresh: %v, want ErrLeaseExpired", err)
+	}
+	_, _, err = a.PutWithLease(ctx, "/servers/1b", "x", "a")
+	if !errors.Is(err, sharedconfig.ErrLeaseExpired) {
+		t.Fatalf("late put with lease: %v, want ErrLeaseExpired", err)
+	}
+	_, err = b.ExpireDue(ctx)
+	ok(t, err)
+	ok(t, a.Refresh(ctx))
+	if _, held := a.State().Lease("a"); held {
+		t.Fatal("the late refresh revived the lease")
+	}
+	if _, ok := a.Get("/servers/1"); ok {
+		t.Fatal("the lease's key survived")
+	}
+}
+
+func TestLeaseSurvivesSilence(t *testing.T) {
+	// The server was down (or restarted) across the deadline: the log is
+	// silent from the last refresh to after the deadline. Nothing expires
+	// because of that: the first entry after the silence gives a fresh ttl.
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	a, _ := membership(t, e)
+	other := e.open("other")
+	e.clock.Advance(30 * time.Second)
+	_, err := other.ExpireDue(ctx)
+	ok(t, err)
+	if _, held := other.State().Lease("a"); !held {
+		t.Fatal("a lease expired because the log was silent")
+	}
+	e.clock.Advance(1 * time.Second)
+	_, err = a.RefreshLease(ctx, "a") // the holder, back after the outage
+	ok(t, err)
+	if v, _ := a.Get("/servers/1"); v != "one" {
+		t.Fatal("the key went")
+	}
+	// The grace is one ttl: a holder that does not come back loses it.
+	e.clock.Advance(7 * time.Second)
+	_, err = other.ExpireDue(ctx) // a witness for b: the log is alive
+	ok(t, err)
+	e.clock.Advance(5 * time.Second)
+	_, err = other.ExpireDue(ctx)
+	ok(t, err)
+	if _, held := other.State().Lease("b"); held {
+		t.Fatal("b, not refreshed after the grace, still holds")
+	}
+	if l, held := other.State().Lease("a"); held {
+		t.Log(describe(other.State()), l)
+		t.Fatal("a, not refreshed after the grace, still holds")
+	}
+}
+
+func TestLeaseReplaysAgree(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	a, b := membership(t, e)
+	_, _, err := a.Put(ctx, "/plain", "p")
+	ok(t, err)
+	e.clock.Advance(6 * time.Second)
+	_, err = b.RefreshLease(ctx, "b")
+	ok(t, err)
+	ok(t, b.Compact(ctx)) // the snapshot carries leases, keys' leases, the clock
+	e.clock.Advance(5 * time.Second)
+	_, err = a.RefreshLease(ctx, "a") // late: refused alike by both replays
+	if !errors.Is(err, sharedconfig.ErrLeaseExpired) {
+		t.Fatal(err)
+	}
+	joined := e.open("joined") // from the snapshot
+	ok(t, a.Refresh(ctx))
+	for _, c := range []*sharedconfig.Config{a, b, joined} {
+		ok(t, c.Refresh(ctx))
+	}
+	want := describe(a.State())
+	for _, c := range []*sharedconfig.Config{b, joined} {
+		if got := describe(c.State()); got != want {
+			t.Fatalf("replays disagree:\n%s\n%s", got, want)
+		}
+	}
+	_, err = joined.ExpireDue(ctx)
+	ok(t, err)
+	ok(t, a.Refresh(ctx))
+	if _, held := a.State().Lease("a"); held {
+		t.Fatal("a outlived its deadline after compaction")
+	}
+	if v, _ := a.Get("/plain"); v != "p" {
+		t.Fatal("a plain key went with a lease")
+	}
+}
+
+func describe(s sharedconfig.State) string {
+	out := ""
+	for k, p := range s.All() {
+		out += k + "=" + p.Value + "@" + p.Lease + ";"
+	}
+	for n, l := range s.Leases() {
+		out += n + ":" + l.Holder + "," + l.TTL.String() + "," + l.Deadline.UTC().String() + "," + fmt.Sprint(l.Watched) + ";"
+	}
+	return out
+}
+
+func TestStalePutIfAbsentAfterExpiry(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	_, b := membership(t, e)
+	stale := e.open("stale") // has /servers/1 and will not refresh
+	e.clock.Advance(6 * time.Second)
+	_, err := b.RefreshLease(ctx, "b")
+	ok(t, err)
+	e.clock.Advance(5 * time.Second)
+	_, err = b.ExpireDue(ctx)
+	ok(t, err)
+	if _, ok := stale.Get("/servers/1"); !ok {
+		t.Fatal("the stale copy was supposed to be stale")
+	}
+	_, existed, err := stale.PutIfAbsent(ctx, "/servers/1", "new")
+	ok(t, err)
+	if existed {
+		t.Fatal("PUT_IF_ABSENT decided on the stale copy, where the expired key lives on")
+	}
+}
+
+func TestLeaseErrorsAndDetach(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	a, b := membership(t, e)
+	if _, err := b.RegisterLease(ctx, "a", time.Minute); !errors.Is(err, sharedconfig.ErrLeaseHeld) {
+		t.Fatalf("register a lease another holds: %v", err)
+	}
+	if _, err := b.RefreshLease(ctx, "a"); !errors.Is(err, sharedconfig.ErrLeaseHeld) {
+		t.Fatalf("refresh a lease another holds: %v", err)
+	}
+	if _, err := b.RevokeLease(ctx, "a"); !errors.Is(err, sharedconfig.ErrLeaseHeld) {
+		t.Fatalf("revoke a lease another holds: %v", err)
+	}
+	if _, err := a.RefreshLease(ctx, "nope"); !errors.Is(err, sharedconfig.ErrUnknownLease) {
+		t.Fatalf("refresh an unknown lease: %v", err)
+	}
+	if _, _, err := a.PutWithLease(ctx, "k", "v", "nope"); !errors.Is(err, sharedconfig.ErrUnknownLease) {
+		t.Fatalf("put with an unknown lease: %v", err)
+	}
+	if _, err := a.RegisterLease(ctx, "x", 10*time.Millisecond); !errors.Is(err, sharedconfig.ErrBadTTL) {
+		t.Fatalf("a ttl under 1s: %v", err)
+	}
+	renewed, err := a.RegisterLease(ctx, "a", 20*time.Second)
+	ok(t, err)
+	if !renewed {
+		t.Fatal("registering a held lease again did not renew it")
+	}
+	// A plain put detaches the key; the lease's end leaves it.
+	_, _, err = a.Put(ctx, "/servers/1", "kept")
+	ok(t, err)
+	keys, err := a.RevokeLease(ctx, "a")
+	ok(t, err)
+	if len(keys) != 0 {
+		t.Fatalf("revoke removed %v", keys)
+	}
+	if v, _ := a.Get("/servers/1"); v != "kept" {
+		t.Fatal("the detached key went with the lease")
+	}
+	ok(t, b.RevokeHeld(ctx))
+	if _, ok := b.Get("/servers/2"); ok {
+		t.Fatal("RevokeHeld left b's key")
+	}
+}
+
+func TestParseTTL(t *testing.T) {
+	for in, want := range map[string]time.Duration{"10s": 10 * time.Second, "10": 10 * time.Second, "1.5": 1500 * time.Millisecond, "2m": 2 * time.Minute} {
+		got, err := sharedconfig.ParseTTL(in)
+		if err != nil || got != want {
+			t.Errorf("ParseTTL(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "x", "0", "-5", "0.5s", "25h", "1.0001"} {
+		if _, err := sharedconfig.ParseTTL(in); !errors.Is(err, sharedconfig.ErrBadTTL) {
+			t.Errorf("ParseTTL(%q): %v, want ErrBadTTL", in, err)
+		}
+	}
+}
