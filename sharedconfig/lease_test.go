@@ -92,7 +92,7 @@ func TestLeaseExpiresInOneEntryWithoutItsHolder(t *testing.T) {
 	ctx := context.Background()
 	e := newLeaseEnv(t)
 	a, b := membership(t, e)
-	_ = a // a is "killed": it does nothing from here on
+	_ = a         // a is "killed": it does nothing from here on
 	for range 4 { // b stays alive; a does not refresh
 		e.clock.Advance(3 * time.Second)
 		_, err := b.RefreshLease(ctx, "b")
