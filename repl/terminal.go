@@ -6,10 +6,9 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	prompt "github.com/c-bata/go-prompt"
-	"golang.org/x/term"
+	"golang.org/x/sys/unix"
 )
 
 // ErrInterrupted: the user pressed Ctrl-C twice at the prompt.
@@ -18,33 +17,63 @@ var ErrInterrupted = errors.New("interrupted")
 // Terminal reads lines from the terminal with go-prompt: a prompt, command
 // and key completion, and history (Up and Down). Ctrl-D on an empty line
 // ends input; Ctrl-C clears the line, and a second Ctrl-C in a row quits.
+// Ctrl-C while a command runs cancels the command instead (OnInterrupt).
 //
-// go-prompt v0.2.6 leaves the terminal in raw mode after each line (it
-// restores a copy of the settings that it had made raw), so Terminal saves
-// the settings itself and puts them back after every line and on Close.
+// go-prompt v0.2.6 is only given keys: Terminal owns the terminal. It puts
+// it in raw mode once, for the whole session, and one goroutine reads it,
+// because go-prompt on its own:
+//   - takes whatever one read returns as one key, so a paste of several
+//     lines ran none of them; here each read is split into keys, handed out
+//     one at a time;
+//   - switches raw mode off while a command runs, so keys typed meanwhile
+//     were echoed, edited by the terminal's line discipline and partly lost
+//     (Ctrl-D, for one), and Ctrl-C became a SIGINT; here they wait in a
+//     queue for the next line, and Ctrl-C is a key the reader sees;
+//   - leaves the terminal raw after each line (it restores a copy it made
+//     raw itself); here go-prompt never touches the settings, and Close
+//     puts back those saved at the start.
 type Terminal struct {
-	p      *prompt.Prompt
-	keys   *keyWatcher
-	fd     int
-	saved  *term.State
-	closed bool
-	out    io.Writer
+	p     *prompt.Prompt
+	keys  *keyQueue
+	tty   *os.File
+	fd    int // tty's; not tty.Fd(), which would make reads blocking
+	saved *unix.Termios
+	out   io.Writer
 
-	mu      sync.Mutex
-	reading bool     // a line is being typed
-	pending []string // lines to print above it
+	closeOnce sync.Once
+	readDone  chan struct{}
+
+	mu        sync.Mutex
+	reading   bool     // go-prompt is reading a line
+	pending   []string // lines to print above it
+	interrupt func()   // cancels the running command, if one is running
+	early     bool     // Ctrl-C came before the command's interrupt was set
 }
 
-// NewTerminal starts reading the terminal on stdin. It must only be called
-// when stdin is a terminal: go-prompt panics without one.
+// NewTerminal starts reading the terminal. It must only be called when
+// stdin is a terminal.
 func NewTerminal(prefix string, complete func(before string) []Suggestion) (*Terminal, error) {
-	fd := int(os.Stdin.Fd())
-	saved, err := term.GetState(fd)
+	// go-prompt's New opens /dev/tty too, and panics if it cannot.
+	tty, err := os.Open("/dev/tty")
 	if err != nil {
 		return nil, err
 	}
-	keys := &keyWatcher{ConsoleParser: prompt.NewStandardInputParser(), inject: make(chan []byte, 1)}
-	t := &Terminal{keys: keys, fd: fd, saved: saved, out: os.Stdout}
+	fd, err := pollableFd(tty)
+	if err != nil {
+		tty.Close()
+		return nil, err
+	}
+	saved, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		tty.Close()
+		return nil, err
+	}
+	if err := unix.IoctlSetTermios(fd, unix.TCSETS, rawMode(*saved)); err != nil {
+		tty.Close()
+		return nil, err
+	}
+	keys := &keyQueue{fd: fd}
+	t := &Terminal{keys: keys, tty: tty, fd: fd, saved: saved, out: os.Stdout, readDone: make(chan struct{})}
 	t.p = prompt.New(
 		func(string) {}, // lines are taken with Input, not run by go-prompt
 		func(d prompt.Document) []prompt.Suggest {
@@ -59,13 +88,106 @@ func NewTerminal(prefix string, complete func(before string) []Suggestion) (*Ter
 		prompt.OptionCompletionWordSeparator(" ,"),
 		prompt.OptionMaxSuggestion(8),
 		prompt.OptionSetExitCheckerOnInput(func(_ string, breakline bool) bool {
-			return !breakline && keys.ctrlC.Load() >= 2
+			return !breakline && keys.ctrlCsInARow() >= 2
 		}),
 		// The key PrintAbove injects: print the pending lines, after which
 		// go-prompt draws the prompt and the line being typed again.
 		prompt.OptionAddKeyBind(prompt.KeyBind{Key: prompt.Ignore, Fn: func(*prompt.Buffer) { t.flush(true) }}),
+		// Ctrl-D on a line with text, and a first Ctrl-C, did not end the
+		// line: the keys after them may be handed out.
+		prompt.OptionAddKeyBind(prompt.KeyBind{Key: prompt.ControlD, Fn: func(*prompt.Buffer) { keys.release() }}),
+		prompt.OptionAddKeyBind(prompt.KeyBind{Key: prompt.ControlC, Fn: func(*prompt.Buffer) {
+			if keys.ctrlCsInARow() < 2 {
+				keys.release()
+			}
+		}}),
 	)
+	go t.readKeys()
 	return t, nil
+}
+
+// pollableFd is f's descriptor. f.Fd() would switch f to blocking reads,
+// which Close cannot interrupt.
+func pollableFd(f *os.File) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	fd := -1
+	if err := rc.Control(func(d uintptr) { fd = int(d) }); err != nil {
+		return 0, err
+	}
+	return fd, nil
+}
+
+// rawMode is go-prompt's raw mode: no echo, no line editing, no signals
+// from keys, but output processing stays on, so "\n" still starts a line.
+func rawMode(t unix.Termios) *unix.Termios {
+	t.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
+	t.Lflag &^= unix.ECHO | unix.ICANON | unix.IEXTEN | unix.ISIG | unix.ECHONL
+	t.Cflag &^= unix.CSIZE | unix.PARENB
+	t.Cflag |= unix.CS8
+	t.Cc[unix.VMIN] = 1
+	t.Cc[unix.VTIME] = 0
+	return &t
+}
+
+// readKeys reads the terminal until Close, queueing keys for go-prompt.
+func (t *Terminal) readKeys() {
+	defer close(t.readDone)
+	buf := make([]byte, 4096)
+	var rest []byte
+	for {
+		n, err := t.tty.Read(buf)
+		var keys [][]byte
+		keys, rest = splitKeys(append(rest, buf[:n]...), n == len(buf))
+		for _, k := range keys {
+			if len(k) == 1 && k[0] == ctrlC && t.ctrlC() {
+				continue
+			}
+			t.keys.push(k)
+		}
+		if err != nil {
+			// The terminal is gone (or closed): end the line being read.
+			t.keys.hangUp()
+			return
+		}
+	}
+}
+
+// ctrlC handles a Ctrl-C as the reader reads it. Like a terminal's
+// interrupt, it drops the keys typed ahead. While a command runs it cancels
+// the command and reports true; at the prompt it is a key for go-prompt.
+func (t *Terminal) ctrlC() bool {
+	t.keys.clear()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.reading && !t.keys.lineEntered() {
+		return false
+	}
+	if t.interrupt != nil {
+		t.interrupt()
+	} else {
+		t.early = true // the line was read, its command not yet started
+	}
+	return true
+}
+
+// OnInterrupt has cancel called when the user presses Ctrl-C, until the
+// returned stop is called. The shell sets it around each command.
+func (t *Terminal) OnInterrupt(cancel func()) (stop func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.early {
+		t.early = false
+		cancel()
+	}
+	t.interrupt = cancel
+	return func() {
+		t.mu.Lock()
+		t.interrupt = nil
+		t.mu.Unlock()
+	}
 }
 
 // ignoreKey is a key go-prompt reads as Ignore: it does nothing but redraw.
@@ -79,10 +201,7 @@ func (t *Terminal) PrintAbove(lines []string) bool {
 		return false
 	}
 	t.pending = append(t.pending, lines...)
-	select {
-	case t.keys.inject <- ignoreKey:
-	default: // one is on its way already
-	}
+	t.keys.redraw()
 	return true
 }
 
@@ -111,34 +230,40 @@ func (t *Terminal) flush(inPrompt bool) {
 // ReadLine implements Input.
 func (t *Terminal) ReadLine() (string, error) {
 	t.mu.Lock()
-	t.reading = true
+	t.reading, t.early = true, false
 	t.mu.Unlock()
+	t.keys.startLine()
 	line := t.p.Input()
 	t.mu.Lock()
 	t.reading = false
 	t.mu.Unlock()
 	t.flush(false) // lines that came as the line was entered
-	// Put the terminal back in the state it was in, so that answers print
-	// normally and Ctrl-C during a command is a signal again.
-	if err := term.Restore(t.fd, t.saved); err != nil {
-		return "", err
-	}
+	last, ctrlCs, hungUp := t.keys.end()
 	switch {
-	case t.keys.ctrlC.Load() >= 2:
+	case hungUp:
+		return "", io.EOF
+	case ctrlCs >= 2:
 		return "", ErrInterrupted
-	case line == "" && t.keys.last.Load() == ctrlD:
+	case line == "" && last == ctrlD:
 		return "", io.EOF
 	}
 	return line, nil
 }
 
-// Close restores the terminal. It is safe to call more than once.
+// Close restores the terminal's settings and stops reading it. It is safe
+// to call more than once.
 func (t *Terminal) Close() error {
-	if t.closed {
-		return nil
-	}
-	t.closed = true
-	return term.Restore(t.fd, t.saved)
+	var err error
+	t.closeOnce.Do(func() {
+		err = unix.IoctlSetTermios(t.fd, unix.TCSETS, t.saved)
+		// The tty is read through Go's poller, so closing it ends a
+		// pending read.
+		if cerr := t.tty.Close(); err == nil {
+			err = cerr
+		}
+		<-t.readDone
+	})
+	return err
 }
 
 const (
@@ -146,36 +271,131 @@ const (
 	ctrlD = 0x04
 )
 
-// keyWatcher passes keys through to go-prompt and remembers the last one and
-// how many Ctrl-Cs came in a row, which go-prompt's Input does not report.
-// go-prompt reads keys on one goroutine and handles them on another, hence
-// the atomics.
-type keyWatcher struct {
-	prompt.ConsoleParser
-	last   atomic.Uint32 // the last key, if it was one byte
-	ctrlC  atomic.Int32
-	inject chan []byte // keys to hand go-prompt as if typed
+// errNoKey tells go-prompt, which polls, that no key is ready.
+var errNoKey = errors.New("no key typed")
+
+// keyQueue is the go-prompt ConsoleParser: it hands go-prompt the keys the
+// reader has queued, one per Read. After a key that may end the line (Enter,
+// Ctrl-D, Ctrl-C) it holds the rest back until go-prompt has handled that
+// one: keys go-prompt reads after the line ends are lost with it. It also
+// remembers the last key and how many Ctrl-Cs came in a row, which
+// go-prompt's Input does not report. go-prompt reads keys on one goroutine
+// and handles them on another, hence the lock.
+type keyQueue struct {
+	fd int // for the window size
+
+	mu         sync.Mutex
+	keys       [][]byte
+	wantRedraw bool // hand out ignoreKey next
+	held       byte // the key handed out that may end the line; 0 if none
+	last       byte // the last key handed out, if one byte
+	ctrlCs     int
+	gone       bool // the terminal hung up
 }
 
-func (k *keyWatcher) Read() ([]byte, error) {
-	select {
-	case b := <-k.inject:
-		return b, nil
-	default:
+// Setup and TearDown do nothing: the Terminal keeps the terminal raw.
+func (q *keyQueue) Setup() error    { return nil }
+func (q *keyQueue) TearDown() error { return nil }
+
+// GetWinSize is the terminal's size (go-prompt's panics if the ioctl fails).
+func (q *keyQueue) GetWinSize() *prompt.WinSize {
+	ws, err := unix.IoctlGetWinsize(q.fd, unix.TIOCGWINSZ)
+	if err != nil || ws.Row == 0 || ws.Col == 0 {
+		return &prompt.WinSize{Row: 24, Col: 80}
 	}
-	b, err := k.ConsoleParser.Read()
-	if len(b) == 0 {
-		return b, err // go-prompt polls; nothing was typed
+	return &prompt.WinSize{Row: ws.Row, Col: ws.Col}
+}
+
+func (q *keyQueue) Read() ([]byte, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.held != 0:
+		return nil, errNoKey
+	case q.wantRedraw:
+		q.wantRedraw = false
+		return ignoreKey, nil
+	case len(q.keys) == 0:
+		return nil, errNoKey
 	}
-	var key uint32
-	if len(b) == 1 {
-		key = uint32(b[0])
+	k := q.keys[0]
+	q.keys = q.keys[1:]
+	q.last = 0
+	if len(k) == 1 {
+		q.last = k[0]
 	}
-	k.last.Store(key)
-	if key == ctrlC {
-		k.ctrlC.Add(1)
+	if q.last == ctrlC {
+		q.ctrlCs++
 	} else {
-		k.ctrlC.Store(0)
+		q.ctrlCs = 0
 	}
-	return b, err
+	switch q.last {
+	case '\r', '\n', ctrlD, ctrlC:
+		q.held = q.last
+	}
+	return k, nil
+}
+
+func (q *keyQueue) push(k []byte) {
+	q.mu.Lock()
+	q.keys = append(q.keys, k)
+	q.mu.Unlock()
+}
+
+// clear drops the keys not yet handed out.
+func (q *keyQueue) clear() {
+	q.mu.Lock()
+	q.keys = nil
+	q.mu.Unlock()
+}
+
+func (q *keyQueue) redraw() {
+	q.mu.Lock()
+	q.wantRedraw = true
+	q.mu.Unlock()
+}
+
+// release: the held key did not end the line.
+func (q *keyQueue) release() {
+	q.mu.Lock()
+	if q.held == ctrlD || q.held == ctrlC {
+		q.held = 0
+	}
+	q.mu.Unlock()
+}
+
+// lineEntered: Enter was handed out, so the line is as good as read.
+func (q *keyQueue) lineEntered() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.held == '\r' || q.held == '\n'
+}
+
+func (q *keyQueue) ctrlCsInARow() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ctrlCs
+}
+
+// startLine: go-prompt reads a new line, and nothing is held back.
+func (q *keyQueue) startLine() {
+	q.mu.Lock()
+	q.held, q.wantRedraw = 0, false
+	q.mu.Unlock()
+}
+
+// end reports how the line ended.
+func (q *keyQueue) end() (last byte, ctrlCs int, hungUp bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.last, q.ctrlCs, q.gone && len(q.keys) == 0
+}
+
+// hangUp ends input: after the keys queued, Ctrl-C clears the line and
+// Ctrl-D on the empty line makes go-prompt return.
+func (q *keyQueue) hangUp() {
+	q.mu.Lock()
+	q.gone = true
+	q.keys = append(q.keys, []byte{ctrlC}, []byte{ctrlD})
+	q.mu.Unlock()
 }
