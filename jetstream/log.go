@@ -262,7 +262,11 @@ func (l *Log) publishOnce(ctx context.Context, expected uint64, msg *nats.Msg) (
 			return 0, fmt.Errorf("an entry of %d bytes is %w (%d bytes)", len(msg.Data), ErrTooLarge, l.maxPayload)
 		}
 		if !retryable(err) || ctx.Err() != nil {
-			if ctx.Err() != nil && ambiguous {
+			// An attempt that ctx cut short may have gone out: nats.go
+			// also keeps publishes made while it reconnects, and sends
+			// them once it is back.
+			cutShort := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+			if ctx.Err() != nil && (ambiguous || cutShort) {
 				return 0, fmt.Errorf("%s: %w: %v", l.name, statesync.ErrUnknownOutcome, ctx.Err())
 			}
 			return 0, fmt.Errorf("%s: %w", l.name, describeJSError(err))
