@@ -147,8 +147,11 @@ func (t *Terminal) readKeys() {
 			}
 			t.keys.push(k)
 		}
-		if err != nil {
-			// The terminal is gone (or closed): end the line being read.
+		switch {
+		case errors.Is(err, os.ErrClosed): // Close
+			return
+		case err != nil:
+			// The terminal is gone: end the line being read.
 			t.keys.hangUp()
 			return
 		}
@@ -255,6 +258,13 @@ func (t *Terminal) ReadLine() (string, error) {
 func (t *Terminal) Close() error {
 	var err error
 	t.closeOnce.Do(func() {
+		t.mu.Lock()
+		if t.reading {
+			// A signal ended the shell mid-line: clear the completions
+			// that go-prompt may show below it.
+			io.WriteString(t.out, "\x1b[J")
+		}
+		t.mu.Unlock()
 		err = unix.IoctlSetTermios(t.fd, unix.TCSETS, t.saved)
 		// The tty is read through Go's poller, so closing it ends a
 		// pending read.
