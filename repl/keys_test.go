@@ -81,3 +81,43 @@ func TestKeyQueueHoldsAfterLineEnd(t *testing.T) {
 	read("z")
 	read("")
 }
+
+// At the prompt Ctrl-C is a key, in turn: two typed before go-prompt reads
+// either still make two in a row. While a command runs, Ctrl-C cancels it
+// and drops what was typed ahead.
+func TestCtrlCKeys(t *testing.T) {
+	term := &Terminal{keys: &keyQueue{}, reading: true}
+	for _, k := range []string{"x", "\x03", "\x03"} {
+		term.key([]byte(k))
+	}
+	for _, want := range []string{"x", "\x03"} {
+		if k, err := term.keys.Read(); err != nil || string(k) != want {
+			t.Fatalf("Read = %q, %v; want %q", k, err, want)
+		}
+	}
+	term.keys.release()
+	if k, err := term.keys.Read(); err != nil || string(k) != "\x03" || term.keys.ctrlCsInARow() != 2 {
+		t.Fatalf("Read = %q, %v after %d Ctrl-Cs; want the second Ctrl-C", k, err, term.keys.ctrlCsInARow())
+	}
+
+	term = &Terminal{keys: &keyQueue{}}
+	cancelled := 0
+	stop := term.OnInterrupt(func() { cancelled++ })
+	term.key([]byte("GET a"))
+	term.key([]byte("\x03"))
+	term.key([]byte("GET b"))
+	stop()
+	if cancelled != 1 {
+		t.Fatalf("the command was cancelled %d times, want once", cancelled)
+	}
+	if k, err := term.keys.Read(); err != nil || string(k) != "GET b" {
+		t.Fatalf("Read = %q, %v; want only what came after Ctrl-C", k, err)
+	}
+	// A Ctrl-C after the line was read but before its command started
+	// cancels that command.
+	term.key([]byte("\x03"))
+	term.OnInterrupt(func() { cancelled++ })()
+	if cancelled != 2 {
+		t.Fatal("a Ctrl-C just before the command did not cancel it")
+	}
+}

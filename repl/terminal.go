@@ -142,10 +142,7 @@ func (t *Terminal) readKeys() {
 		var keys [][]byte
 		keys, rest = splitKeys(append(rest, buf[:n]...), n == len(buf))
 		for _, k := range keys {
-			if len(k) == 1 && k[0] == ctrlC && t.ctrlC() {
-				continue
-			}
-			t.keys.push(k)
+			t.key(k)
 		}
 		switch {
 		case errors.Is(err, os.ErrClosed): // Close
@@ -158,16 +155,25 @@ func (t *Terminal) readKeys() {
 	}
 }
 
-// ctrlC handles a Ctrl-C as the reader reads it. Like a terminal's
-// interrupt, it drops the keys typed ahead. While a command runs it cancels
-// the command and reports true; at the prompt it is a key for go-prompt.
+// key takes a key the reader has read.
+func (t *Terminal) key(k []byte) {
+	if len(k) == 1 && k[0] == ctrlC && t.ctrlC() {
+		return
+	}
+	t.keys.push(k)
+}
+
+// ctrlC handles a Ctrl-C as the reader reads it. At the prompt it is a key
+// for go-prompt, in turn (false). While a command runs it cancels the
+// command and, like a terminal's interrupt, drops the keys typed ahead
+// (true).
 func (t *Terminal) ctrlC() bool {
-	t.keys.clear()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.reading && !t.keys.lineEntered() {
 		return false
 	}
+	t.keys.clear()
 	if t.interrupt != nil {
 		t.interrupt()
 	} else {
