@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	prompt "github.com/c-bata/go-prompt"
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 // ErrInterrupted: the user pressed Ctrl-C twice at the prompt.
@@ -33,12 +33,12 @@ var ErrInterrupted = errors.New("interrupted")
 //     raw itself); here go-prompt never touches the settings, and Close
 //     puts back those saved at the start.
 type Terminal struct {
-	p     *prompt.Prompt
-	keys  *keyQueue
-	tty   *os.File
-	fd    int // tty's; not tty.Fd(), which would make reads blocking
-	saved *unix.Termios
-	out   io.Writer
+	p       *prompt.Prompt
+	keys    *keyQueue
+	console console
+	stdin   int // for the terminal's settings
+	saved   *term.State
+	out     io.Writer
 
 	closeOnce sync.Once
 	readDone  chan struct{}
@@ -53,27 +53,18 @@ type Terminal struct {
 // NewTerminal starts reading the terminal. It must only be called when
 // stdin is a terminal.
 func NewTerminal(prefix string, complete func(before string) []Suggestion) (*Terminal, error) {
-	// go-prompt's New opens /dev/tty too, and panics if it cannot.
-	tty, err := os.Open("/dev/tty")
+	stdin := int(os.Stdin.Fd())
+	saved, err := term.GetState(stdin)
 	if err != nil {
 		return nil, err
 	}
-	fd, err := pollableFd(tty)
+	// Before prompt.New, which opens /dev/tty too but panics if it cannot.
+	con, err := openConsole()
 	if err != nil {
-		tty.Close()
 		return nil, err
 	}
-	saved, err := unix.IoctlGetTermios(fd, unix.TCGETS)
-	if err != nil {
-		tty.Close()
-		return nil, err
-	}
-	if err := unix.IoctlSetTermios(fd, unix.TCSETS, rawMode(*saved)); err != nil {
-		tty.Close()
-		return nil, err
-	}
-	keys := &keyQueue{fd: fd}
-	t := &Terminal{keys: keys, tty: tty, fd: fd, saved: saved, out: os.Stdout, readDone: make(chan struct{})}
+	keys := &keyQueue{console: con}
+	t := &Terminal{keys: keys, console: con, stdin: stdin, saved: saved, out: os.Stdout, readDone: make(chan struct{})}
 	t.p = prompt.New(
 		func(string) {}, // lines are taken with Input, not run by go-prompt
 		func(d prompt.Document) []prompt.Suggest {
@@ -106,39 +97,13 @@ func NewTerminal(prefix string, complete func(before string) []Suggestion) (*Ter
 	return t, nil
 }
 
-// pollableFd is f's descriptor. f.Fd() would switch f to blocking reads,
-// which Close cannot interrupt.
-func pollableFd(f *os.File) (int, error) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	fd := -1
-	if err := rc.Control(func(d uintptr) { fd = int(d) }); err != nil {
-		return 0, err
-	}
-	return fd, nil
-}
-
-// rawMode is go-prompt's raw mode: no echo, no line editing, no signals
-// from keys, but output processing stays on, so "\n" still starts a line.
-func rawMode(t unix.Termios) *unix.Termios {
-	t.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
-	t.Lflag &^= unix.ECHO | unix.ICANON | unix.IEXTEN | unix.ISIG | unix.ECHONL
-	t.Cflag &^= unix.CSIZE | unix.PARENB
-	t.Cflag |= unix.CS8
-	t.Cc[unix.VMIN] = 1
-	t.Cc[unix.VTIME] = 0
-	return &t
-}
-
 // readKeys reads the terminal until Close, queueing keys for go-prompt.
 func (t *Terminal) readKeys() {
 	defer close(t.readDone)
 	buf := make([]byte, 4096)
 	var rest []byte
 	for {
-		n, err := t.tty.Read(buf)
+		n, err := t.console.read(buf)
 		var keys [][]byte
 		keys, rest = splitKeys(append(rest, buf[:n]...), n == len(buf))
 		for _, k := range keys {
@@ -259,6 +224,17 @@ func (t *Terminal) ReadLine() (string, error) {
 	return line, nil
 }
 
+// console is the terminal itself, in raw mode from openConsole on: go-prompt's
+// raw mode, which leaves output processing on, so "\n" still starts a line.
+type console interface {
+	// read blocks until keys come; after stop it fails with os.ErrClosed.
+	read(buf []byte) (int, error)
+	// size is the window's size; ok is false if it is unknown.
+	size() (rows, cols uint16, ok bool)
+	// stop ends reading, a pending read included.
+	stop()
+}
+
 // Close restores the terminal's settings and stops reading it. It is safe
 // to call more than once.
 func (t *Terminal) Close() error {
@@ -271,13 +247,9 @@ func (t *Terminal) Close() error {
 			io.WriteString(t.out, "\x1b[J")
 		}
 		t.mu.Unlock()
-		err = unix.IoctlSetTermios(t.fd, unix.TCSETS, t.saved)
-		// The tty is read through Go's poller, so closing it ends a
-		// pending read.
-		if cerr := t.tty.Close(); err == nil {
-			err = cerr
-		}
+		t.console.stop()
 		<-t.readDone
+		err = term.Restore(t.stdin, t.saved)
 	})
 	return err
 }
@@ -298,7 +270,7 @@ var errNoKey = errors.New("no key typed")
 // go-prompt's Input does not report. go-prompt reads keys on one goroutine
 // and handles them on another, hence the lock.
 type keyQueue struct {
-	fd int // for the window size
+	console console // for the window size
 
 	mu         sync.Mutex
 	keys       [][]byte
@@ -315,11 +287,11 @@ func (q *keyQueue) TearDown() error { return nil }
 
 // GetWinSize is the terminal's size (go-prompt's panics if the ioctl fails).
 func (q *keyQueue) GetWinSize() *prompt.WinSize {
-	ws, err := unix.IoctlGetWinsize(q.fd, unix.TIOCGWINSZ)
-	if err != nil || ws.Row == 0 || ws.Col == 0 {
+	rows, cols, ok := q.console.size()
+	if !ok || rows == 0 || cols == 0 {
 		return &prompt.WinSize{Row: 24, Col: 80}
 	}
-	return &prompt.WinSize{Row: ws.Row, Col: ws.Col}
+	return &prompt.WinSize{Row: rows, Col: cols}
 }
 
 func (q *keyQueue) Read() ([]byte, error) {
