@@ -32,6 +32,11 @@ type ptyShell struct {
 
 func startPTY(t *testing.T, args ...string) *ptyShell {
 	t.Helper()
+	return startPTYCmd(t, exec.Command(os.Args[0], args...))
+}
+
+func startPTYCmd(t *testing.T, c *exec.Cmd) *ptyShell {
+	t.Helper()
 	master, slave, err := pty.Open()
 	if err != nil {
 		t.Skipf("no pseudo-terminal here: %v", err)
@@ -39,7 +44,6 @@ func startPTY(t *testing.T, args ...string) *ptyShell {
 	if err := pty.Setsize(master, &pty.Winsize{Rows: 40, Cols: 120}); err != nil {
 		t.Fatal(err)
 	}
-	c := exec.Command(os.Args[0], args...)
 	c.Env = append(os.Environ(), runMainEnv+"=1", "TERM=xterm")
 	c.Stdin, c.Stdout, c.Stderr = slave, slave, slave
 	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
@@ -367,4 +371,21 @@ func (p *ptyShell) lineWith(s string) string {
 	}
 	line, _, _ := strings.Cut(out[i:], "\r")
 	return line
+}
+
+// A terminal that hangs up ends the shell, as Ctrl-D does, when the hang-up
+// signal does not (here it is ignored, as under nohup).
+func TestTerminalHangUp(t *testing.T) {
+	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	p := startPTYCmd(t, exec.Command("/bin/sh", "-c", `trap "" HUP; exec "$0" "$@"`, os.Args[0], "--server", srv.ClientURL(), "--scope", "ttyhup"))
+	p.waitFor("someConfig > ", 1)
+	p.typeKeys("GET a")
+	p.master.Close()
+	if code := p.wait(); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
 }
