@@ -203,10 +203,12 @@ func (t *Terminal) flush(inPrompt bool) {
 
 // ReadLine implements Input.
 func (t *Terminal) ReadLine() (string, error) {
+	// Nothing held back from the last line, before lines printed above
+	// this one can ask for a redraw, and before a Ctrl-C counts as a key.
+	t.keys.startLine()
 	t.mu.Lock()
 	t.reading, t.early = true, false
 	t.mu.Unlock()
-	t.keys.startLine()
 	line := t.p.Input()
 	t.mu.Lock()
 	t.reading = false
