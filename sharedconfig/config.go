@@ -87,7 +87,7 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	}
 	if o.Changed != nil {
 		syncOpts = append(syncOpts, statesync.WithApplied(func(a statesync.Applied[State]) {
-			o.Changed(changeOf(a.Entry, a.Updates, a.Local))
+			o.Changed(changeOf(a.Entry, a.Updates, a.Snapshot, a.Local))
 		}))
 	}
 	c := &Config{
