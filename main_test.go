@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -403,11 +404,14 @@ func untilAdded(t *testing.T, r *repl, value string) string {
 		if got == "**** Property '"+key+"' added with value '"+value+"'" {
 			return key
 		}
-		if !strings.HasPrefix(got, "!!!! Error: ") || time.Now().After(deadline) {
+		if !failedLine.MatchString(got) || time.Now().After(deadline) {
 			t.Fatalf("%s, waiting for the server to come back: %q", r.name, got)
 		}
 	}
 }
+
+// failedLine is the line of a script command that failed.
+var failedLine = regexp.MustCompile(`^!!!! line \d+: Error: `)
 
 // untilRefreshed refreshes until the shell reaches the server again.
 func untilRefreshed(t *testing.T, r *repl) {
@@ -419,7 +423,7 @@ func untilRefreshed(t *testing.T, r *repl) {
 		if got == "**** Properties refreshed" {
 			return
 		}
-		if !strings.HasPrefix(got, "!!!! Error: ") || time.Now().After(deadline) {
+		if !failedLine.MatchString(got) || time.Now().After(deadline) {
 			t.Fatalf("%s, waiting for the server to come back: %q", r.name, got)
 		}
 	}
