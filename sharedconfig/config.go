@@ -98,7 +98,7 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	syncOpts = append(syncOpts, statesync.WithApplied(func(a statesync.Applied[State]) {
 		c.leases.learnServerTime(a)
 		if o.Changed != nil {
-			o.Changed(changeOf(a))
+			o.Changed(changeWithLeases(a))
 		}
 	}))
 	c.sync = statesync.New[State](log, Codec{}, syncOpts...)

@@ -321,3 +321,13 @@ func endedLeases(before, after State, us []statesync.Update[State]) []EndedLease
 	}
 	return ended
 }
+
+// changeWithLeases describes an entry as changeOf does, adding the leases
+// it ended.
+func changeWithLeases(a statesync.Applied[State]) Change {
+	ch := changeOf(a.Entry, a.Updates, a.Snapshot, a.Local)
+	if a.HasStates && !a.Entry.Snapshot && a.Entry.Foreign == "" {
+		ch.Ended = endedLeases(a.Before, a.After, a.Updates)
+	}
+	return ch
+}
