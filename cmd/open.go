@@ -127,6 +127,7 @@ func (f *rootFlags) open(cmd *cobra.Command, watchPrefix string) (*session, erro
 		Trace:            sh.Attempt,
 		Changed:          changed,
 		CatchingUp:       catchUpProgress(cmd.ErrOrStderr()),
+		Holder:           f.writer,
 	})
 	if errors.As(err, &s.damaged) && s.cfg != nil {
 		// Readable up to the damage: open read-only there, and say so.

@@ -65,9 +65,12 @@ func init() {
 			params: []param{onOff}, run: runFollow},
 		{name: "TRACE", help: "print every try of every write: the revision it was based on, conflicts, catching up, the commit.",
 			params: []param{onOff}, run: runTrace},
+	}
+	commands = append(commands, leaseRows()...)
+	commands = append(commands, []*command{
 		{name: "HELP", help: "print out a list of commands.", run: runHelp},
 		{name: "QUIT", aliases: []string{"EXIT"}, help: "terminate the program.", run: runQuit},
-	}
+	}...)
 }
 
 // lookup finds the command for a word, ignoring case.
@@ -282,15 +285,19 @@ func changeFields(ch sharedconfig.Change) fields {
 	ops := []fields{}
 	for _, op := range ch.Ops {
 		o := fields{"op": op.Kind}
-		if op.Kind != "clear" {
+		if op.Kind == "put" || op.Kind == "remove" {
 			o["key"] = op.Key
 		}
 		if op.Kind == "put" {
 			o["value"] = op.Value
 		}
+		leaseOpFields(o, op)
 		ops = append(ops, o)
 	}
 	f["ops"] = ops
+	if len(ch.Ended) > 0 {
+		f["ended"] = endedFields(ch.Ended)
+	}
 	return f
 }
 
@@ -307,6 +314,10 @@ func describeChange(ch sharedconfig.Change) (operation, arguments string) {
 	}
 	var ops, args []string
 	for _, op := range ch.Ops {
+		if o, a, ok := describeLeaseOp(op); ok {
+			ops, args = append(ops, o), append(args, a)
+			continue
+		}
 		switch op.Kind {
 		case "put":
 			ops = append(ops, "PUT")

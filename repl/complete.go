@@ -42,6 +42,12 @@ func (sh *Shell) Complete(before string) []Suggestion {
 				out = append(out, Suggestion{w, ""})
 			}
 		}
+	case leaseParam:
+		for name, l := range sh.cfg.State().Leases() {
+			if hasPrefixFold(name, rest) && !strings.ContainsAny(name, " ,\"") && printable(name) {
+				out = append(out, Suggestion{name, "held by " + shown(l.Holder)})
+			}
+		}
 	case keyParam, prefixParam:
 		for k, p := range sh.cfg.State().WithPrefix(rest) {
 			if strings.ContainsAny(k, " ,\"") || !printable(k) {

@@ -3,6 +3,8 @@ package repl
 import (
 	"strconv"
 	"strings"
+
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
 
 // kind is what a parameter holds, which decides how it is checked and
@@ -15,6 +17,8 @@ const (
 	valueParam              // any text
 	countParam              // a whole number, 1 or more
 	choiceParam             // one of choices, ignoring case
+	leaseParam              // a lease's name: never empty; completion offers leases
+	ttlParam                // a lease's ttl: a duration or a number of seconds
 )
 
 // param is one parameter of a command, stated once: HELP's syntax, the
@@ -30,7 +34,7 @@ type param struct {
 
 // holdsText: the parameter takes text, which may hold a comma if quoted.
 func (p param) holdsText() bool {
-	return p.kind == keyParam || p.kind == prefixParam || p.kind == valueParam
+	return p.kind == keyParam || p.kind == prefixParam || p.kind == valueParam || p.kind == leaseParam
 }
 
 // syntax is the command as HELP shows it: "REMOVE {key} [ , {currentValue}]".
@@ -127,6 +131,14 @@ func (c *command) checkArgs(args []string) (reply, bool) {
 		case keyParam:
 			if a == "" {
 				return refuse("%s -- the key is empty", c.usage()), true
+			}
+		case leaseParam:
+			if a == "" {
+				return refuse("%s -- the lease name is empty", c.usage()), true
+			}
+		case ttlParam:
+			if _, err := sharedconfig.ParseTTL(a); err != nil {
+				return refuse("%s takes a ttl such as 10s or a number of seconds, from 1s to 24h: '%s'", c.name, a), true
 			}
 		case countParam:
 			if v, err := strconv.Atoi(a); err != nil || v < 1 {

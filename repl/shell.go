@@ -117,6 +117,7 @@ func (sh *Shell) Run(ctx context.Context, in Input) error {
 		sh.lineNumber = n.LineNumber
 		defer func() { sh.lineNumber = nil }()
 	}
+	defer sh.keepLeases()() // QUIT, Ctrl-D and the end of a script revoke
 	keyboard, _ := in.(interruptible)
 	for {
 		line, err := readLine(ctx, in)
@@ -327,7 +328,7 @@ func (sh *Shell) CompactionFailed(err error) {
 // Changed is the config's change hook: with FOLLOW ON it shows each change
 // made by others as it lands.
 func (sh *Shell) Changed(ch sharedconfig.Change) {
-	if ch.Local || !sh.following() {
+	if (ch.Local && !expiry(ch)) || !sh.following() || quietChange(ch) {
 		return
 	}
 	if sh.json {
@@ -343,6 +344,9 @@ func (sh *Shell) Changed(ch sharedconfig.Change) {
 		return
 	}
 	op, args := describeChange(ch)
+	if len(ch.Ended) > 0 {
+		args += " -- " + describeEnded(ch.Ended)
+	}
 	if ch.Writer == "" {
 		sh.printAsync([]string{">>>> " + safef("revision %d: %s %s", []any{ch.Revision, op, args})})
 		return

@@ -1,0 +1,238 @@
+package repl
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+)
+
+// The lease commands (sharedconfig's leases: keys that live as long as
+// their holder keeps them alive), and how lease operations are shown.
+
+func leaseRows() []*command {
+	lease := param{name: "lease", kind: leaseParam}
+	name := param{name: "name", kind: leaseParam, noun: "lease name"}
+	return []*command{
+		{name: "REGISTER_LEASE", help: "create the lease {name}, held by this shell, which keeps it alive while it runs (or renew it with a new {ttl}); {ttl} is a duration such as 10s, or a number of seconds.",
+			params: []param{name, {name: "ttl", kind: ttlParam}}, run: runRegisterLease},
+		{name: "REFRESH_LEASE", help: "move the deadline of a lease this shell holds to its ttl from now (the shell also does it by itself).",
+			params: []param{name}, run: runRefreshLease},
+		{name: "REVOKE_LEASE", help: "end a lease this shell holds at once, removing its keys.",
+			params: []param{name}, run: runRevokeLease},
+		{name: "LEASES", help: "print the leases: holder, ttl, the keys attached, and the time left by the server's clock.", run: runLeases},
+		{name: "PUT_WITH_LEASE", help: "update the Shared Config with the given key/value pair, attached to a lease this shell holds: the key goes when the lease ends.",
+			params: []param{{name: "key", kind: keyParam}, {name: "value", kind: valueParam}, lease}, run: runPutWithLease},
+	}
+}
+
+// leaseFailure is one clear line for a lease operation that failed.
+func (sh *Shell) leaseFailure(name string, err error) reply {
+	var r reply
+	switch {
+	case errors.Is(err, sharedconfig.ErrUnknownLease):
+		r = refuse("Unknown lease: '%s' (LEASES lists the leases)", name)
+	case errors.Is(err, sharedconfig.ErrLeaseHeld):
+		r = refuse("Lease '%s' is held by another writer: %s", name, strings.TrimPrefix(err.Error(), sharedconfig.ErrLeaseHeld.Error()+" "))
+	case errors.Is(err, sharedconfig.ErrLeaseExpired):
+		r = refuse("Lease '%s' is past its deadline by the server's clock and is expiring; nothing was changed", name)
+	default:
+		return sh.failure(err)
+	}
+	return r
+}
+
+func runRegisterLease(ctx context.Context, sh *Shell, args []string) reply {
+	name := args[0]
+	ttl, _ := sharedconfig.ParseTTL(args[1]) // checked
+	renewed, err := sh.cfg.RegisterLease(ctx, name, ttl)
+	if err != nil {
+		return sh.leaseFailure(name, err)
+	}
+	f := fields{"lease": name, "ttl": ttl.String(), "holder": sh.cfg.Holder(), "renewed": renewed}
+	if renewed {
+		return answer(say("Lease '%s' renewed with ttl %s", name, ttl.String()), f)
+	}
+	return answer(say("Lease '%s' registered with ttl %s, held by %s", name, ttl.String(), sh.cfg.Holder()), f)
+}
+
+func runRefreshLease(ctx context.Context, sh *Shell, args []string) reply {
+	name := args[0]
+	l, err := sh.cfg.RefreshLease(ctx, name)
+	if err != nil {
+		return sh.leaseFailure(name, err)
+	}
+	return answer(say("Lease '%s' refreshed: %s left", name, l.TTL.String()), fields{"lease": name, "ttl": l.TTL.String(), "deadline": l.Deadline.UTC().Format(time.RFC3339Nano)})
+}
+
+func runRevokeLease(ctx context.Context, sh *Shell, args []string) reply {
+	name := args[0]
+	keys, err := sh.cfg.RevokeLease(ctx, name)
+	if err != nil {
+		return sh.leaseFailure(name, err)
+	}
+	f := fields{"lease": name, "removed": nonNil(keys)}
+	if len(keys) == 0 {
+		return answer(say("Lease '%s' revoked; it held no keys", name), f)
+	}
+	return answer(say("Lease '%s' revoked; removed %s: %s", name, counted(len(keys), "key", "keys"), quoteAll(keys)), f)
+}
+
+func runLeases(_ context.Context, sh *Shell, _ []string) reply {
+	leases := sh.cfg.Leases()
+	list := []fields{}
+	if len(leases) == 0 {
+		return answer(say("No leases in SharedConfig: '%s'", sh.name), fields{"leases": list})
+	}
+	now := sh.cfg.ServerNow()
+	r := answer(say("Leases of SharedConfig: '%s' (time left by the server's clock, as last seen):", sh.name), nil)
+	t := &table{header: []string{"Lease", "Holder", "TTL", "Keys", "Time left"}}
+	for _, l := range leases {
+		left := l.Deadline.Sub(now).Round(100 * time.Millisecond)
+		shownLeft := left.String()
+		if left <= 0 {
+			shownLeft = "due (expiring)"
+		}
+		holder := l.Holder
+		if l.Mine {
+			holder += " (this shell)"
+		}
+		t.rows = append(t.rows, []string{l.Name, holder, l.TTL.String(), strings.Join(l.Keys, ", "), shownLeft})
+		list = append(list, fields{"lease": l.Name, "holder": l.Holder, "mine": l.Mine, "ttl": l.TTL.String(),
+			"keys": nonNil(l.Keys), "deadline": l.Deadline.UTC().Format(time.RFC3339Nano), "time_left_ms": max(left.Milliseconds(), 0)})
+	}
+	r.table = t
+	r.result = fields{"leases": list}
+	return r
+}
+
+func runPutWithLease(ctx context.Context, sh *Shell, args []string) reply {
+	key, value, lease := args[0], args[1], args[2]
+	old, existed, err := sh.cfg.PutWithLease(ctx, key, value, lease)
+	if err != nil {
+		return sh.leaseFailure(lease, err)
+	}
+	f := fields{"key": key, "value": value, "lease": lease, "existed": existed}
+	if existed {
+		f["previous"] = old
+		return answer(say("Property '%s' updated from: '%s' to: '%s', under lease '%s'", key, old, value, lease), f)
+	}
+	return answer(say("Property '%s' added with value '%s', under lease '%s'", key, value, lease), f)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func quoteAll(keys []string) string {
+	q := make([]string, len(keys))
+	for i, k := range keys {
+		q[i] = Quote(k)
+	}
+	return strings.Join(q, ", ")
+}
+
+// describeLeaseOp is a lease operation as LOG and follow mode show it.
+func describeLeaseOp(op sharedconfig.Op) (operation, arguments string, ok bool) {
+	switch op.Kind {
+	case "put":
+		return "PUT_WITH_LEASE", Quote(op.Key) + " , " + Quote(op.Value) + " , " + Quote(op.Lease), op.Lease != ""
+	case "register_lease":
+		return "REGISTER_LEASE", Quote(op.Lease) + " , " + op.TTL.String() + " by " + Quote(op.Holder), true
+	case "refresh_lease":
+		return "REFRESH_LEASE", Quote(op.Lease), true
+	case "revoke_lease":
+		return "REVOKE_LEASE", Quote(op.Lease), true
+	case "expire_lease":
+		return "EXPIRE_LEASE", Quote(op.Lease), true
+	}
+	return "", "", false
+}
+
+// describeEnded says which leases a change ended, and their keys.
+func describeEnded(ended []sharedconfig.EndedLease) string {
+	var parts []string
+	for _, e := range ended {
+		how := "revoked"
+		if e.Expired {
+			how = "expired"
+		}
+		part := "lease " + Quote(e.Lease) + " " + how
+		if len(e.Keys) > 0 {
+			part += ", removing " + quoteAll(e.Keys)
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// leaseOpFields adds a lease operation's fields to its JSON form.
+func leaseOpFields(o fields, op sharedconfig.Op) {
+	if op.Lease != "" {
+		o["lease"] = op.Lease
+	}
+	if op.Holder != "" {
+		o["holder"] = op.Holder
+	}
+	if op.TTL != 0 {
+		o["ttl"] = op.TTL.String()
+	}
+}
+
+func endedFields(ended []sharedconfig.EndedLease) []fields {
+	list := []fields{}
+	for _, e := range ended {
+		list = append(list, fields{"lease": e.Lease, "expired": e.Expired, "keys": nonNil(e.Keys)})
+	}
+	return list
+}
+
+// quietChange: a change follow mode does not show, since it changes
+// nothing anyone reads: a lease's refresh, or an expiry that was not due.
+// LOG lists them.
+func quietChange(ch sharedconfig.Change) bool {
+	if len(ch.Ops) == 0 || len(ch.Ended) > 0 {
+		return false
+	}
+	for _, op := range ch.Ops {
+		if op.Kind != "refresh_lease" && op.Kind != "expire_lease" {
+			return false
+		}
+	}
+	return true
+}
+
+// expiry: the change ended a lease that fell due. Follow mode shows it even
+// when this shell wrote it: its keeper did, not its user.
+func expiry(ch sharedconfig.Change) bool {
+	for _, e := range ch.Ended {
+		if e.Expired {
+			return true
+		}
+	}
+	return false
+}
+
+// keepLeases runs while the shell reads commands: it keeps the leases the
+// shell holds alive and writes the expiry of leases that fall due. The
+// returned function stops it and, on a clean exit, revokes the leases the
+// shell holds (a killed shell leaves that to expiry).
+func (sh *Shell) keepLeases() (stop func()) {
+	if sh.cfg == nil {
+		return func() {}
+	}
+	stopKeeper := sh.cfg.KeepLeases(func(msg string) { sh.printAsync([]string{warn("%s", msg)}) })
+	return func() {
+		stopKeeper()
+		ctx, cancel := context.WithTimeout(context.Background(), sh.timeout)
+		defer cancel()
+		if err := sh.cfg.RevokeHeld(ctx); err != nil {
+			sh.print([]string{warn("Could not revoke this shell's leases (they expire by themselves): %s", describeError(err, sh.timeout))})
+		}
+	}
+}
