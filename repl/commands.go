@@ -109,7 +109,11 @@ func helpText() string {
 }
 
 func propertyFields(key string, p sharedconfig.Property) fields {
-	return fields{"key": key, "value": p.Value, "revision": p.Revision}
+	f := fields{"key": key, "value": p.Value, "revision": p.Revision}
+	if p.Lease != "" {
+		f["lease"] = p.Lease
+	}
+	return f
 }
 
 func runGetAll(_ context.Context, sh *Shell, args []string) reply {
@@ -127,7 +131,7 @@ func runGetAll(_ context.Context, sh *Shell, args []string) reply {
 		props = append(props, propertyFields(k, p))
 		row := []string{k, p.Value}
 		if sh.revisions {
-			row = append(row, strconv.FormatUint(p.Revision, 10))
+			row = append(row, strconv.FormatUint(p.Revision, 10)+underLease(p.Lease))
 		}
 		t.rows = append(t.rows, row)
 	}
@@ -151,7 +155,7 @@ func runGet(_ context.Context, sh *Shell, args []string) reply {
 	}
 	line := say("The value of property '%s' is '%s'", key, p.Value)
 	if sh.revisions {
-		line += fmt.Sprintf(" (set at revision %d)", p.Revision)
+		line += fmt.Sprintf(" (set at revision %d%s)", p.Revision, underLease(p.Lease))
 	}
 	f := propertyFields(key, p)
 	f["found"] = true
@@ -374,13 +378,19 @@ func runHistory(ctx context.Context, sh *Shell, args []string) reply {
 		value, f := "'"+shown(kc.Value)+"'", fields{"revision": kc.Revision, "writer": kc.Writer}
 		switch {
 		case kc.Removed:
-			value = "(removed)"
+			value = "(removed" + removedWithLease(kc) + ")"
 			f["removed"] = true
 		case kc.FromSnapshot:
 			value += " (from the snapshot)"
 			f["value"], f["from_snapshot"] = kc.Value, true
 		default:
 			f["value"] = kc.Value
+		}
+		if kc.Lease != "" {
+			f["lease"] = kc.Lease
+			if !kc.Removed {
+				value += " (lease " + Quote(kc.Lease) + ")"
+			}
 		}
 		if !kc.Time.IsZero() {
 			f["time"] = kc.Time.UTC().Format(time.RFC3339Nano)

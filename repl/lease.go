@@ -236,3 +236,27 @@ func (sh *Shell) keepLeases() (stop func()) {
 		}
 	}
 }
+
+// underLease is ", lease 'L'" for a value attached to lease L.
+func underLease(lease string) string {
+	if lease == "" {
+		return ""
+	}
+	return ", lease " + Quote(lease)
+}
+
+// removedWithLease says how a key attached to a lease went, if its lease's
+// end removed it.
+func removedWithLease(kc sharedconfig.KeyChange) string {
+	for _, op := range kc.Ops {
+		if op.Lease == kc.Lease && kc.Lease != "" {
+			switch op.Kind {
+			case "expire_lease":
+				return ": lease " + Quote(kc.Lease) + " expired"
+			case "revoke_lease":
+				return ": lease " + Quote(kc.Lease) + " revoked"
+			}
+		}
+	}
+	return ""
+}
