@@ -35,7 +35,7 @@ func (sh *Shell) leaseFailure(name string, err error) reply {
 	case errors.Is(err, sharedconfig.ErrUnknownLease):
 		r = refuse("Unknown lease: '%s' (LEASES lists the leases)", name)
 	case errors.Is(err, sharedconfig.ErrLeaseHeld):
-		r = refuse("Lease '%s' is held by another writer: %s", name, strings.TrimPrefix(err.Error(), sharedconfig.ErrLeaseHeld.Error()+" "))
+		r = refuse("Lease '%s' is held by another writer %s", name, strings.TrimPrefix(err.Error(), sharedconfig.ErrLeaseHeld.Error()+" "))
 	case errors.Is(err, sharedconfig.ErrLeaseExpired):
 		r = refuse("Lease '%s' is past its deadline by the server's clock and is expiring; nothing was changed", name)
 	default:
