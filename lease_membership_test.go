@@ -1,0 +1,102 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sharedconfig/sharedconfig/jetstream"
+)
+
+// The seed's group membership example with real processes: two servers
+// register /servers/1 and /servers/2 under leases of their own, a third
+// process follows. The first is killed with kill -9 (no clean exit, no
+// revoke): the follower's shell writes the expiry by itself, and prints
+// it, within the ttl and 2 seconds; a shell started afterwards never sees
+// /servers/1.
+func TestMembershipLeaseExpiresAfterKill(t *testing.T) {
+	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	args := func(writer string, more ...string) []string {
+		return append([]string{"--server", srv.ClientURL(), "--scope", "membership", "--writer", writer}, more...)
+	}
+	const ttl = 3 * time.Second
+	follower := startREPL(t, "follower", args("watcher", "--follow")...)
+	follower.send("STATUS")
+	untilLine(t, follower, "**** Follow:    on")
+	s1, s2 := startREPL(t, "server-1", args("server-1")...), startREPL(t, "server-2", args("server-2")...)
+	for i, s := range []*repl{s1, s2} {
+		n := string(rune('1' + i))
+		s.send("REGISTER_LEASE /servers/" + n + ", 3s")
+		s.expect("**** Lease '/servers/" + n + "' registered with ttl 3s, held by server-" + n)
+		s.send("PUT_WITH_LEASE /servers/" + n + ` , "{address:192.168.199.1` + n + `, port:8000}" , /servers/` + n)
+		s.expect("**** Property '/servers/" + n + "' added with value '{address:192.168.199.1" + n + ", port:8000}', under lease '/servers/" + n + "'")
+	}
+	untilLine(t, follower, "PUT_WITH_LEASE /servers/2")
+
+	// Let more than the ttl pass (the scenario, not a wait for something):
+	// the holders keep their leases alive by themselves.
+	time.Sleep(ttl + time.Second)
+	follower.send("GET_ALL /servers/")
+	untilLine(t, follower, "| /servers/1 |")
+
+	s1.wantExit = -1
+	if err := s1.cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	line := untilLine(t, follower, "EXPIRE_LEASE /servers/1 -- lease /servers/1 expired, removing /servers/1")
+	if took := time.Since(killed); took > ttl+2*time.Second {
+		t.Errorf("the follower printed the expiry %s after the kill, more than the ttl (%s) and 2s: %s", took, ttl, line)
+	}
+	t.Logf("the follower printed the expiry %s after the kill: %s", time.Since(killed), line)
+	follower.send("GET_ALL /servers/")
+	untilLineWithout(t, follower, "| /servers/2 |", "/servers/1")
+	follower.send("GET /servers/1")
+	untilLine(t, follower, "!!!! Property '/servers/1' is undefined")
+
+	late := startREPL(t, "late", args("late")...)
+	late.send("LEASES")
+	late.expect("**** Leases of SharedConfig: 'someConfig' (time left by the server's clock, as last seen):")
+	untilLineWithout(t, late, "| /servers/2 ", "/servers/1")
+	late.send("GET /servers/1")
+	untilLine(t, late, "!!!! Property '/servers/1' is undefined")
+	late.send("QUIT")
+	untilLine(t, late, "**** Exiting...")
+
+	// A clean exit revokes at once.
+	s2.send("QUIT")
+	s2.expect("**** Exiting...")
+	untilLine(t, follower, "REVOKE_LEASE /servers/2 -- lease /servers/2 revoked, removing /servers/2")
+	follower.send("QUIT")
+	untilLine(t, follower, "**** Exiting...")
+}
+
+// untilLine waits for a line containing want, skipping others, and
+// returns it.
+func untilLine(t *testing.T, r *repl, want string) string {
+	t.Helper()
+	for {
+		if l := r.next(); strings.Contains(l, want) {
+			return l
+		}
+	}
+}
+
+// untilLineWithout waits for a line containing want, failing on any line
+// before it that contains absent.
+func untilLineWithout(t *testing.T, r *repl, want, absent string) {
+	t.Helper()
+	for {
+		l := r.next()
+		if strings.Contains(l, absent) {
+			t.Fatalf("%s printed %q", r.name, l)
+		}
+		if strings.Contains(l, want) {
+			return
+		}
+	}
+}
