@@ -56,3 +56,18 @@ func TestShownQuotesWhatCouldDriveATerminal(t *testing.T) {
 		}
 	}
 }
+
+func TestOnlyPrefixLeaseEnds(t *testing.T) {
+	expire := []sharedconfig.Op{{Kind: "expire_lease", Lease: "L"}}
+	ch := sharedconfig.Change{Ops: expire, Ended: []sharedconfig.EndedLease{{Lease: "L", Keys: []string{"/servers/1", "/tasks/1"}, Expired: true}}}
+	got, ok := onlyPrefix(ch, "/servers/")
+	if !ok || len(got.Ops) != 1 || len(got.Ended) != 1 || len(got.Ended[0].Keys) != 1 || got.Ended[0].Keys[0] != "/servers/1" {
+		t.Errorf("an expiry removing a watched key: %+v, %v", got, ok)
+	}
+	if _, ok := onlyPrefix(ch, "/other/"); ok {
+		t.Error("an expiry removing only other keys passed")
+	}
+	if _, ok := onlyPrefix(sharedconfig.Change{Ops: expire}, "/servers/"); ok {
+		t.Error("an expiry that removed nothing passed")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -171,11 +172,34 @@ func onlyPrefix(ch sharedconfig.Change, prefix string) (sharedconfig.Change, boo
 		return ch, true
 	}
 	var ops []sharedconfig.Op
+	orig := ch.Ops
 	for _, op := range ch.Ops {
 		if op.Kind == "clear" || len(op.Key) >= len(prefix) && op.Key[:len(prefix)] == prefix {
 			ops = append(ops, op)
 		}
 	}
 	ch.Ops = ops
-	return ch, len(ops) > 0
+	// A lease's end shows when it removed keys under the prefix.
+	var ended []sharedconfig.EndedLease
+	for _, e := range ch.Ended {
+		var keys []string
+		for _, k := range e.Keys {
+			if strings.HasPrefix(k, prefix) {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) > 0 {
+			e.Keys = keys
+			ended = append(ended, e)
+		}
+	}
+	ch.Ended = ended
+	if len(ended) > 0 && len(ops) == 0 {
+		for _, op := range orig {
+			if op.Kind == "expire_lease" || op.Kind == "revoke_lease" {
+				ch.Ops = append(ch.Ops, op)
+			}
+		}
+	}
+	return ch, len(ch.Ops) > 0
 }
