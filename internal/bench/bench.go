@@ -97,6 +97,7 @@ var Phases = []Phase{
 	{"put", (*runner).putLatency},
 	{"state-size", (*runner).stateSize},
 	{"contended", (*runner).contended},
+	{"leases", (*runner).leases},
 	{"refresh", (*runner).refresh},
 	{"catch-up", (*runner).catchUp},
 	{"join", (*runner).join},
