@@ -1,0 +1,103 @@
+package statesync_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// stamped is a state that records the log's time of the last stamp entry.
+type stamped struct {
+	at    time.Time
+	count int
+}
+
+type stamp struct{}
+
+func (stamp) Apply(s stamped, _ uint64) stamped { return stamp{}.ApplyAt(s, 0, time.Time{}) }
+func (stamp) ApplyAt(s stamped, _ uint64, at time.Time) stamped {
+	return stamped{at: at, count: s.count + 1}
+}
+
+type plain struct{}
+
+func (plain) Apply(s stamped, _ uint64) stamped { s.count++; return s }
+
+type stampStart struct{}
+
+func (stampStart) Create(uint64) stamped { return stamped{} }
+
+type stampCodec struct{}
+
+func (stampCodec) EncodeUpdates(us []statesync.Update[stamped]) ([]byte, error) {
+	b := make([]byte, len(us))
+	for i, u := range us {
+		if _, ok := u.(stamp); ok {
+			b[i] = 's'
+		} else {
+			b[i] = 'p'
+		}
+	}
+	return b, nil
+}
+
+func (stampCodec) DecodeUpdates(data []byte) ([]statesync.Update[stamped], error) {
+	var us []statesync.Update[stamped]
+	for _, c := range data {
+		switch c {
+		case 's':
+			us = append(us, stamp{})
+		case 'p':
+			us = append(us, plain{})
+		default:
+			return nil, errors.New("bad")
+		}
+	}
+	return us, nil
+}
+
+func (stampCodec) EncodeInitial(statesync.InitialUpdate[stamped]) ([]byte, error) {
+	return []byte("start"), nil
+}
+
+func (stampCodec) DecodeInitial([]byte) (statesync.InitialUpdate[stamped], error) {
+	return stampStart{}, nil
+}
+
+// A timed update gets the time the log stored its entry, both when a writer
+// appends it (it reads the entry back: an append does not say the time) and
+// when a reader replays it; watchers hear the writer's own entry as local,
+// with the states around it.
+func TestTimedUpdateGetsTheLogsTime(t *testing.T) {
+	ctx := context.Background()
+	log := statesync.NewMemLog("timed")
+	logTime := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
+	log.SetClock(func() time.Time { return logTime })
+	var heard []statesync.Applied[stamped]
+	w := statesync.New[stamped](log, stampCodec{}, statesync.WithApplied(func(a statesync.Applied[stamped]) { heard = append(heard, a) }))
+	if err := w.Initialize(ctx, stampStart{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := statesync.UpdateState(ctx, w, func(stamped) ([]statesync.Update[stamped], int) {
+		return []statesync.Update[stamped]{plain{}, stamp{}}, 0
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := w.State()
+	if !st.Value.at.Equal(logTime) || st.Value.count != 2 || st.Revision != 2 {
+		t.Fatalf("the writer's state after a timed update: %+v", st)
+	}
+	if len(heard) != 1 || !heard[0].Local || !heard[0].HasStates || heard[0].Before.count != 0 || heard[0].After.count != 2 {
+		t.Fatalf("watchers heard %+v", heard)
+	}
+	r := statesync.New[stamped](log, stampCodec{})
+	if err := r.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.State(); !got.Value.at.Equal(logTime) || got.Value.count != 2 {
+		t.Fatalf("a reader's replay: %+v", got)
+	}
+}
