@@ -64,7 +64,8 @@ func (k *keeper) round(ctx context.Context) {
 		if l.Deadline.Sub(now) > l.TTL*2/3 {
 			continue // refreshed less than a third of the ttl ago
 		}
-		opCtx, cancel := context.WithTimeout(ctx, keeperOpTimeout)
+		// A refresh that takes longer than the ttl is too late anyway.
+		opCtx, cancel := context.WithTimeout(ctx, min(keeperOpTimeout, l.TTL))
 		_, err := k.c.RefreshLease(opCtx, name)
 		cancel()
 		switch {

@@ -63,3 +63,31 @@ func TestLeaseSurvivesServerRestart(t *testing.T) {
 		t.Fatal("the key of a live holder went with the restart")
 	}
 }
+
+// A holder that cannot reach the server for longer than its lease's ttl
+// hears, once, that the lease may have expired.
+func TestKeeperWarnsWhenItCannotRefresh(t *testing.T) {
+	ctx := context.Background()
+	srv := jstest.Server(t)
+	holder := openOn(t, jstest.Connect(t, srv), "lease-warn", sharedconfig.Options{Holder: "holder"})
+	if _, err := holder.RegisterLease(ctx, "member", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	warned := make(chan string, 10)
+	stop := holder.KeepLeases(func(msg string) { warned <- msg })
+	defer stop()
+	srv.Shutdown()
+	select {
+	case msg := <-warned:
+		if !strings.Contains(msg, "Lease 'member' could not be refreshed for more than its ttl of 1s: it may have expired") {
+			t.Fatalf("the warning: %s", msg)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no warning within a minute of losing the server")
+	}
+	select {
+	case msg := <-warned:
+		t.Fatalf("warned twice: %s", msg)
+	case <-time.After(2 * time.Second):
+	}
+}
