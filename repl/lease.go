@@ -226,13 +226,13 @@ func (sh *Shell) keepLeases() (stop func()) {
 	if sh.cfg == nil {
 		return func() {}
 	}
-	stopKeeper := sh.cfg.KeepLeases(func(msg string) { sh.printAsync([]string{warn("%s", msg)}) })
+	stopKeeper := sh.cfg.KeepLeases(sh.leaseWarning)
 	return func() {
 		stopKeeper()
 		ctx, cancel := context.WithTimeout(context.Background(), sh.timeout)
 		defer cancel()
 		if err := sh.cfg.RevokeHeld(ctx); err != nil {
-			sh.print([]string{warn("Could not revoke this shell's leases (they expire by themselves): %s", describeError(err, sh.timeout))})
+			sh.leaseWarning("Could not revoke this shell's leases (they expire by themselves): " + describeError(err, sh.timeout))
 		}
 	}
 }
@@ -259,4 +259,16 @@ func removedWithLease(kc sharedconfig.KeyChange) string {
 		}
 	}
 	return ""
+}
+
+// leaseWarning prints what the lease keeper has to say: a line, or a JSON
+// event.
+func (sh *Shell) leaseWarning(msg string) {
+	if sh.json {
+		var b strings.Builder
+		writeJSON(&b, fields{"event": "lease_warning", "message": msg})
+		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
+		return
+	}
+	sh.printAsync([]string{warn("%s", msg)})
 }
