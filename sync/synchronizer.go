@@ -348,7 +348,8 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 		s.readingBack = rev
 		defer func() { s.readingBack = 0 }()
 		if _, err := s.fetchLocked(ctx, rev); err != nil {
-			return rev, fmt.Errorf("written at revision %d, but reading it back failed: %w", rev, err)
+			// Landed, but what it did depends on the time it landed at.
+			return rev, fmt.Errorf("%w: written at revision %d, but reading it back failed: %w", ErrUnknownOutcome, rev, err)
 		}
 		return rev, nil
 	}
