@@ -1,0 +1,54 @@
+package repl
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+)
+
+func TestDescribeLeaseChanges(t *testing.T) {
+	for _, c := range []struct {
+		ch       sharedconfig.Change
+		op, args string
+	}{
+		{sharedconfig.Change{Ops: []sharedconfig.Op{{Kind: "register_lease", Lease: "L", Holder: "h", TTL: 10 * time.Second}}}, "REGISTER_LEASE", "L , 10s by h"},
+		{sharedconfig.Change{Ops: []sharedconfig.Op{{Kind: "put", Key: "k", Value: "v", Lease: "L"}}}, "PUT_WITH_LEASE", "k , v , L"},
+		{sharedconfig.Change{Ops: []sharedconfig.Op{{Kind: "put", Key: "k", Value: "v"}}}, "PUT", "k , v"},
+		{sharedconfig.Change{Ops: []sharedconfig.Op{{Kind: "expire_lease", Lease: "a, b"}}}, "EXPIRE_LEASE", `"a, b"`},
+	} {
+		if op, args := describeChange(c.ch); op != c.op || args != c.args {
+			t.Errorf("describeChange(%+v) = %q %q, want %q %q", c.ch.Ops, op, args, c.op, c.args)
+		}
+	}
+}
+
+// Follow mode leaves out refreshes and expiries that were not due, and
+// shows an expiry this shell's keeper wrote.
+func TestFollowShowsExpiriesNotRefreshes(t *testing.T) {
+	var out bytes.Buffer
+	sh := New(Options{Scope: "s", Name: "c", Out: &out})
+	sh.stopFollow = func() {} // following, without a config
+	refresh := sharedconfig.Change{Revision: 5, Writer: "w", Ops: []sharedconfig.Op{{Kind: "refresh_lease", Lease: "L", Holder: "w"}}}
+	early := sharedconfig.Change{Revision: 6, Writer: "w", Ops: []sharedconfig.Op{{Kind: "expire_lease", Lease: "L"}}}
+	expired := early
+	expired.Revision, expired.Local = 7, true
+	expired.Ended = []sharedconfig.EndedLease{{Lease: "L", Keys: []string{"/servers/1"}, Expired: true}}
+	for _, ch := range []sharedconfig.Change{refresh, early, expired} {
+		sh.Changed(ch)
+	}
+	if got, want := out.String(), ">>>> revision 7 by w: EXPIRE_LEASE L -- lease L expired, removing /servers/1\n"; got != want {
+		t.Fatalf("follow printed %q, want %q", got, want)
+	}
+}
+
+func TestLeaseWarningAsJSON(t *testing.T) {
+	var out bytes.Buffer
+	sh := New(Options{Out: &out, JSON: true})
+	sh.leaseWarning("Lease 'L' could not be refreshed")
+	if got := out.String(); !strings.Contains(got, `{"event":"lease_warning","message":"Lease 'L' could not be refreshed"}`) {
+		t.Fatalf("got %s", got)
+	}
+}
