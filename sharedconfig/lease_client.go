@@ -152,7 +152,7 @@ func (c *Config) RegisterLease(ctx context.Context, name string, ttl time.Durati
 	if err != nil {
 		return false, err
 	}
-	if l, ok := c.State().Lease(name); !ok || l.Holder != c.leases.holder || (f.existed && !l.Deadline.After(f.before)) {
+	if l, ok := c.State().Lease(name); !ok || l.Holder != c.leases.holder || (f.existed && l.Deadline.Equal(f.before)) {
 		return false, fmt.Errorf("lease '%s': %w", name, ErrLeaseExpired)
 	}
 	return f.existed, nil
@@ -182,7 +182,7 @@ func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
 		return Lease{}, err
 	}
 	l, ok := c.State().Lease(name)
-	if !ok || !l.Deadline.After(f.before) {
+	if !ok || l.Deadline.Equal(f.before) {
 		return l, fmt.Errorf("lease '%s': %w", name, ErrLeaseExpired)
 	}
 	return l, nil

@@ -324,6 +324,15 @@ func TestLeaseErrorsAndDetach(t *testing.T) {
 	if !renewed {
 		t.Fatal("registering a held lease again did not renew it")
 	}
+	// A renewal with a shorter ttl is a renewal too, though its deadline
+	// comes sooner.
+	e.clock.Advance(time.Second)
+	if renewed, err := a.RegisterLease(ctx, "a", 5*time.Second); err != nil || !renewed {
+		t.Fatalf("renewing with a shorter ttl: %v, %v", renewed, err)
+	}
+	if l, _ := a.State().Lease("a"); l.TTL != 5*time.Second {
+		t.Fatalf("the renewed lease has ttl %s", l.TTL)
+	}
 	// A plain put detaches the key; the lease's end leaves it.
 	_, _, err = a.Put(ctx, "/servers/1", "kept")
 	ok(t, err)
