@@ -374,20 +374,3 @@ func (p *ptyShell) lineWith(s string) string {
 	line, _, _ := strings.Cut(out[i:], "\r")
 	return line
 }
-
-// A terminal that hangs up ends the shell, as Ctrl-D does, when the hang-up
-// signal does not (here it is ignored, as under nohup).
-func TestTerminalHangUp(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	p := startPTYCmd(t, exec.Command("/bin/sh", "-c", `trap "" HUP; exec "$0" "$@"`, os.Args[0], "--server", srv.ClientURL(), "--scope", "ttyhup"))
-	p.waitFor("someConfig > ", 1)
-	p.typeKeys("GET a")
-	p.master.Close()
-	if code := p.wait(); code != 0 {
-		t.Fatalf("exit status %d", code)
-	}
-}
