@@ -45,7 +45,7 @@ func runLines(cmd *cobra.Command, f *rootFlags, lines ...string) error {
 	if err := f.check(cmd); err != nil {
 		return err
 	}
-	s, err := f.open(cmd, "")
+	s, err := f.open(cmd)
 	if err != nil {
 		return err
 	}
@@ -147,12 +147,12 @@ func watchCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
 	if len(args) == 1 {
 		prefix = args[0]
 	}
-	s, err := f.open(cmd, prefix)
+	s, err := f.open(cmd)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if err := s.sh.SetFollow(true); err != nil {
+	if err := s.sh.SetWatch(prefix); err != nil {
 		return &exitError{exitStartup, err}
 	}
 	// Say where watching starts, so that a reader knows every change after
