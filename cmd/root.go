@@ -177,8 +177,9 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 	}
 	err = sh.Run(ctx, in)
 	switch {
-	case errors.Is(err, repl.ErrInterrupted), errors.Is(err, context.Canceled):
-		// Ctrl-C, SIGINT or SIGTERM: a clean exit, off the prompt's line.
+	case errors.Is(err, context.Canceled):
+		// SIGINT or SIGTERM: a clean exit, off the prompt's line. (Ctrl-C
+		// in the terminal is a key, not a signal: see repl.Terminal.)
 		if interactive {
 			fmt.Fprintln(out)
 		}

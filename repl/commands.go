@@ -161,6 +161,10 @@ func runGet(_ context.Context, sh *Shell, args []string) reply {
 
 // failure is the reply for a command that ran into an error.
 func (sh *Shell) failure(err error) reply {
+	if sh.cancelled.Load() {
+		msg := describeCancel(err)
+		return reply{outcome: failed, lines: []string{warn("%s", msg)}, err: msg}
+	}
 	msg := describeError(err, sh.timeout)
 	return reply{outcome: failed, lines: []string{warn("Error: %s", msg)}, err: msg}
 }

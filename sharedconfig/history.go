@@ -22,7 +22,7 @@ type Change struct {
 	Properties int
 	// Ops are an update's operations.
 	Ops []Op
-	// State, for a snapshot read back from the log, is what it holds.
+	// State, for a snapshot, is what it holds.
 	State State
 	// Foreign, when not empty, says why the entry was stepped over: another
 	// program wrote it, and it holds no change.
@@ -64,34 +64,38 @@ func opsOf(updates []statesync.Update[State]) []Op {
 	return ops
 }
 
-func changeOf(e statesync.Entry, updates []statesync.Update[State], local bool) Change {
-	return Change{Revision: e.Revision, Time: e.Time, Writer: e.Writer, Local: local, Snapshot: e.Snapshot, Ops: opsOf(updates), Foreign: e.Foreign}
+// changeOf describes an entry: its updates, or for a snapshot the state it
+// sets up. LOG and follow mode both describe entries this way.
+func changeOf(e statesync.Entry, updates []statesync.Update[State], snapshot State, local bool) Change {
+	ch := Change{Revision: e.Revision, Time: e.Time, Writer: e.Writer, Local: local, Snapshot: e.Snapshot, Foreign: e.Foreign}
+	if e.Snapshot {
+		ch.State, ch.Properties = snapshot, snapshot.Len()
+		return ch
+	}
+	ch.Ops = opsOf(updates)
+	return ch
 }
 
 // decode reads one entry of the log into a Change.
 func (c *Config) decode(e statesync.Entry) (Change, error) {
-	ch := changeOf(e, nil, false)
 	bad := func(err error) (Change, error) {
-		return ch, &statesync.EntryError{Log: c.Log().Name(), Revision: e.Revision, Err: err}
+		return changeOf(e, nil, EmptyState(), false), &statesync.EntryError{Log: c.Log().Name(), Revision: e.Revision, Err: err}
 	}
 	if e.Foreign != "" {
-		return ch, nil
+		return changeOf(e, nil, EmptyState(), false), nil
 	}
 	if e.Snapshot {
 		init, err := Codec{}.DecodeInitial(e.Data)
 		if err != nil {
 			return bad(err)
 		}
-		ch.State = init.Create(e.Revision)
-		ch.Properties = ch.State.Len()
-		return ch, nil
+		return changeOf(e, nil, init.Create(e.Revision), false), nil
 	}
 	updates, err := Codec{}.DecodeUpdates(e.Data)
 	if err != nil {
 		return bad(err)
 	}
-	ch.Ops = opsOf(updates)
-	return ch, nil
+	return changeOf(e, updates, State{}, false), nil
 }
 
 // History returns up to the last n entries of the log, oldest first. Fewer

@@ -19,9 +19,10 @@ import (
 // for it to remove. Entries that change nothing under prefix are not
 // reported. A snapshot the local copy caught up through (another process
 // compacted history this one had not read) comes as one Change with
-// Snapshot set, Properties the keys it holds under prefix, and Ops the puts
-// and removes it implies there; a snapshot that changes nothing there is
-// not reported. Changes this process makes come too, with Local set.
+// Snapshot set, Properties the keys it holds under prefix (State is all it
+// holds), and Ops the puts and removes it implies there; a snapshot that
+// changes nothing there is not reported. Changes this process makes come
+// too, with Local set.
 //
 // fn runs while the local copy is being updated: it must not call back into
 // the Config or call stop. Once stop returns, fn is not called again.
@@ -74,7 +75,7 @@ func (c *Config) applied(a statesync.Applied[State]) {
 	if c.opts.Changed == nil && c.watching.Load() == 0 {
 		return
 	}
-	ch := changeOf(a.Entry, a.Updates, a.Local)
+	ch := changeOf(a.Entry, a.Updates, a.Snapshot, a.Local)
 	if c.opts.Changed != nil {
 		c.opts.Changed(ch)
 	}
@@ -83,22 +84,13 @@ func (c *Config) applied(a statesync.Applied[State]) {
 	if len(c.watchers) == 0 {
 		return
 	}
-	var snapshot State
-	if a.Snapshot {
-		init, err := Codec{}.DecodeInitial(a.Data)
-		if err != nil {
-			return // the synchronizer decoded it before taking it in
-		}
-		snapshot = init.Create(a.Revision)
-	}
 	for w := range c.watchers {
-		w.take(a, ch, snapshot)
+		w.take(a, ch)
 	}
 }
 
-// take tells w of one entry, narrowed to its prefix; snapshot is the
-// entry's state if it is a snapshot.
-func (w *watcher) take(a statesync.Applied[State], ch Change, snapshot State) {
+// take tells w of one entry, narrowed to its prefix.
+func (w *watcher) take(a statesync.Applied[State], ch Change) {
 	if a.Revision <= w.from {
 		return
 	}
@@ -106,10 +98,10 @@ func (w *watcher) take(a statesync.Applied[State], ch Change, snapshot State) {
 	switch {
 	case a.Foreign != "":
 		return
-	case a.Snapshot:
-		ch.Ops = diffUnder(w.seen, snapshot, w.prefix)
-		ch.Properties = countUnder(snapshot, w.prefix)
-		w.seen = snapshot
+	case a.Entry.Snapshot:
+		ch.Ops = diffUnder(w.seen, a.Snapshot, w.prefix)
+		ch.Properties = countUnder(a.Snapshot, w.prefix)
+		w.seen = a.Snapshot
 	default:
 		ch.Ops = opsUnder(ch.Ops, w.seen, w.prefix)
 		for _, u := range a.Updates {

@@ -238,7 +238,8 @@ func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], Applied[S], er
 		if err != nil {
 			return bad(err)
 		}
-		return local[S]{Revisioned: Revisioned[S]{Value: init.Create(e.Revision), Revision: e.Revision}, initialized: true, compactedAt: e.Revision}, Applied[S]{Entry: e}, nil
+		st := init.Create(e.Revision)
+		return local[S]{Revisioned: Revisioned[S]{Value: st, Revision: e.Revision}, initialized: true, compactedAt: e.Revision}, Applied[S]{Entry: e, Snapshot: st}, nil
 	}
 	if !cur.initialized {
 		return bad(errors.New("an update comes before any initial state"))
