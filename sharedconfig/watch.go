@@ -84,8 +84,14 @@ func (c *Config) applied(a statesync.Applied[State]) {
 	if len(c.watchers) == 0 {
 		return
 	}
+	// After the last entry of a read the watchers' state is the copy's:
+	// share it, rather than keep a copy of every node they applied.
+	st, _ := c.sync.State()
 	for w := range c.watchers {
 		w.take(a, ch)
+		if st.Revision == w.from {
+			w.seen = st.Value
+		}
 	}
 }
 
