@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,6 +31,11 @@ import (
 func runMain() int { return cmd.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr) }
 
 const runMainEnv = "SHAREDCONFIG_TEST_RUN_MAIN"
+
+// patience is how long a test waits for a process to print or exit before
+// it fails: generous, since a loaded machine can be slow, and a passing test
+// never waits it out.
+const patience = time.Minute
 
 func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
@@ -200,8 +206,8 @@ func (r *repl) next() string {
 			r.t.Fatalf("%s exited", r.name)
 		}
 		return got
-	case <-time.After(15 * time.Second):
-		r.t.Fatalf("%s printed nothing for 15s", r.name)
+	case <-time.After(patience):
+		r.t.Fatalf("%s printed nothing for %s", r.name, patience)
 		return ""
 	}
 }
@@ -403,11 +409,14 @@ func untilAdded(t *testing.T, r *repl, value string) string {
 		if got == "**** Property '"+key+"' added with value '"+value+"'" {
 			return key
 		}
-		if !strings.HasPrefix(got, "!!!! Error: ") || time.Now().After(deadline) {
+		if !failedLine.MatchString(got) || time.Now().After(deadline) {
 			t.Fatalf("%s, waiting for the server to come back: %q", r.name, got)
 		}
 	}
 }
+
+// failedLine is the line of a script command that failed.
+var failedLine = regexp.MustCompile(`^!!!! line \d+: Error: `)
 
 // untilRefreshed refreshes until the shell reaches the server again.
 func untilRefreshed(t *testing.T, r *repl) {
@@ -419,7 +428,7 @@ func untilRefreshed(t *testing.T, r *repl) {
 		if got == "**** Properties refreshed" {
 			return
 		}
-		if !strings.HasPrefix(got, "!!!! Error: ") || time.Now().After(deadline) {
+		if !failedLine.MatchString(got) || time.Now().After(deadline) {
 			t.Fatalf("%s, waiting for the server to come back: %q", r.name, got)
 		}
 	}
@@ -513,7 +522,7 @@ func scriptExpect(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: expect NAME TEXT")
 	}
 	sh := shellNamed(ts, args[0])
-	timeout := time.After(15 * time.Second)
+	timeout := time.After(patience)
 	for {
 		select {
 		case line, ok := <-sh.lines:
@@ -526,7 +535,7 @@ func scriptExpect(ts *testscript.TestScript, neg bool, args []string) {
 				return
 			}
 		case <-timeout:
-			ts.Fatalf("%s did not print %q within 15s; it printed:\n%s", args[0], args[1], strings.Join(sh.seen, "\n"))
+			ts.Fatalf("%s did not print %q within %s; it printed:\n%s", args[0], args[1], patience, strings.Join(sh.seen, "\n"))
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -91,7 +92,17 @@ func (f *rootFlags) open(cmd *cobra.Command) (*session, error) {
 	}
 	openCtx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	log, err := jetstream.OpenLog(openCtx, nc, f.scope, f.name, jetstream.LogOptions{Writer: f.writer, Replicas: f.replicasFor(nc)})
+	// A shell opened during a leader election says why it waits; later
+	// commands just take longer, within their own --timeout.
+	var opened atomic.Bool
+	log, err := jetstream.OpenLog(openCtx, nc, f.scope, f.name, jetstream.LogOptions{
+		Writer: f.writer, Replicas: f.replicasFor(nc),
+		Waiting: func(reason string) {
+			if !opened.Load() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig: %s; trying for up to %s\n", reason, f.timeout)
+			}
+		},
+	})
 	if err != nil {
 		nc.Close()
 		return nil, &exitError{exitStartup, err}
@@ -123,6 +134,7 @@ func (f *rootFlags) open(cmd *cobra.Command) (*session, error) {
 		s.Close()
 		return nil, &exitError{exitStartup, fmt.Errorf("opening %s/%s: %w", f.scope, f.name, err)}
 	}
+	opened.Store(true)
 	sh.Attach(s.cfg)
 	return s, nil
 }
