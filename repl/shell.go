@@ -369,11 +369,6 @@ func (sh *Shell) watching() (on bool, prefix string) {
 	return sh.stopFollow != nil, sh.watchPrefix
 }
 
-func (sh *Shell) following() bool {
-	on, _ := sh.watching()
-	return on
-}
-
 // SetFollow turns follow mode on or off.
 func (sh *Shell) SetFollow(on bool) error { return sh.setWatch(on, "") }
 
