@@ -132,7 +132,7 @@ func newWatchCmd(f *rootFlags) *cobra.Command {
 		Use:   "watch [PREFIX]",
 		Short: "Print each change others make (with PREFIX, to keys that start with it) until Ctrl-C",
 		Long: `Print each change others make to the config as it lands, as FOLLOW ON does
-(with PREFIX, only changes to keys that start with it, and every CLEAR),
+(with PREFIX, narrowed to keys that start with it, as the shell's WATCH),
 until Ctrl-C or SIGTERM; then exit with status 0.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return watchCommandFunc(cmd, f, args) },
