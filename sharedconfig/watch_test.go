@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
 
@@ -151,7 +153,9 @@ func TestWatchThroughASnapshot(t *testing.T) {
 func TestSeveralWatches(t *testing.T) {
 	e := newEnv(t)
 	watched, writer := e.open(sharedconfig.Options{}), e.open(sharedconfig.Options{})
+	before := goleak.IgnoreCurrent()
 	a, b, all := newWatchLog(), newWatchLog(), newWatchLog()
+	var stops []func()
 	for _, w := range []struct {
 		prefix string
 		log    *watchLog
@@ -160,7 +164,7 @@ func TestSeveralWatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer stop()
+		stops = append(stops, stop)
 	}
 	put(t, writer, "a.1", "x")
 	put(t, writer, "b.1", "y")
@@ -170,6 +174,11 @@ func TestSeveralWatches(t *testing.T) {
 	if len(got) != 2 || len(a.lines) != 1 || len(b.lines) != 1 {
 		t.Fatalf("a heard %q, b %q, all %q", a.lines, b.lines, got)
 	}
+	// Stopped, the watches leave nothing running behind them.
+	for _, stop := range stops {
+		stop()
+	}
+	goleak.VerifyNone(t, before)
 }
 
 func TestReplaceIfRevision(t *testing.T) {
