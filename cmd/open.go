@@ -83,7 +83,8 @@ func (f *rootFlags) dial(ctx context.Context) (*nats.Conn, string, error) {
 	return nc, via, nil
 }
 
-// open connects and opens the config the flags name. Errors are exitErrors with status 2: the command could not start.
+// open connects and opens the config the flags name. Errors are exitErrors
+// with status 2: the command could not start.
 func (f *rootFlags) open(cmd *cobra.Command) (*session, error) {
 	ctx := cmd.Context()
 	nc, via, err := f.dial(ctx)
