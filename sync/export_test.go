@@ -11,3 +11,10 @@ func (l *MemLog) AppendRaw(data []byte, snapshot bool) uint64 {
 	rev, _ := l.add(context.Background(), AnyRevision, Entry{Data: slices.Clone(data), Snapshot: snapshot})
 	return rev
 }
+
+// Queued is how many UpdateState calls wait for the batch in flight.
+func Queued[S any](s *Synchronizer[S]) int {
+	s.queue.mu.Lock()
+	defer s.queue.mu.Unlock()
+	return len(s.queue.pending)
+}

@@ -22,8 +22,9 @@ type Synchronizer[S any] struct {
 	applied  func(Applied[S])
 	progress func(done, total uint64)
 
-	mu    sync.Mutex // serialises Fetch, UpdateState, Initialize and Compact
+	mu    sync.Mutex // serialises Fetch, UpdateState's batches, Initialize and Compact
 	local atomic.Pointer[local[S]]
+	queue queue[S] // UpdateState calls waiting for the batch in flight
 }
 
 // local is what the synchronizer knows: a state, and where it came from.
@@ -278,33 +279,26 @@ func (s *Synchronizer[S]) notifyApplied(a Applied[S]) {
 // and runs fn again), so a decision not to write was true of the shared state
 // at some instant during the call, not only of a stale local copy.
 //
+// Calls that arrive while another call's append is in flight are committed
+// together, as one entry (group commit, see groupcommit.go): each fn sees
+// the state the calls before it in the batch produced, and each call gets
+// its own result. A call that finds no append in flight runs at once.
+//
 // The shape is etcd's runSTM: run fn on the local copy, then commit (or
 // confirm that the copy is current), and on a conflict catch up and repeat.
 func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(state S) ([]Update[S], R)) (R, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var result R
-	var try Attempt
-	err := s.retryOnConflictLocked(ctx, func(attempt int) error {
-		cur := *s.local.Load()
+	r := &request[S]{ctx: ctx, done: make(chan struct{}), turn: make(chan struct{})}
+	r.run = func(state S) []Update[S] {
 		var updates []Update[S]
-		updates, result = fn(cur.Value)
-		try = Attempt{N: attempt, Base: cur.Revision, Updates: len(updates)}
-		if len(updates) == 0 {
-			return s.confirmCurrentLocked(ctx, cur.Revision)
-		}
-		var err error
-		try.Revision, err = s.commitLocked(ctx, cur, updates)
-		return err
-	}, func(conflict *ConflictError, caughtUp uint64) {
-		try.Conflict, try.CaughtUp = conflict, caughtUp
-		s.traceAttempt(try)
-	})
-	if err != nil {
-		var zero R
-		return zero, err
+		updates, result = fn(state)
+		return updates
 	}
-	s.traceAttempt(try)
+	s.submit(r)
+	if r.err != nil {
+		var zero R
+		return zero, r.err
+	}
 	return result, nil
 }
 
@@ -348,24 +342,31 @@ func (s *Synchronizer[S]) confirmCurrentLocked(ctx context.Context, base uint64)
 // conflict it catches up to the revision the log reported, tells caughtUp
 // (if set) how far it got, and backs off (see backoff) before the next try.
 func (s *Synchronizer[S]) retryOnConflictLocked(ctx context.Context, try func(attempt int) error, caughtUp func(*ConflictError, uint64)) error {
+	lost, err := s.retryLocked(ctx, try, caughtUp)
+	return gaveUp(ctx, lost, err)
+}
+
+// retryLocked is retryOnConflictLocked without the naming of the error: it
+// returns the error that stopped it and how many tries in a row it had lost.
+func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int) error, caughtUp func(*ConflictError, uint64)) (lost int, err error) {
 	if err := s.ensureInitializedLocked(ctx); err != nil {
-		return err
+		return 0, err
 	}
 	for attempt := 1; ; attempt++ {
 		err := try(attempt)
 		var conflict *ConflictError
 		if !errors.As(err, &conflict) {
-			return gaveUp(ctx, attempt-1, err)
+			return attempt - 1, err
 		}
 		rev, err := s.fetchLocked(ctx, conflict.Current)
 		if caughtUp != nil {
 			caughtUp(conflict, rev)
 		}
 		if err != nil {
-			return gaveUp(ctx, attempt, err)
+			return attempt, err
 		}
 		if err := backoff(ctx, attempt); err != nil {
-			return gaveUp(ctx, attempt, err)
+			return attempt, err
 		}
 	}
 }
