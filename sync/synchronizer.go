@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -25,6 +24,8 @@ type Synchronizer[S any] struct {
 	mu    sync.Mutex // serialises Fetch, UpdateState's batches, Initialize and Compact
 	local atomic.Pointer[local[S]]
 	queue queue[S] // UpdateState calls waiting for the batch in flight
+
+	contention contention // guarded by mu
 }
 
 // local is what the synchronizer knows: a state, and where it came from.
@@ -269,8 +270,9 @@ func (s *Synchronizer[S]) notifyApplied(a Applied[S]) {
 // UpdateState is the one way to change the state conditionally. It calls fn
 // with the local state; if fn returns updates, they are appended to the log
 // only if the log is still at the revision fn saw. When the log has moved on,
-// UpdateState catches up and calls fn again (backing off with jitter after
-// many tries, see backoff), until the append lands or ctx ends. fn may
+// UpdateState catches up and calls fn again at once, until the append lands
+// or ctx ends (a writer that keeps winning lets others in, see
+// contention.go). fn may
 // therefore run several times and must have no side effects; its result from
 // the last run is returned.
 //
@@ -317,6 +319,7 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 	for _, u := range updates {
 		cur.Value = u.Apply(cur.Value, rev)
 	}
+	s.contention.landed(cur.Revision, rev, time.Now())
 	cur.Revision = rev
 	s.local.Store(&cur)
 	s.notifyApplied(Applied[S]{Entry: Entry{Revision: rev, Data: data, Time: time.Now()}, Updates: updates, Local: true})
@@ -340,7 +343,7 @@ func (s *Synchronizer[S]) confirmCurrentLocked(ctx context.Context, base uint64)
 // retryOnConflictLocked runs try, one conditional write based on the local
 // copy, until it succeeds or fails with anything but a conflict. After each
 // conflict it catches up to the revision the log reported, tells caughtUp
-// (if set) how far it got, and backs off (see backoff) before the next try.
+// (if set) how far it got, and tries again at once.
 func (s *Synchronizer[S]) retryOnConflictLocked(ctx context.Context, try func(attempt int) error, caughtUp func(*ConflictError, uint64)) error {
 	lost, err := s.retryLocked(ctx, try, caughtUp)
 	return gaveUp(ctx, lost, err)
@@ -358,6 +361,7 @@ func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int)
 		if !errors.As(err, &conflict) {
 			return attempt - 1, err
 		}
+		s.contention.lost(time.Now())
 		rev, err := s.fetchLocked(ctx, conflict.Current)
 		if caughtUp != nil {
 			caughtUp(conflict, rev)
@@ -365,7 +369,9 @@ func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int)
 		if err != nil {
 			return attempt, err
 		}
-		if err := backoff(ctx, attempt); err != nil {
+		// A writer that lost is current again: it tries at once (see
+		// contention.go), while its context lasts.
+		if err := ctx.Err(); err != nil {
 			return attempt, err
 		}
 	}
@@ -388,29 +394,6 @@ func gaveUp(ctx context.Context, lost int, err error) error {
 	}
 	return &ContendedError{Lost: lost, Err: err}
 }
-
-// backoff waits before try attempt+1. A writer that lost has just caught
-// up, so it tries again at once: sleeping only lets the writer that won,
-// which is already current, win again. After many losses in a row it waits
-// a random time, up to a bound that doubles per try and is capped at 10ms,
-// to spread out a crowd of writers.
-func backoff(ctx context.Context, attempt int) error {
-	if attempt < backoffAfter {
-		return ctx.Err()
-	}
-	limit := min(100*time.Microsecond<<min(attempt-backoffAfter, 7), 10*time.Millisecond)
-	t := time.NewTimer(rand.N(limit) + 1)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// backoffAfter is the try after which backoff starts to wait.
-const backoffAfter = 8
 
 // progressEvery is how often, in entries, a long catch-up reports.
 const progressEvery = 1024
