@@ -187,8 +187,13 @@ func (l *Log) settle(ctx context.Context, expected uint64, id string, cause erro
 		return unknown("an unconditional write cannot be looked for")
 	}
 	// Looking costs one request; do it even if ctx has just ended, so that
-	// a write that landed is reported as landed.
-	checkCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	// a write that landed is reported as landed, and give it what is left
+	// of ctx if that is more (a loaded server answers slowly).
+	wait := settleTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		wait = max(wait, time.Until(deadline))
+	}
+	checkCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 	defer cancel()
 	m, err := l.stream.GetMsg(checkCtx, expected+1)
 	switch {
@@ -230,6 +235,7 @@ const (
 	errCodeMemoryExceeded           = 10028 // JSMemoryResourcesExceededErr
 	errCodeAccountResourcesExceeded = 10002 // JSAccountResourcesExceededErr
 	errCodeStoreFailed              = 10077 // JSStreamStoreFailedF: the stream's store refused the message
+	errCodeClusterNotAvailable      = 10008 // JSClusterNotAvailErr: no leader (yet) to answer
 )
 
 // inProcess reports whether the server refused a try because a message with
