@@ -122,9 +122,11 @@ func (s *Synchronizer[S]) lead(self *request[S]) {
 	s.mu.Lock()
 	batch := s.queue.take()
 	run := func() {
+		// Deferred, so that a caller that recovers from a panic in its
+		// function leaves the synchronizer usable.
+		defer s.queue.handOff()
+		defer s.mu.Unlock()
 		s.runBatchLocked(batch)
-		s.mu.Unlock()
-		s.queue.handOff()
 	}
 	if len(batch) == 1 {
 		run()

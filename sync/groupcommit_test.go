@@ -331,3 +331,18 @@ func TestConcurrentCallsOnOneSynchronizer(t *testing.T) {
 		t.Fatalf("counter = %d, want %d", v, callers*each)
 	}
 }
+
+// A caller that recovers from a panic in its own function leaves the
+// synchronizer usable.
+func TestPanickingFunctionLeavesTheSynchronizerUsable(t *testing.T) {
+	s := newCounter(t, statesync.NewMemLog("t"))
+	func() {
+		defer func() { _ = recover() }()
+		statesync.UpdateState(context.Background(), s, func(counter) ([]statesync.Update[counter], int) { panic("boom") })
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatalf("a write after a recovered panic: %v", err)
+	}
+}
