@@ -4,8 +4,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
 
 func TestNormalizeArgs(t *testing.T) {
@@ -33,41 +31,10 @@ func TestNormalizeArgs(t *testing.T) {
 	}
 }
 
-func TestOnlyPrefix(t *testing.T) {
-	ch := sharedconfig.Change{Revision: 3, Ops: []sharedconfig.Op{{Kind: "put", Key: "app.x"}, {Kind: "put", Key: "other"}, {Kind: "remove", Key: "app.y"}}}
-	got, ok := onlyPrefix(ch, "app.")
-	if !ok || len(got.Ops) != 2 || got.Ops[0].Key != "app.x" || got.Ops[1].Key != "app.y" {
-		t.Errorf("onlyPrefix: %+v, %v", got, ok)
-	}
-	if _, ok := onlyPrefix(sharedconfig.Change{Ops: []sharedconfig.Op{{Kind: "put", Key: "other"}}}, "app."); ok {
-		t.Error("a change to other keys passed")
-	}
-	for _, keep := range []sharedconfig.Change{{Ops: []sharedconfig.Op{{Kind: "clear"}}}, {Snapshot: true}, {Foreign: "why"}} {
-		if _, ok := onlyPrefix(keep, "app."); !ok {
-			t.Errorf("%+v was dropped", keep)
-		}
-	}
-}
-
 func TestShownQuotesWhatCouldDriveATerminal(t *testing.T) {
 	for in, want := range map[string]string{"plain text": "plain text", "a\x1b]0;x\a": `"a\x1b]0;x\a"`, "\u202eevil": `"\u202eevil"`, "bad\xff": `"bad\xff"`} {
 		if got := shown(in); got != want {
 			t.Errorf("shown(%q) = %s, want %s", in, got, want)
 		}
-	}
-}
-
-func TestOnlyPrefixLeaseEnds(t *testing.T) {
-	expire := []sharedconfig.Op{{Kind: "expire_lease", Lease: "L"}}
-	ch := sharedconfig.Change{Ops: expire, Ended: []sharedconfig.EndedLease{{Lease: "L", Keys: []string{"/servers/1", "/tasks/1"}, Expired: true}}}
-	got, ok := onlyPrefix(ch, "/servers/")
-	if !ok || len(got.Ops) != 1 || len(got.Ended) != 1 || len(got.Ended[0].Keys) != 1 || got.Ended[0].Keys[0] != "/servers/1" {
-		t.Errorf("an expiry removing a watched key: %+v, %v", got, ok)
-	}
-	if _, ok := onlyPrefix(ch, "/other/"); ok {
-		t.Error("an expiry removing only other keys passed")
-	}
-	if _, ok := onlyPrefix(sharedconfig.Change{Ops: expire}, "/servers/"); ok {
-		t.Error("an expiry that removed nothing passed")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -330,4 +331,30 @@ func changeWithLeases(a statesync.Applied[State]) Change {
 		ch.Ended = endedLeases(a.Before, a.After, a.Updates)
 	}
 	return ch
+}
+
+// endedUnder narrows the leases an entry ended to their keys under prefix,
+// and adds to ops the expiry or revocation that removed them: a watch of a
+// prefix sees a lease's end only when it removed keys there.
+func endedUnder(ended []EndedLease, ops []Op, us []statesync.Update[State], prefix string) ([]EndedLease, []Op) {
+	var kept []EndedLease
+	for _, e := range ended {
+		var keys []string
+		for _, k := range e.Keys {
+			if strings.HasPrefix(k, prefix) {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		e.Keys = keys
+		kept = append(kept, e)
+		for _, op := range opsOf(us) {
+			if op.Lease == e.Lease && (op.Kind == "expire_lease" || op.Kind == "revoke_lease") {
+				ops = append(ops, op)
+			}
+		}
+	}
+	return kept, ops
 }
