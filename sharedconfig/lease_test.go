@@ -363,3 +363,41 @@ func TestParseTTL(t *testing.T) {
 		}
 	}
 }
+
+// A watch of a prefix sees a lease's end when it removed keys there, and
+// not the lease's other entries.
+func TestWatchSeesLeaseEndsUnderItsPrefix(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	w := e.open("w")
+	got := make(chan sharedconfig.Change, 100)
+	stop, err := w.Watch("/servers/", func(ch sharedconfig.Change) { got <- ch }, nil)
+	ok(t, err)
+	defer stop()
+	a, b := membership(t, e)
+	_, _, err = a.PutWithLease(ctx, "/tasks/1", "t", "a")
+	ok(t, err)
+	e.clock.Advance(time.Second)
+	_, err = b.RefreshLease(ctx, "b")
+	ok(t, err)
+	keys, err := a.RevokeLease(ctx, "a")
+	ok(t, err)
+	if len(keys) != 2 {
+		t.Fatalf("revoke removed %v", keys)
+	}
+	want := []string{"PUT /servers/1 = one", "PUT /servers/2 = two", "REVOKE_LEASE a"}
+	for i := 0; i < len(want); {
+		select {
+		case ch := <-got:
+			if len(ch.Ops) != 1 || ch.Ops[0].String() != want[i] {
+				t.Fatalf("change %d: %+v, want %s", i, ch.Ops, want[i])
+			}
+			if i == 2 && (len(ch.Ended) != 1 || len(ch.Ended[0].Keys) != 1 || ch.Ended[0].Keys[0] != "/servers/1") {
+				t.Fatalf("the revoke under the prefix: %+v", ch.Ended)
+			}
+			i++
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the watch heard %d changes of %d", i, len(want))
+		}
+	}
+}
