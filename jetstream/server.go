@@ -60,6 +60,48 @@ var ErrDataDirLocked = errors.New("the data directory is in use by another share
 
 // StartServer starts a server and waits until it takes connections.
 func StartServer(o ServerOptions) (*Server, error) {
+	opts, err := serverOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := PrepareDataDir(o.DataDir, o.Private); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(o.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if o.Private {
+		if err := privateOptions(opts, o); err != nil {
+			lock.Close()
+			return nil, err
+		}
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("starting the server: %w", err)
+	}
+	// A logger whose Fatalf does not exit, so that a failure to start
+	// JetStream comes back as an error.
+	logger := &captureLogger{out: o.Log}
+	ns.SetLogger(logger, false, false)
+	ns.Start()
+	if !ns.ReadyForConnections(10*time.Second) || !ns.JetStreamEnabled() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		lock.Close()
+		if msg := logger.failure(); msg != "" {
+			return nil, fmt.Errorf("starting the server: %s", msg)
+		}
+		return nil, fmt.Errorf("the server on %s did not start within 10s", o.Listen)
+	}
+	return &Server{ns: ns, lock: lock}, nil
+}
+
+// serverOptions checks o and turns it into nats-server's options, all but
+// the private part.
+func serverOptions(o ServerOptions) (*server.Options, error) {
 	host, portStr, err := net.SplitHostPort(o.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen address %q: %v (want host:port, e.g. 127.0.0.1:4222)", o.Listen, err)
@@ -77,14 +119,6 @@ func StartServer(o ServerOptions) (*Server, error) {
 	if o.DataDir == "" {
 		return nil, errors.New("the server needs a data directory")
 	}
-	if err := PrepareDataDir(o.DataDir, o.Private); err != nil {
-		return nil, err
-	}
-	lock, err := lockDir(o.DataDir)
-	if err != nil {
-		return nil, err
-	}
-	logger := &captureLogger{out: o.Log}
 	opts := &server.Options{
 		ServerName: o.ServerName,
 		Host:       host,
@@ -99,34 +133,9 @@ func StartServer(o ServerOptions) (*Server, error) {
 		SyncInterval: o.SyncInterval,
 	}
 	if err := clusterOptions(opts, o); err != nil {
-		lock.Close()
 		return nil, err
 	}
-	if o.Private {
-		if err := privateOptions(opts, o); err != nil {
-			lock.Close()
-			return nil, err
-		}
-	}
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("starting the server: %w", err)
-	}
-	// A logger whose Fatalf does not exit, so that a failure to start
-	// JetStream comes back as an error.
-	ns.SetLogger(logger, false, false)
-	ns.Start()
-	if !ns.ReadyForConnections(10*time.Second) || !ns.JetStreamEnabled() {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-		lock.Close()
-		if msg := logger.failure(); msg != "" {
-			return nil, fmt.Errorf("starting the server: %s", msg)
-		}
-		return nil, fmt.Errorf("the server on %s did not start within 10s", o.Listen)
-	}
-	return &Server{ns: ns, lock: lock}, nil
+	return opts, nil
 }
 
 // clusterOptions fills in the cluster part of opts.
