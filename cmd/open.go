@@ -95,7 +95,9 @@ func (f *rootFlags) open(cmd *cobra.Command, watchPrefix string) (*session, erro
 	defer cancel()
 	log, err := jetstream.OpenLog(openCtx, nc, f.scope, f.name, jetstream.LogOptions{
 		Writer: f.writer, Replicas: f.replicasFor(nc),
-		Waiting: func(reason string) { fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig: %s; trying for up to %s\n", reason, f.timeout) },
+		Waiting: func(reason string) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig: %s; trying for up to %s\n", reason, f.timeout)
+		},
 	})
 	if err != nil {
 		nc.Close()
