@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
 // ptyShell is sharedconfig running on a pseudo-terminal, as in a real
@@ -158,11 +159,7 @@ func (p *ptyShell) wait() int {
 }
 
 func TestTerminal(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := jstest.Server(t)
 	for _, way := range []struct {
 		name, keys string
 	}{
@@ -203,11 +200,7 @@ func TestTerminal(t *testing.T) {
 }
 
 func TestTerminalSIGTERM(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := jstest.Server(t)
 	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "tty")
 	before, err := term.GetState(int(p.slave.Fd()))
 	if err != nil {
@@ -234,11 +227,7 @@ func TestTerminalSIGTERM(t *testing.T) {
 // In follow mode, a change made elsewhere prints above the prompt, and the
 // line being typed is drawn again below it, intact.
 func TestTerminalFollowPrintsAbove(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := jstest.Server(t)
 	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttyfollow", "--follow")
 	p.waitFor("someConfig > ", 1)
 	p.typeKeys("GET co")
@@ -276,11 +265,7 @@ func TestTerminalFollowPrintsAbove(t *testing.T) {
 // A paste of several lines runs each line in order, as if typed: go-prompt
 // on its own takes one read as one key, and ran none of them.
 func TestTerminalPaste(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := jstest.Server(t)
 	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttypaste")
 	before, err := term.GetState(int(p.slave.Fd()))
 	if err != nil {
@@ -376,11 +361,7 @@ func (p *ptyShell) lineWith(s string) string {
 // A terminal that hangs up ends the shell, as Ctrl-D does, when the hang-up
 // signal does not (here it is ignored, as under nohup).
 func TestTerminalHangUp(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := jstest.Server(t)
 	p := startPTYCmd(t, exec.Command("/bin/sh", "-c", `trap "" HUP; exec "$0" "$@"`, os.Args[0], "--server", srv.ClientURL(), "--scope", "ttyhup"))
 	p.waitFor("someConfig > ", 1)
 	p.typeKeys("GET a")
