@@ -138,18 +138,18 @@ func openExisting(cmd *cobra.Command, f *rootFlags, command string) (*session, e
 	if err := f.check(cmd); err != nil {
 		return nil, err
 	}
-	nc, _, err := f.dial(cmd.Context())
+	nc, via, err := f.dial(cmd.Context())
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	_, err = jetstream.StatConfig(ctx, nc, f.scope, f.name)
 	cancel()
-	nc.Close()
 	if err != nil {
+		nc.Close()
 		return nil, failed(cmd, f, command, err)
 	}
-	return f.open(cmd, "")
+	return f.openOn(cmd, nc, via, "")
 }
 
 func newExportCmd(f *rootFlags) *cobra.Command {

@@ -70,7 +70,7 @@ func (s *session) Close() {
 // dial connects as the flags, the NATS context and the environment say,
 // and describes how for STATUS.
 func (f *rootFlags) dial(ctx context.Context) (*nats.Conn, string, error) {
-	conn := f.conn // the flags as given: a command may dial twice
+	conn := f.conn // f keeps the flags as given
 	via, err := f.source.apply(&conn.opts)
 	if err != nil {
 		return nil, "", &exitError{exitStartup, err}
@@ -86,12 +86,17 @@ func (f *rootFlags) dial(ctx context.Context) (*nats.Conn, string, error) {
 // empty, limits the changes follow mode shows to keys with that prefix.
 // Errors are exitErrors with status 2: the command could not start.
 func (f *rootFlags) open(cmd *cobra.Command, watchPrefix string) (*session, error) {
-	ctx := cmd.Context()
-	nc, via, err := f.dial(ctx)
+	nc, via, err := f.dial(cmd.Context())
 	if err != nil {
 		return nil, err
 	}
-	openCtx, cancel := context.WithTimeout(ctx, f.timeout)
+	return f.openOn(cmd, nc, via, watchPrefix)
+}
+
+// openOn is open on a connection made by dial, which the session then owns:
+// it is closed with the session, or at once if the config does not open.
+func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via, watchPrefix string) (*session, error) {
+	openCtx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
 	log, err := jetstream.OpenLog(openCtx, nc, f.scope, f.name, jetstream.LogOptions{
 		Writer: f.writer, Replicas: f.replicasFor(nc),
