@@ -1,5 +1,17 @@
-// Package cmd is the sharedconfig command line: cobra wiring around the
-// REPL, the server, and connecting to NATS.
+// Package cmd is the sharedconfig command line, in cobra: the shell on one
+// config (root.go), the one-shot commands that run one shell command and
+// exit (oneshot.go), configs as things to list, export, import and destroy
+// (configs.go), repair of a damaged config (repair.go), and the server and
+// bench commands.
+//
+// Every command that opens a config takes the same flags (open.go):
+// connection flags, then a NATS CLI context, then the environment
+// (source.go); with none of them naming a server it uses the user's private
+// local server, started in the background when none answers (conn.go). The
+// original's single-dash options are rewritten before cobra sees them
+// (args.go). What the commands print goes through package repl, so that it
+// is escaped and shaped as the shell's answers are. Exit status: 0 ran, 1 a
+// command or script line failed, 2 could not start.
 package cmd
 
 import (

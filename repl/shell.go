@@ -1,8 +1,18 @@
-// Package repl is the sharedconfig command shell: a line is parsed, looked up
-// in one command table (which also drives the argument checks, HELP and
-// completion), run against a shared config, and its reply rendered as text
-// or JSON. Terminal and piped input go through the same loop behind the
-// Input interface.
+// Package repl is the sharedconfig command shell: a line is parsed
+// (parse.go), looked up in one command table whose parameters are stated
+// once and drive the argument checks, HELP and completion (commands.go,
+// params.go, complete.go), run against a shared config, and its reply
+// rendered as text or JSON (reply.go). Everything printed that came from a
+// user, a stream or a server is escaped there, in one place; the one-shot
+// commands outside the shell print through Shown, PrintTable and WriteJSON
+// for the same reason.
+//
+// Terminal and piped input go through the same loop (shell.go) behind the
+// Input interface: a Script reads lines of bounded length (input.go); a
+// Terminal keeps the terminal raw for the session, reads its keys itself
+// and hands them to go-prompt one at a time (terminal.go, keys.go,
+// console_*.go), so that a paste runs line by line, type-ahead waits, and
+// Ctrl-C cancels the running command.
 package repl
 
 import (
