@@ -109,8 +109,9 @@ change is appended to a JetStream stream only if the writer had the latest
 state (optimistic concurrency), and each process replays the stream to keep
 its own copy. Reads use that copy, so they may be stale until REFRESH.
 
-With no --server and no NATS_URL, sharedconfig uses the server at
-127.0.0.1:4222, starting one in the background if none answers.
+With no --server, no NATS context that names a server, and no NATS_URL,
+sharedconfig uses your own private server at 127.0.0.1:4222 (on --data-dir),
+starting one in the background if none answers.
 
 Input from a pipe or --file runs as a script: no banner or prompt, one answer
 per command. Exit status: 0 when every line ran, 1 when a line was unknown or
@@ -118,7 +119,7 @@ malformed or a command failed, 2 when the shell could not start.`,
 		Example: `  sharedconfig                       # the config example/someConfig
   sharedconfig -s myScope -n myConfig
   echo 'PUT p1, v1' | sharedconfig   # a one-line script
-  sharedconfig server --listen 127.0.0.1:4222 --data-dir ./data`,
+  sharedconfig --server nats://127.0.0.1:4333  # a server of your own (see 'sharedconfig server --help')`,
 		Version:       version(),
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,

@@ -34,9 +34,10 @@ with its own certificate from the first byte, and admits one NKey user. The
 shells use such a server with no --server when it listens on their local
 port and serves their --data-dir: that is how they start one in the
 background.`,
-		Example: `  sharedconfig server --listen 127.0.0.1:4222 --data-dir ./data`,
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runServer(cmd, f) },
+		Example: `  sharedconfig server --listen 127.0.0.1:4333 --data-dir ./data
+  sharedconfig --server nats://127.0.0.1:4333     # a shell on it, in another terminal`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServer(cmd, f) },
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:4222", "loopback `HOST:PORT` to listen on")
