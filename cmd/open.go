@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -98,10 +99,15 @@ func (f *rootFlags) open(cmd *cobra.Command, watchPrefix string) (*session, erro
 func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via, watchPrefix string) (*session, error) {
 	openCtx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
+	// A shell opened during a leader election says why it waits; later
+	// commands just take longer, within their own --timeout.
+	var opened atomic.Bool
 	log, err := jetstream.OpenLog(openCtx, nc, f.scope, f.name, jetstream.LogOptions{
 		Writer: f.writer, Replicas: f.replicasFor(nc),
 		Waiting: func(reason string) {
-			fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig: %s; trying for up to %s\n", reason, f.timeout)
+			if !opened.Load() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig: %s; trying for up to %s\n", reason, f.timeout)
+			}
 		},
 	})
 	if err != nil {
@@ -143,6 +149,7 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via, watchPrefix s
 		s.Close()
 		return nil, &exitError{exitStartup, fmt.Errorf("opening %s/%s: %w", f.scope, f.name, err)}
 	}
+	opened.Store(true)
 	sh.Attach(s.cfg)
 	return s, nil
 }
