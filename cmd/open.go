@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -176,7 +177,7 @@ func onlyPrefix(ch sharedconfig.Change, prefix string) (sharedconfig.Change, boo
 	}
 	var ops []sharedconfig.Op
 	for _, op := range ch.Ops {
-		if op.Kind == "clear" || len(op.Key) >= len(prefix) && op.Key[:len(prefix)] == prefix {
+		if op.Kind == "clear" || strings.HasPrefix(op.Key, prefix) {
 			ops = append(ops, op)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"os/user"
 	"runtime/debug"
+	"sync"
 	"syscall"
 	"time"
 
@@ -229,8 +230,10 @@ func catchUpProgress(w io.Writer) func(done, total uint64) {
 	}
 }
 
-// defaultWriter names this process: user@host:pid.
-func defaultWriter() string {
+// defaultWriter names this process: user@host:pid. Worked out once: every
+// command registers the flag, and the user may be looked up in the password
+// database.
+var defaultWriter = sync.OnceValue(func() string {
 	host, _ := os.Hostname()
 	name := os.Getenv("USER")
 	if name == "" {
@@ -242,7 +245,7 @@ func defaultWriter() string {
 		name = "someone"
 	}
 	return fmt.Sprintf("%s@%s:%d", name, host, os.Getpid())
-}
+})
 
 func isTerminal(stream any) bool {
 	f, ok := stream.(*os.File)
