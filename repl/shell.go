@@ -283,6 +283,13 @@ func (sh *Shell) printAsync(lines []string) {
 	sh.print(lines)
 }
 
+// printJSONAsync prints v as one line of JSON, as printAsync prints lines.
+func (sh *Shell) printJSONAsync(v any) {
+	var b strings.Builder
+	writeJSON(&b, v)
+	sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
+}
+
 // Attempt is the config's trace hook: with TRACE ON it shows every try of a
 // write as it happens.
 func (sh *Shell) Attempt(a statesync.Attempt) {
@@ -326,9 +333,7 @@ func describeAttempt(a statesync.Attempt) string {
 // a command: a warning, since nothing is lost.
 func (sh *Shell) CompactionFailed(err error) {
 	if sh.json {
-		var b strings.Builder
-		writeJSON(&b, fields{"event": "compaction_failed", "error": describeError(err, sh.timeout)})
-		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
+		sh.printJSONAsync(fields{"event": "compaction_failed", "error": describeError(err, sh.timeout)})
 		return
 	}
 	sh.printAsync([]string{warn("Compaction failed (nothing is lost; it will be tried again): %s", describeError(err, sh.timeout))})
@@ -341,11 +346,9 @@ func (sh *Shell) Changed(ch sharedconfig.Change) {
 		return
 	}
 	if sh.json {
-		var b strings.Builder
 		f := changeFields(ch)
 		f["event"] = "change"
-		writeJSON(&b, f)
-		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
+		sh.printJSONAsync(f)
 		return
 	}
 	if ch.Foreign != "" {
