@@ -180,29 +180,43 @@ func privateOptions(opts *server.Options, o ServerOptions) error {
 	return keys.serverOptions(opts)
 }
 
-// WaitJetStreamReady waits until the JetStream cluster has a leader and
-// this node is current (a standalone server is ready at once).
+// WaitJetStreamReady waits until the JetStream cluster has a leader that
+// sees every peer current, and this node is current (a standalone server is
+// ready at once).
 func (s *Server) WaitJetStreamReady(timeout time.Duration) error {
 	if !s.ns.JetStreamIsClustered() {
 		return nil
 	}
 	deadline := time.Now().Add(timeout)
-	for !(s.hasMetaLeader() && s.ns.JetStreamIsCurrent()) {
+	for !(s.metaReady() && s.ns.JetStreamIsCurrent()) {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the JetStream cluster has no leader after %s", timeout)
+			return fmt.Errorf("the JetStream cluster is not ready (a leader seeing every peer) after %s", timeout)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	return nil
 }
 
-func (s *Server) hasMetaLeader() bool {
-	raft := s.ns.JetStreamIsLeader()
-	if raft {
+// metaReady: the cluster has a leader and, asked on the leader (the one
+// that knows), every peer is current, so that a stream can be placed on any
+// of them ("no suitable peers for placement" otherwise, under load).
+func (s *Server) metaReady() bool {
+	info, err := s.ns.Jsz(&server.JSzOptions{})
+	if err != nil || info.Meta == nil || info.Meta.Leader == "" {
+		return false
+	}
+	if info.Meta.Leader != s.ns.Name() {
 		return true
 	}
-	info, err := s.ns.Jsz(&server.JSzOptions{})
-	return err == nil && info.Meta != nil && info.Meta.Leader != ""
+	if len(info.Meta.Replicas) < info.Meta.Size-1 {
+		return false
+	}
+	for _, p := range info.Meta.Replicas {
+		if !p.Current || p.Offline {
+			return false
+		}
+	}
+	return true
 }
 
 // Name is the server's name.
