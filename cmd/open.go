@@ -51,16 +51,12 @@ func (f *rootFlags) check(cmd *cobra.Command) error {
 	return nil
 }
 
-// session is one config, open: the connection, its log, the shell that
-// answers commands on it, and the config.
+// session is one config, open: the connection, the shell that answers
+// commands on it, and the config.
 type session struct {
 	nc  *nats.Conn
-	log *jetstream.Log
 	sh  *repl.Shell
 	cfg *sharedconfig.Config
-	// damaged is set when the config holds an entry that does not read:
-	// cfg is then its last good state, read-only.
-	damaged *sharedconfig.DamagedError
 }
 
 // Close stops following and closes the connection.
@@ -126,7 +122,7 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via, watchPrefix s
 		Trace:     f.trace,
 		Revisions: f.revisions,
 	})
-	s := &session{nc: nc, log: log, sh: sh}
+	s := &session{nc: nc, sh: sh}
 	changed := sh.Changed
 	if watchPrefix != "" {
 		changed = func(ch sharedconfig.Change) {
@@ -142,10 +138,11 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via, watchPrefix s
 		Changed:          changed,
 		CatchingUp:       catchUpProgress(cmd.ErrOrStderr()),
 	})
-	if errors.As(err, &s.damaged) && s.cfg != nil {
+	var damaged *sharedconfig.DamagedError
+	if errors.As(err, &damaged) && s.cfg != nil {
 		// Readable up to the damage: open read-only there, and say so.
-		fmt.Fprintf(cmd.ErrOrStderr(), "!!!! %s/%s is damaged at entry %d (%v): read-only at revision %d, its last good state; writes fail until 'sharedconfig repair'\n",
-			f.scope, f.name, s.damaged.Entry.Revision, s.damaged.Entry.Err, s.damaged.GoodRevision)
+		fmt.Fprintf(cmd.ErrOrStderr(), "!!!! %s/%s is damaged at entry %d (%s): read-only at revision %d, its last good state; writes fail until 'sharedconfig repair'\n",
+			f.scope, f.name, damaged.Entry.Revision, repl.Shown(damaged.Entry.Err.Error()), damaged.GoodRevision)
 	} else if err != nil {
 		s.Close()
 		return nil, &exitError{exitStartup, fmt.Errorf("opening %s/%s: %w", f.scope, f.name, err)}
