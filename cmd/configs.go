@@ -149,7 +149,7 @@ func openExisting(cmd *cobra.Command, f *rootFlags, command string) (*session, e
 		nc.Close()
 		return nil, failed(cmd, f, command, err)
 	}
-	return f.openOn(cmd, nc, via, "")
+	return f.openOn(cmd, nc, via)
 }
 
 func newExportCmd(f *rootFlags) *cobra.Command {
@@ -211,7 +211,7 @@ func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bo
 	if err != nil {
 		return &exitError{exitStartup, fmt.Errorf("%s: %w", file, err)}
 	}
-	s, err := f.open(cmd, "")
+	s, err := f.open(cmd)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -80,20 +79,19 @@ func (f *rootFlags) dial(ctx context.Context) (*nats.Conn, string, error) {
 	return nc, via, nil
 }
 
-// open connects and opens the config the flags name. watchPrefix, if not
-// empty, limits the changes follow mode shows to keys with that prefix.
-// Errors are exitErrors with status 2: the command could not start.
-func (f *rootFlags) open(cmd *cobra.Command, watchPrefix string) (*session, error) {
+// open connects and opens the config the flags name. Errors are exitErrors
+// with status 2: the command could not start.
+func (f *rootFlags) open(cmd *cobra.Command) (*session, error) {
 	nc, via, err := f.dial(cmd.Context())
 	if err != nil {
 		return nil, err
 	}
-	return f.openOn(cmd, nc, via, watchPrefix)
+	return f.openOn(cmd, nc, via)
 }
 
 // openOn is open on a connection made by dial, which the session then owns:
 // it is closed with the session, or at once if the config does not open.
-func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via, watchPrefix string) (*session, error) {
+func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*session, error) {
 	openCtx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
 	// A shell opened during a leader election says why it waits; later
@@ -123,19 +121,11 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via, watchPrefix s
 		Revisions: f.revisions,
 	})
 	s := &session{nc: nc, sh: sh}
-	changed := sh.Changed
-	if watchPrefix != "" {
-		changed = func(ch sharedconfig.Change) {
-			if ch, ok := onlyPrefix(ch, watchPrefix); ok {
-				sh.Changed(ch)
-			}
-		}
-	}
 	s.cfg, err = sharedconfig.Open(openCtx, log, sharedconfig.Options{
 		Compaction:       sharedconfig.DefaultCompactionPolicy,
 		CompactionFailed: sh.CompactionFailed,
 		Trace:            sh.Attempt,
-		Changed:          changed,
+		Changed:          sh.Changed,
 		CatchingUp:       catchUpProgress(cmd.ErrOrStderr()),
 	})
 	var damaged *sharedconfig.DamagedError
@@ -162,22 +152,4 @@ func (f *rootFlags) replicasFor(nc *nats.Conn) int {
 		return min(3, len(nc.Servers()))
 	}
 	return 1
-}
-
-// onlyPrefix keeps the operations of ch that touch keys starting with
-// prefix; a CLEAR touches them all. Snapshots and foreign entries stay: a
-// watcher that fell behind a compaction sees changes only as the snapshot
-// that replaced them.
-func onlyPrefix(ch sharedconfig.Change, prefix string) (sharedconfig.Change, bool) {
-	if ch.Snapshot || ch.Foreign != "" {
-		return ch, true
-	}
-	var ops []sharedconfig.Op
-	for _, op := range ch.Ops {
-		if op.Kind == "clear" || strings.HasPrefix(op.Key, prefix) {
-			ops = append(ops, op)
-		}
-	}
-	ch.Ops = ops
-	return ch, len(ops) > 0
 }
