@@ -31,7 +31,7 @@ type connFlags struct {
 func (c *connFlags) register(cmd *cobra.Command) {
 	c.stderr = cmd.ErrOrStderr
 	fl := cmd.Flags()
-	fl.StringVar(&c.opts.URLs, "server", "", "NATS server `URLS`, comma-separated (default: $NATS_URL, else a local server at 127.0.0.1:4222, started if needed)")
+	fl.StringVar(&c.opts.URLs, "server", "", "NATS server `URLS`, comma-separated (default: the NATS context's, else $NATS_URL, else your local server at 127.0.0.1:4222, started if needed)")
 	fl.StringVar(&c.dataDir, "data-dir", "", "the local server's data directory: the one it is started on, and whose keys the shell uses to reach it (default: "+defaultDataDirHelp()+")")
 	fl.StringVar(&c.opts.Creds, "creds", "", "NATS credentials `FILE`")
 	fl.StringVar(&c.opts.User, "user", "", "NATS user name")
