@@ -93,7 +93,7 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 		if err == nil {
 			if jetstream.ServerPID(dir) == pid {
 				fmt.Fprintf(c.stderr(), "sharedconfig: started a local server on %s (data in %s, log in %s; it exits %s after its last client)\n",
-					ls.listen, dir, filepath.Join(dir, jetstream.ServerLogFile), idleExit)
+					ls.listen, visible(dir), visible(filepath.Join(dir, jetstream.ServerLogFile)), idleExit)
 			}
 			return nc, nil
 		}

@@ -95,7 +95,9 @@ func (f *rootFlags) open(cmd *cobra.Command, watchPrefix string) (*session, erro
 	defer cancel()
 	log, err := jetstream.OpenLog(openCtx, nc, f.scope, f.name, jetstream.LogOptions{
 		Writer: f.writer, Replicas: f.replicasFor(nc),
-		Waiting: func(reason string) { fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig: %s; trying for up to %s\n", reason, f.timeout) },
+		Waiting: func(reason string) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig: %s; trying for up to %s\n", visible(reason), f.timeout)
+		},
 	})
 	if err != nil {
 		nc.Close()
@@ -130,8 +132,8 @@ func (f *rootFlags) open(cmd *cobra.Command, watchPrefix string) (*session, erro
 	})
 	if errors.As(err, &s.damaged) && s.cfg != nil {
 		// Readable up to the damage: open read-only there, and say so.
-		fmt.Fprintf(cmd.ErrOrStderr(), "!!!! %s/%s is damaged at entry %d (%v): read-only at revision %d, its last good state; writes fail until 'sharedconfig repair'\n",
-			f.scope, f.name, s.damaged.Entry.Revision, s.damaged.Entry.Err, s.damaged.GoodRevision)
+		fmt.Fprintf(cmd.ErrOrStderr(), "!!!! %s/%s is damaged at entry %d (%s): read-only at revision %d, its last good state; writes fail until 'sharedconfig repair'\n",
+			f.scope, f.name, s.damaged.Entry.Revision, visible(s.damaged.Entry.Err.Error()), s.damaged.GoodRevision)
 	} else if err != nil {
 		s.Close()
 		return nil, &exitError{exitStartup, fmt.Errorf("opening %s/%s: %w", f.scope, f.name, err)}
