@@ -174,6 +174,9 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 			return &exitError{exitStartup, err}
 		}
 		defer file.Close()
+		if info, err := file.Stat(); err == nil && info.IsDir() {
+			return &exitError{exitStartup, fmt.Errorf("%s is a directory, not a script", f.file)}
+		}
 		in = repl.NewScript(file)
 	case isTerminal(cmd.InOrStdin()):
 		interactive = true
