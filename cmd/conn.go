@@ -74,7 +74,7 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 	local := c.opts
 	local.URLs = "nats://" + ls.listen
 	local.LocalDataDir = dir
-	local.Timeout = 2 * time.Second
+	local.Timeout = localConnectTimeout
 	local.ReconnectFailed = ls.restart
 	nc, err := jetstream.Connect(local)
 	if err == nil {
@@ -114,6 +114,10 @@ func listening(addr string) bool {
 	return true
 }
 
+// localConnectTimeout bounds connecting to the local server, TLS and
+// authentication included.
+const localConnectTimeout = 2 * time.Second
+
 // idleExit is how long an auto-started server waits after its last client
 // leaves before it exits.
 const idleExit = 30 * time.Second
@@ -139,7 +143,9 @@ func (ls *localServer) notYours(err error) error {
 	case strings.Contains(msg, "certificate"):
 		reason = "its TLS certificate is not the one in " + ls.dir
 	case strings.Contains(msg, "timeout"):
-		reason = "it does not answer as one"
+		// Yours too may be this slow (stopped, or on a loaded machine):
+		// say what was seen, not more.
+		return fmt.Errorf("%s does not answer as your sharedconfig server for %s (no answer within %s): if yours is busy, try again; otherwise stop what listens there, or give --server", ls.listen, ls.dir, localConnectTimeout)
 	}
 	return fmt.Errorf("%s is not your sharedconfig server for %s (%s): stop it, or give --server", ls.listen, ls.dir, reason)
 }
