@@ -364,9 +364,7 @@ func (sh *Shell) setFollow(on bool) error {
 	defer sh.followMu.Unlock()
 	switch {
 	case on && sh.stopFollow == nil:
-		stop, err := sh.cfg.Follow(func(err error) {
-			sh.printAsync([]string{warn("Follow: %s", describeError(err, 0))})
-		})
+		stop, err := sh.cfg.Follow(sh.followFailed)
 		if err != nil {
 			return err
 		}
@@ -379,6 +377,19 @@ func (sh *Shell) setFollow(on bool) error {
 		sh.followMu.Lock()
 	}
 	return nil
+}
+
+// followFailed reports a catch-up that failed in follow mode: a warning,
+// or with -o json an event, so that the output stays JSON.
+func (sh *Shell) followFailed(err error) {
+	msg := "Follow: " + describeError(err, 0)
+	if sh.json {
+		var b strings.Builder
+		writeJSON(&b, fields{"event": "error", "error": msg})
+		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
+		return
+	}
+	sh.printAsync([]string{warn("%s", msg)})
 }
 
 // describeError is an error as one line says it.
