@@ -17,6 +17,7 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/internal/asciitable"
 	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/repl"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
 
@@ -35,7 +36,7 @@ func answer(cmd *cobra.Command, f *rootFlags, command string, ok bool, result ma
 			r["error"] = strings.TrimPrefix(lines[0], "!!!! Error: ")
 		}
 		b, _ := json.Marshal(r)
-		fmt.Fprintf(out, "%s\n", b)
+		fmt.Fprintf(out, "%s\n", repl.SafeJSON(b))
 		return
 	}
 	for _, l := range lines {
@@ -177,11 +178,17 @@ func exportCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 		return err
 	}
 	defer s.Close()
-	b, err := json.MarshalIndent(s.cfg.Export(f.scope, f.name), "", "  ")
+	// Indented for people and diffs; on one line with -o json, as every
+	// answer is there.
+	exported := s.cfg.Export(f.scope, f.name)
+	b, err := json.MarshalIndent(exported, "", "  ")
+	if f.output == "json" {
+		b, err = json.Marshal(exported)
+	}
 	if err != nil {
 		return failed(cmd, f, "EXPORT", err)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+	fmt.Fprintf(cmd.OutOrStdout(), "%s\n", repl.SafeJSON(b))
 	return nil
 }
 
