@@ -64,6 +64,11 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 			return nil, err
 		}
 	}
+	if hasAuth(&c.opts) || c.opts.CACert != "" || c.opts.Cert != "" || c.opts.Key != "" {
+		// Said here, before anything is sent: whatever listens on the port
+		// is not to blame.
+		return nil, fmt.Errorf("the authentication and TLS options are for a server given with --server, NATS_URL or a context's url; the local server admits only its owner, by the keys in %s", dir)
+	}
 	if err := jetstream.PrepareDataDir(dir, true); err != nil {
 		return nil, err
 	}
