@@ -54,6 +54,7 @@ func ParseImport(data []byte) (map[string]string, error) {
 	if !utf8.Valid(data) {
 		return nil, errors.New("not UTF-8 text, as JSON must be")
 	}
+	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a byte order mark, as Windows editors write
 	probe, err := objectMembers(data)
 	if err != nil {
 		return nil, err

@@ -60,6 +60,9 @@ func TestExportReadsBack(t *testing.T) {
 	if got, err := sharedconfig.ParseImport([]byte(`{"format": "sharedconfig-export/1", "properties": {}}`)); err != nil || len(got) != 0 {
 		t.Fatalf("an export of an empty config: %v, %v", got, err)
 	}
+	if got, err := sharedconfig.ParseImport([]byte("\ufeff{\"k\": \"v\"}")); err != nil || !maps.Equal(got, map[string]string{"k": "v"}) {
+		t.Fatalf("a file starting with a byte order mark: %v, %v", got, err)
+	}
 	got, err = sharedconfig.ParseImport([]byte(`{"format": "mine", "x": "y"}`))
 	if err != nil || !maps.Equal(got, map[string]string{"format": "mine", "x": "y"}) {
 		t.Fatalf("a plain object: %v, %v", got, err)
