@@ -158,7 +158,7 @@ func openExisting(cmd *cobra.Command, f *rootFlags, command string) (*session, e
 	if err != nil {
 		return nil, failed(cmd, f, command, err)
 	}
-	return f.open(cmd, "")
+	return f.open(cmd)
 }
 
 func newExportCmd(f *rootFlags) *cobra.Command {
@@ -226,7 +226,7 @@ func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bo
 	if err != nil {
 		return &exitError{exitStartup, fmt.Errorf("%s: %w", file, err)}
 	}
-	s, err := f.open(cmd, "")
+	s, err := f.open(cmd)
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func runLines(cmd *cobra.Command, f *rootFlags, lines ...string) error {
 	if err := f.check(cmd); err != nil {
 		return err
 	}
-	s, err := f.open(cmd, "")
+	s, err := f.open(cmd)
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func newWatchCmd(f *rootFlags) *cobra.Command {
 		Use:   "watch [PREFIX]",
 		Short: "Print each change others make (with PREFIX, to keys that start with it) until Ctrl-C",
 		Long: `Print each change others make to the config as it lands, as FOLLOW ON does
-(with PREFIX, only changes to keys that start with it, and every CLEAR),
+(with PREFIX, narrowed to keys that start with it, as the shell's WATCH),
 until Ctrl-C or SIGTERM; then exit with status 0.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return watchCommandFunc(cmd, f, args) },
@@ -147,12 +147,12 @@ func watchCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
 	if len(args) == 1 {
 		prefix = args[0]
 	}
-	s, err := f.open(cmd, prefix)
+	s, err := f.open(cmd)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if err := s.sh.SetFollow(true); err != nil {
+	if err := s.sh.SetWatch(prefix); err != nil {
 		return &exitError{exitStartup, err}
 	}
 	// Say where watching starts, so that a reader knows every change after

@@ -83,10 +83,9 @@ func (f *rootFlags) dial(ctx context.Context) (*nats.Conn, string, error) {
 	return nc, via, nil
 }
 
-// open connects and opens the config the flags name. watchPrefix, if not
-// empty, limits the changes follow mode shows to keys with that prefix.
-// Errors are exitErrors with status 2: the command could not start.
-func (f *rootFlags) open(cmd *cobra.Command, watchPrefix string) (*session, error) {
+// open connects and opens the config the flags name. Errors are exitErrors
+// with status 2: the command could not start.
+func (f *rootFlags) open(cmd *cobra.Command) (*session, error) {
 	ctx := cmd.Context()
 	nc, via, err := f.dial(ctx)
 	if err != nil {
@@ -121,19 +120,11 @@ func (f *rootFlags) open(cmd *cobra.Command, watchPrefix string) (*session, erro
 		Revisions: f.revisions,
 	})
 	s := &session{nc: nc, log: log, sh: sh}
-	changed := sh.Changed
-	if watchPrefix != "" {
-		changed = func(ch sharedconfig.Change) {
-			if ch, ok := onlyPrefix(ch, watchPrefix); ok {
-				sh.Changed(ch)
-			}
-		}
-	}
 	s.cfg, err = sharedconfig.Open(openCtx, log, sharedconfig.Options{
 		Compaction:       sharedconfig.DefaultCompactionPolicy,
 		CompactionFailed: sh.CompactionFailed,
 		Trace:            sh.Attempt,
-		Changed:          changed,
+		Changed:          sh.Changed,
 		CatchingUp:       catchUpProgress(cmd.ErrOrStderr()),
 	})
 	if errors.As(err, &s.damaged) && s.cfg != nil {
@@ -159,22 +150,4 @@ func (f *rootFlags) replicasFor(nc *nats.Conn) int {
 		return min(3, len(nc.Servers()))
 	}
 	return 1
-}
-
-// onlyPrefix keeps the operations of ch that touch keys starting with
-// prefix; a CLEAR touches them all. Snapshots and foreign entries stay: a
-// watcher that fell behind a compaction sees changes only as the snapshot
-// that replaced them.
-func onlyPrefix(ch sharedconfig.Change, prefix string) (sharedconfig.Change, bool) {
-	if ch.Snapshot || ch.Foreign != "" {
-		return ch, true
-	}
-	var ops []sharedconfig.Op
-	for _, op := range ch.Ops {
-		if op.Kind == "clear" || len(op.Key) >= len(prefix) && op.Key[:len(prefix)] == prefix {
-			ops = append(ops, op)
-		}
-	}
-	ch.Ops = ops
-	return ch, len(ops) > 0
 }

@@ -184,7 +184,7 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		in = repl.NewScript(cmd.InOrStdin())
 	}
 
-	sess, err := f.open(cmd, "")
+	sess, err := f.open(cmd)
 	if err != nil {
 		return err
 	}
