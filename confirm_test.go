@@ -18,6 +18,7 @@ func TestDestroyAsksOnTerminal(t *testing.T) {
 	for _, answer := range []struct{ keys, want string }{
 		{"\r", "**** Not destroyed"},
 		{"no\r", "**** Not destroyed"},
+		{"\x03", "**** Not destroyed"}, // Ctrl-C: a no at once, not a wait for Enter
 		{"y\r", "**** Destroyed asked/someConfig (stream SC_5_asked_someConfig: 2 entries, last revision 2)"},
 	} {
 		p := startPTY(t, append(args, "destroy")...)

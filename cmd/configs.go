@@ -169,11 +169,17 @@ func exportCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 		return err
 	}
 	defer s.Close()
-	b, err := json.MarshalIndent(s.cfg.Export(f.scope, f.name), "", "  ")
+	// Indented for people and diffs; on one line with -o json, as every
+	// answer is there.
+	exported := s.cfg.Export(f.scope, f.name)
+	b, err := json.MarshalIndent(exported, "", "  ")
+	if f.output == "json" {
+		b, err = json.Marshal(exported)
+	}
 	if err != nil {
 		return failed(cmd, f, "EXPORT", err)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+	fmt.Fprintf(cmd.OutOrStdout(), "%s\n", repl.SafeJSON(b))
 	return nil
 }
 
@@ -277,12 +283,24 @@ func destroyCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 }
 
 // confirm asks a yes/no question on the terminal; only yes or y agrees.
+// Ctrl-C (or SIGTERM) while it waits is a no, at once: the line read would
+// otherwise wait for Enter. The read it leaves behind ends with the process.
 func confirm(cmd *cobra.Command, question string) bool {
 	fmt.Fprintf(cmd.ErrOrStderr(), "%s [y/N] ", question)
-	line, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-		return true
+	answer := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+		answer <- line
+	}()
+	select {
+	case line := <-answer:
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "y", "yes":
+			return true
+		}
+		return false
+	case <-cmd.Context().Done():
+		fmt.Fprintln(cmd.ErrOrStderr()) // off the question's line
+		return false
 	}
-	return false
 }

@@ -101,7 +101,7 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 		Writer: f.writer, Replicas: f.replicasFor(nc),
 		Waiting: func(reason string) {
 			if !opened.Load() {
-				fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig: %s; trying for up to %s\n", reason, f.timeout)
+				fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig: %s; trying for up to %s\n", visible(reason), f.timeout)
 			}
 		},
 	})

@@ -23,9 +23,12 @@ import (
 	"os/signal"
 	"os/user"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -60,7 +63,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRoot()
 	args, err := normalizeArgs(root, args)
 	if err != nil {
-		fmt.Fprintf(stderr, "sharedconfig: %v\n", err)
+		fmt.Fprintf(stderr, "sharedconfig: %s\n", visible(err.Error()))
 		return exitStartup
 	}
 	root.SetArgs(args)
@@ -74,15 +77,38 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	case errors.As(err, &ee):
 		if ee.err != nil {
-			fmt.Fprintf(stderr, "sharedconfig: %v\n", ee.err)
+			fmt.Fprintf(stderr, "sharedconfig: %s\n", visible(ee.err.Error()))
 		}
 		return ee.code
 	default:
 		// cobra's own errors: unknown flags, bad values.
-		fmt.Fprintf(stderr, "sharedconfig: %v\n", err)
+		fmt.Fprintf(stderr, "sharedconfig: %s\n", visible(err.Error()))
 		fmt.Fprintln(stderr, "Run 'sharedconfig --help' for usage.")
 		return exitStartup
 	}
+}
+
+// visible escapes, as Go would quote them, the characters of s that could
+// drive a terminal or break the line (controls, format characters such as
+// bidi overrides, bytes that are not UTF-8) and leaves the rest as it is.
+// Errors carry what users and files gave (paths, URLs, context names,
+// flags), and each is printed as one line.
+func visible(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case strconv.IsPrint(r):
+			b.WriteString(s[i : i+size])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 type rootFlags struct {
@@ -162,6 +188,9 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 			return &exitError{exitStartup, err}
 		}
 		defer file.Close()
+		if info, err := file.Stat(); err == nil && info.IsDir() {
+			return &exitError{exitStartup, fmt.Errorf("%s is a directory, not a script", f.file)}
+		}
 		in = repl.NewScript(file)
 	case isTerminal(cmd.InOrStdin()):
 		interactive = true

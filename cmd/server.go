@@ -91,7 +91,7 @@ func runServer(cmd *cobra.Command, f serverFlags) error {
 
 // waitIdle returns when done closes or srv has had no clients for idle.
 func waitIdle(done <-chan struct{}, srv *jetstream.Server, idle time.Duration) {
-	tick := time.NewTicker(min(idle/4, time.Second))
+	tick := time.NewTicker(max(min(idle/4, time.Second), time.Millisecond)) // above zero, or NewTicker panics
 	defer tick.Stop()
 	last := time.Now()
 	for {

@@ -131,6 +131,10 @@ func (s *sourceFlags) apply(o *jetstream.ConnectOptions) (string, error) {
 	case ctx.Creds != "" || ctx.NKey != "" || ctx.User != "" || ctx.Password != "" || ctx.Token != "":
 		o.Creds, o.NKey, o.User, o.Password, o.Token = ctx.Creds, ctx.NKey, ctx.User, ctx.Password, ctx.Token
 		via = append(via, "credentials from "+ctxName)
+	case o.URLs == "" && os.Getenv("NATS_URL") == "":
+		// No server address: the local server, which admits its owner by
+		// the data directory's keys. Credentials in the environment are for
+		// servers given by address, and must not lock the user out of it.
 	default:
 		var vars []string
 		for _, e := range []struct {

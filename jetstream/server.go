@@ -119,6 +119,11 @@ func serverOptions(o ServerOptions) (*server.Options, error) {
 	if o.DataDir == "" {
 		return nil, errors.New("the server needs a data directory")
 	}
+	if o.SyncInterval < 0 || o.SyncInterval > 0 && o.SyncInterval < time.Millisecond {
+		// nats-server panics on the first stream below 2ns (and on any
+		// negative interval), and anything that short is not an interval.
+		return nil, fmt.Errorf("sync interval %s: give 0 (sync every write) or 1ms or more", o.SyncInterval)
+	}
 	opts := &server.Options{
 		ServerName: o.ServerName,
 		Host:       host,

@@ -101,6 +101,11 @@ func writeJSON(w io.Writer, v any) {
 	fmt.Fprintf(w, "%s\n", escapeNonPrintable(b))
 }
 
+// SafeJSON is JSON text b with every non-ASCII character that is not
+// printable written as a \u escape, as every JSON answer of the shell is:
+// for the JSON other commands print.
+func SafeJSON(b []byte) []byte { return escapeNonPrintable(b) }
+
 // escapeNonPrintable writes every non-ASCII character that is not printable
 // (C1 controls, bidi overrides and other format characters) as a JSON \u
 // escape. encoding/json escapes only the ASCII controls and U+2028/U+2029,

@@ -406,9 +406,7 @@ func (sh *Shell) setWatch(on bool, prefix string) error {
 	if !on {
 		return nil
 	}
-	onError := func(err error) {
-		sh.printAsync([]string{warn("Follow: %s", describeError(err, 0))})
-	}
+	onError := sh.followFailed
 	var stop func()
 	var err error
 	if prefix == "" {
@@ -427,6 +425,19 @@ func (sh *Shell) setWatch(on bool, prefix string) error {
 	}
 	sh.stopFollow, sh.watchPrefix = stop, prefix
 	return nil
+}
+
+// followFailed reports a catch-up that failed in follow mode: a warning,
+// or with -o json an event, so that the output stays JSON.
+func (sh *Shell) followFailed(err error) {
+	msg := "Follow: " + describeError(err, 0)
+	if sh.json {
+		var b strings.Builder
+		writeJSON(&b, fields{"event": "error", "error": msg})
+		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
+		return
+	}
+	sh.printAsync([]string{warn("%s", msg)})
 }
 
 // describeError is an error as one line says it.
