@@ -20,10 +20,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// A stream with sources (one of the settings refused) makes the server
+	// A stream with a mirror or sources (settings refused) makes the server
 	// wait up to 30s for its source consumer, in a goroutine that outlives
 	// the server's shutdown.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*stream).trySetupSourceConsumer.func3"))
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*stream).trySetupSourceConsumer.func3"),
+		goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*stream).setupMirrorConsumer.func3"))
 }
 
 var logCount atomic.Int64
