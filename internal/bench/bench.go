@@ -42,6 +42,9 @@ type Options struct {
 	Writers []int
 	// Duration is how long each contended figure runs.
 	Duration time.Duration
+	// Replicas is the replication factor of every stream and KV bucket the
+	// phases create; 0 means 1. Above 1 the server must be a cluster.
+	Replicas int
 	// Progress, if set, hears what is being measured.
 	Progress func(phase string, done, total int)
 }
@@ -104,10 +107,21 @@ var Phases = []Phase{
 	{"memory", (*runner).memory},
 }
 
+// ClusterPhases are the measurements of a run on a cluster (Options.Replicas
+// above 1): what replication changes, each beside its anchor on streams and
+// buckets of the same replication.
+var ClusterPhases = []Phase{
+	{"put", (*runner).putLatency},
+	{"contended", (*runner).contended},
+}
+
 // Run measures everything, in order, and returns the rows.
-func Run(ctx context.Context, o Options) ([]Row, error) {
+func Run(ctx context.Context, o Options) ([]Row, error) { return RunPhases(ctx, Phases, o) }
+
+// RunPhases takes the measurements of phases, in order, and returns the rows.
+func RunPhases(ctx context.Context, phases []Phase, o Options) ([]Row, error) {
 	var rows []Row
-	for _, p := range Phases {
+	for _, p := range phases {
 		got, err := p.Run(ctx, o)
 		rows = append(rows, got...)
 		if err != nil {
@@ -117,9 +131,16 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 	return rows, nil
 }
 
-// Run takes the measurement.
+// Run takes the measurement. On replicated streams each figure's name says
+// the replication ("R3 uncontended PUT, p50").
 func (p Phase) Run(ctx context.Context, o Options) ([]Row, error) {
-	return p.run(&runner{o: o}, ctx)
+	rows, err := p.run(&runner{o: o}, ctx)
+	if o.Replicas > 1 {
+		for i := range rows {
+			rows[i].Name = fmt.Sprintf("R%d %s", o.Replicas, rows[i].Name)
+		}
+	}
+	return rows, err
 }
 
 type runner struct {
@@ -156,19 +177,24 @@ func (r *runner) open(ctx context.Context, name string, o sharedconfig.Options) 
 	if err != nil {
 		return nil, err
 	}
-	return openOn(ctx, nc, name, o)
+	return openReplicated(ctx, nc, name, r.o.Replicas, o)
 }
 
 func openOn(ctx context.Context, nc *nats.Conn, name string, o sharedconfig.Options) (*sharedconfig.Config, error) {
-	l, err := scjs.OpenLog(ctx, nc, benchScope, name, scjs.LogOptions{Writer: "bench"})
+	return openReplicated(ctx, nc, name, 1, o)
+}
+
+func openReplicated(ctx context.Context, nc *nats.Conn, name string, replicas int, o sharedconfig.Options) (*sharedconfig.Config, error) {
+	l, err := scjs.OpenLog(ctx, nc, benchScope, name, scjs.LogOptions{Writer: benchWriter, Replicas: replicas})
 	if err != nil {
 		return nil, err
 	}
 	return sharedconfig.Open(ctx, l, o)
 }
 
-// benchScope is the scope of every config the bench opens.
-const benchScope = "bench"
+// benchScope is the scope of every config the bench opens, benchWriter
+// the writer its entries name.
+const benchScope, benchWriter = "bench", "bench"
 
 func uniqueName(what string) string { return what + "_" + nuid.Next()[:8] }
 
@@ -183,9 +209,15 @@ func percentile(ds []time.Duration, p float64) float64 {
 
 // putLatency: an uncontended PUT against a raw publish with
 // Nats-Expected-Last-Sequence, alternately, on one connection.
+//
+// On a replicated stream the raw publishes go to the config's own stream,
+// as the entry a PUT writes: each stream has its own leader, which may sit
+// on another node than a second stream's, and the anchor must pay the same
+// hops. The config then reads the raw entry in, untimed, before its PUT.
 func (r *runner) putLatency(ctx context.Context) ([]Row, error) {
 	defer r.closeAll()
-	c, err := r.open(ctx, uniqueName("latency"), sharedconfig.Options{})
+	name := uniqueName("latency")
+	c, err := r.open(ctx, name, sharedconfig.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -194,27 +226,44 @@ func (r *runner) putLatency(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 	js, _ := jetstream.New(nc)
-	subject := "perf." + uniqueName("raw")
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PERF_" + nuid.Next(), Subjects: []string{subject}}); err != nil {
+	sameStream := r.o.Replicas > 1
+	msg := nats.NewMsg("perf." + uniqueName("raw"))
+	msg.Data = []byte(`{"ops":[{"op":"put","key":"key","value":"value"}]}`)
+	if sameStream {
+		msg.Subject = scjs.Subject(benchScope, name)
+		msg.Header.Set(scjs.HeaderFormat, scjs.FormatVersion)
+		msg.Header.Set(scjs.HeaderKind, scjs.KindUpdate)
+		msg.Header.Set(scjs.HeaderWriter, benchWriter)
+	} else if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PERF_" + nuid.Next(), Subjects: []string{msg.Subject}}); err != nil {
 		return nil, err
 	}
-	payload := []byte(`{"ops":[{"op":"put","key":"key","value":"value"}]}`)
 	var ours, raw []time.Duration
-	var last uint64
+	var last uint64 // the raw stream is new
+	if sameStream {
+		last = c.Revision()
+	}
 	for i := range r.o.Ops {
 		r.progress("uncontended PUT", i, r.o.Ops)
 		start := time.Now()
-		ack, err := js.Publish(ctx, subject, payload, jetstream.WithExpectLastSequence(last))
+		ack, err := js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequence(last))
 		raw = append(raw, time.Since(start))
 		if err != nil {
 			return nil, err
 		}
 		last = ack.Sequence
+		if sameStream {
+			if err := c.Refresh(ctx); err != nil {
+				return nil, err
+			}
+		}
 		start = time.Now()
 		if _, _, err := c.Put(ctx, "key", "value"); err != nil {
 			return nil, err
 		}
 		ours = append(ours, time.Since(start))
+		if sameStream {
+			last = c.Revision()
+		}
 	}
 	anchor := "raw conditional publish"
 	return []Row{
@@ -394,7 +443,7 @@ func (r *runner) contendedKV(ctx context.Context, w int) (contention, error) {
 		}
 		js, _ := jetstream.New(nc)
 		if i == 0 {
-			kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket})
+			kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Replicas: r.o.Replicas})
 			if err != nil {
 				return contention{}, err
 			}
@@ -420,7 +469,9 @@ func (r *runner) contendedKV(ctx context.Context, w int) (contention, error) {
 			if err == nil {
 				return tries, nil
 			}
-			if !errors.Is(err, jetstream.ErrKeyExists) {
+			// ErrKeyExists matches only R1's error code; a replicated
+			// stream answers a conflict with another (nats.go's doc).
+			if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 				return 0, err
 			}
 		}
