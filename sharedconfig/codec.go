@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
-
-	"github.com/benbjohnson/immutable"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
@@ -201,11 +201,12 @@ func (Codec) DecodeInitial(data []byte) (statesync.InitialUpdate[State], error) 
 	if w.Properties == nil {
 		return nil, errors.New(`not a sharedconfig snapshot: no "properties"`)
 	}
-	b := immutable.NewSortedMapBuilder[string, Property](stringComparer)
+	es := make([]entry, 0, len(*w.Properties))
 	for k, v := range *w.Properties {
-		b.Set(k, Property{v, w.Revisions[k]})
+		es = append(es, entry{k, Property{v, w.Revisions[k]}})
 	}
-	return Snapshot{State{b.Map()}}, nil
+	slices.SortFunc(es, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	return Snapshot{State{build(es)}}, nil
 }
 
 func strictUnmarshal(data []byte, v any) error {

@@ -1,6 +1,11 @@
 package sharedconfig
 
-import statesync "github.com/sharedconfig/sharedconfig/sync"
+import (
+	"slices"
+	"strings"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
 
 // The updates a shared config is made of. Each is a value, so the
 // synchronizer may apply it to as many states as it needs.
@@ -17,11 +22,16 @@ type (
 
 // Apply implements statesync.Update.
 func (u Put) Apply(s State, revision uint64) State {
-	return State{s.m.Set(u.Key, Property{u.Value, revision})}
+	return State{s.root.apply([]change{{entry: entry{u.Key, Property{u.Value, revision}}}})}
 }
 
 // Apply implements statesync.Update.
-func (u Remove) Apply(s State, _ uint64) State { return State{s.m.Delete(u.Key)} }
+func (u Remove) Apply(s State, _ uint64) State {
+	if _, ok := s.root.get(u.Key); !ok {
+		return s
+	}
+	return State{s.root.apply([]change{{entry: entry{key: u.Key}, del: true}})}
+}
 
 // Apply implements statesync.Update.
 func (Clear) Apply(State, uint64) State { return EmptyState() }
@@ -39,7 +49,7 @@ var (
 
 // ApplyAll implements statesync.BatchState: only the last change to each key
 // after the last Clear matters, so a catch-up that writes the same keys many
-// times touches the persistent map once per key.
+// times touches the persistent map once per key, and each leaf once.
 func (s State) ApplyAll(updates []statesync.Pending[State]) State {
 	start := 0
 	for i := len(updates) - 1; i >= 0; i-- {
@@ -62,15 +72,16 @@ func (s State) ApplyAll(updates []statesync.Pending[State]) State {
 			return s
 		}
 	}
-	m := s.m
+	changes := make([]change, 0, len(last))
 	for k, i := range last {
 		if put, ok := updates[i].Update.(Put); ok {
-			m = m.Set(k, Property{put.Value, updates[i].Revision})
+			changes = append(changes, change{entry: entry{k, Property{put.Value, updates[i].Revision}}})
 		} else {
-			m = m.Delete(k)
+			changes = append(changes, change{entry: entry{key: k}, del: true})
 		}
 	}
-	return State{m}
+	slices.SortFunc(changes, func(a, b change) int { return strings.Compare(a.key, b.key) })
+	return State{s.root.apply(changes)}
 }
 
 var _ statesync.BatchState[State] = State{}

@@ -1,0 +1,305 @@
+package sharedconfig
+
+import (
+	"slices"
+	"strings"
+)
+
+// The state's map is a persistent B+tree whose leaves are packed: a leaf
+// holds its keys and values back to back in one string, their offsets, and
+// their revisions. A property costs its bytes, 8 bytes of offsets and 8 of
+// revision, and a share of its leaf's few headers, where a tree of
+// key/value structs pays two string headers and a separately allocated key
+// and value each (issue 12: 126 bytes per 21-byte property; this takes
+// about 40). A change copies the leaf and the branches above it, never the
+// rest, so applying it costs O(log n) with 100,000 keys as with 10, and a
+// reader keeps the tree it holds.
+
+// Leaves and branches split above these sizes. A leaf is copied on every
+// change to it, so its size trades the copy a PUT makes against the
+// headers each property shares.
+const (
+	maxLeaf = 64
+	maxKids = 64
+	// A leaf a deletion leaves below minLeaf is joined with a neighbour.
+	minLeaf = maxLeaf / 4
+)
+
+// node is a leaf (kids == nil) or a branch of the tree. Nodes are never
+// changed once made: every change makes new ones.
+type node struct {
+	// A leaf: entry i's key is data[offs[2i]:offs[2i+1]] and its value
+	// data[offs[2i+1]:offs[2i+2]].
+	data string
+	offs []uint32
+	revs []uint64
+	// A branch: its children, and the least key under each (mins[0] is
+	// only a hint: the first child also takes every smaller key).
+	mins []string
+	kids []*node
+	// size is the number of entries under the node.
+	size int
+}
+
+// entry is a property with its key.
+type entry struct {
+	key string
+	Property
+}
+
+// change sets a key to a property, or deletes it.
+type change struct {
+	entry
+	del bool
+}
+
+func (n *node) isLeaf() bool { return n.kids == nil }
+
+func (n *node) key(i int) string { return n.data[n.offs[2*i]:n.offs[2*i+1]] }
+
+func (n *node) entry(i int) entry {
+	return entry{n.key(i), Property{n.data[n.offs[2*i+1]:n.offs[2*i+2]], n.revs[i]}}
+}
+
+// search is the index of key in the leaf, or where it would go.
+func (n *node) search(key string) (int, bool) {
+	lo, hi := 0, n.size
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if n.key(m) < key {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < n.size && n.key(lo) == key
+}
+
+// child is the index of the branch's child that holds key, if any does.
+func (n *node) child(key string) int {
+	lo, hi := 1, len(n.mins)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if n.mins[m] <= key {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo - 1
+}
+
+func (n *node) get(key string) (Property, bool) {
+	if n == nil {
+		return Property{}, false
+	}
+	for !n.isLeaf() {
+		n = n.kids[n.child(key)]
+	}
+	i, ok := n.search(key)
+	if !ok {
+		return Property{}, false
+	}
+	return n.entry(i).Property, true
+}
+
+// walk yields the entries from the first key at or after from, in order,
+// until yield returns false; so does walk.
+func (n *node) walk(from string, yield func(string, Property) bool) bool {
+	if n.isLeaf() {
+		i, _ := n.search(from)
+		for ; i < n.size; i++ {
+			e := n.entry(i)
+			if !yield(e.key, e.Property) {
+				return false
+			}
+		}
+		return true
+	}
+	for i := n.child(from); i < len(n.kids); i++ {
+		if !n.kids[i].walk(from, yield) {
+			return false
+		}
+	}
+	return true
+}
+
+// minKey is the least key under the node, a copy: a branch keeps it while
+// the leaf it came from is replaced.
+func (n *node) minKey() string {
+	for !n.isLeaf() {
+		n = n.kids[0]
+	}
+	return strings.Clone(n.key(0))
+}
+
+// apply makes the changes, sorted by key with each key once, to the tree
+// under n (which may be nil) and returns its new root, or nil if it is
+// empty. Only the leaves the changes touch and the branches above them are
+// copied; the rest is shared with n.
+func (n *node) apply(changes []change) *node {
+	if len(changes) == 0 {
+		return n
+	}
+	var nodes []*node
+	if n == nil {
+		nodes = packLeaves(merge(nil, changes))
+	} else {
+		nodes = n.applyUnder(changes)
+	}
+	return rootOf(nodes)
+}
+
+// rootOf is the root of a tree whose nodes, in order, are these.
+func rootOf(nodes []*node) *node {
+	for len(nodes) > 1 {
+		mins := make([]string, len(nodes))
+		for i, k := range nodes {
+			mins[i] = k.minKey()
+		}
+		nodes = packBranches(nodes, mins)
+	}
+	if len(nodes) == 0 {
+		return nil
+	}
+	root := nodes[0]
+	for len(root.kids) == 1 {
+		root = root.kids[0]
+	}
+	return root
+}
+
+// build is the tree of entries sorted by key, each key once.
+func build(es []entry) *node { return rootOf(packLeaves(es)) }
+
+// applyUnder makes the changes under n and returns the nodes that replace
+// it: none if it is left empty, more than one if it split.
+func (n *node) applyUnder(changes []change) []*node {
+	if n.isLeaf() {
+		return packLeaves(merge(n.entries(), changes))
+	}
+	kids := make([]*node, 0, len(n.kids)+1)
+	mins := make([]string, 0, len(n.kids)+1)
+	next := 0 // the first child not yet in kids
+	for j := 0; j < len(changes); {
+		i := max(n.child(changes[j].key), next)
+		end := len(changes)
+		if i+1 < len(n.mins) {
+			end = j + searchChanges(changes[j:], n.mins[i+1])
+		}
+		kids, mins = append(kids, n.kids[next:i]...), append(mins, n.mins[next:i]...)
+		for _, k := range n.kids[i].applyUnder(changes[j:end]) {
+			kids, mins = append(kids, k), append(mins, k.minKey())
+		}
+		next, j = i+1, end
+	}
+	kids, mins = append(kids, n.kids[next:]...), append(mins, n.mins[next:]...)
+	kids, mins = joinSmallLeaves(kids, mins)
+	return packBranches(kids, mins)
+}
+
+// searchChanges is the index of the first change at or after key.
+func searchChanges(changes []change, key string) int {
+	i, _ := slices.BinarySearchFunc(changes, key, func(c change, k string) int { return strings.Compare(c.key, k) })
+	return i
+}
+
+func (n *node) entries() []entry {
+	es := make([]entry, n.size)
+	for i := range es {
+		es[i] = n.entry(i)
+	}
+	return es
+}
+
+// merge applies sorted changes to sorted entries.
+func merge(es []entry, changes []change) []entry {
+	out := make([]entry, 0, len(es)+len(changes))
+	i := 0
+	for _, c := range changes {
+		for i < len(es) && es[i].key < c.key {
+			out = append(out, es[i])
+			i++
+		}
+		if i < len(es) && es[i].key == c.key {
+			i++
+		}
+		if !c.del {
+			out = append(out, c.entry)
+		}
+	}
+	return append(out, es[i:]...)
+}
+
+// joinSmallLeaves joins each leaf smaller than minLeaf, as deletions leave
+// them, with a neighbour, so that a tree does not fill with near-empty
+// leaves that cost a leaf's headers each.
+func joinSmallLeaves(kids []*node, mins []string) ([]*node, []string) {
+	for i := 0; i < len(kids) && len(kids) > 1; i++ {
+		if !kids[i].isLeaf() || kids[i].size >= minLeaf {
+			continue
+		}
+		j := i
+		if j+1 == len(kids) {
+			j--
+		}
+		if !kids[j+1].isLeaf() || !kids[j].isLeaf() {
+			continue
+		}
+		joined := packLeaves(append(kids[j].entries(), kids[j+1].entries()...))
+		var joinedMins []string
+		for _, k := range joined {
+			joinedMins = append(joinedMins, k.minKey())
+		}
+		kids = slices.Replace(kids, j, j+2, joined...)
+		mins = slices.Replace(mins, j, j+2, joinedMins...)
+	}
+	return kids, mins
+}
+
+// packLeaves packs sorted entries into as few leaves as hold them, of even
+// sizes.
+func packLeaves(es []entry) []*node {
+	k := (len(es) + maxLeaf - 1) / maxLeaf
+	leaves := make([]*node, k)
+	for i := range k {
+		leaves[i] = newLeaf(es[i*len(es)/k : (i+1)*len(es)/k])
+	}
+	return leaves
+}
+
+func newLeaf(es []entry) *node {
+	total := 0
+	for _, e := range es {
+		total += len(e.key) + len(e.Value)
+	}
+	var b strings.Builder
+	b.Grow(total)
+	n := &node{offs: make([]uint32, 0, 2*len(es)+1), revs: make([]uint64, len(es)), size: len(es)}
+	n.offs = append(n.offs, 0)
+	for i, e := range es {
+		b.WriteString(e.key)
+		n.offs = append(n.offs, uint32(b.Len()))
+		b.WriteString(e.Value)
+		n.offs = append(n.offs, uint32(b.Len()))
+		n.revs[i] = e.Revision
+	}
+	n.data = b.String()
+	return n
+}
+
+// packBranches packs nodes, in order, with the least key under each, into
+// as few branches as hold them, of even sizes.
+func packBranches(kids []*node, mins []string) []*node {
+	k := (len(kids) + maxKids - 1) / maxKids
+	branches := make([]*node, k)
+	for i := range k {
+		from, to := i*len(kids)/k, (i+1)*len(kids)/k
+		b := &node{kids: slices.Clone(kids[from:to]), mins: slices.Clone(mins[from:to])}
+		for _, kid := range b.kids {
+			b.size += kid.size
+		}
+		branches[i] = b
+	}
+	return branches
+}
