@@ -126,11 +126,13 @@ func (n *node) walk(from string, yield func(string, Property) bool) bool {
 
 // minKey is the least key under the node, a copy: a branch keeps it while
 // the leaf it came from is replaced.
-func (n *node) minKey() string {
+func (n *node) minKey() string { return strings.Clone(n.firstKey()) }
+
+func (n *node) firstKey() string {
 	for !n.isLeaf() {
 		n = n.kids[0]
 	}
-	return strings.Clone(n.key(0))
+	return n.key(0)
 }
 
 // apply makes the changes, sorted by key with each key once, to the tree
@@ -175,6 +177,11 @@ func build(es []entry) *node { return rootOf(packLeaves(es)) }
 // applyUnder makes the changes under n and returns the nodes that replace
 // it: none if it is left empty, more than one if it split.
 func (n *node) applyUnder(changes []change) []*node {
+	if len(changes) == 1 { // a PUT: copy one path, and nothing twice
+		if one := n.applyOne(changes[0]); one != nil {
+			return []*node{one}
+		}
+	}
 	if n.isLeaf() {
 		return packLeaves(merge(n.entries(), changes))
 	}
@@ -196,6 +203,70 @@ func (n *node) applyUnder(changes []change) []*node {
 	kids, mins = append(kids, n.kids[next:]...), append(mins, n.mins[next:]...)
 	kids, mins = joinSmallLeaves(kids, mins)
 	return packBranches(kids, mins)
+}
+
+// applyOne makes one change under n and returns the node that replaces
+// it, or nil if the change splits or empties a node or leaves a leaf to be
+// joined: applyUnder's general way does those.
+func (n *node) applyOne(c change) *node {
+	if n.isLeaf() {
+		i, found := n.search(c.key)
+		switch {
+		case c.del && !found:
+			return n
+		case c.del && n.size > minLeaf:
+			return n.splice(i, 1)
+		case c.del:
+			return nil
+		case found:
+			return n.splice(i, 1, c.entry)
+		case n.size < maxLeaf:
+			return n.splice(i, 0, c.entry)
+		}
+		return nil
+	}
+	i := n.child(c.key)
+	kid := n.kids[i].applyOne(c)
+	if kid == nil {
+		return nil
+	}
+	b := &node{kids: slices.Clone(n.kids), mins: slices.Clone(n.mins), size: n.size - n.kids[i].size + kid.size}
+	b.kids[i] = kid
+	if least := kid.firstKey(); least != n.mins[i] {
+		b.mins[i] = strings.Clone(least)
+	}
+	return b
+}
+
+// splice is a copy of the leaf with its entries [i, i+drop) replaced by es.
+func (n *node) splice(i, drop int, es ...entry) *node {
+	from, to := n.offs[2*i], n.offs[2*(i+drop)]
+	added := 0
+	for _, e := range es {
+		added += len(e.key) + len(e.Value)
+	}
+	size := n.size - drop + len(es)
+	l := &node{offs: make([]uint32, 0, 2*size+1), revs: make([]uint64, 0, size), size: size}
+	var b strings.Builder
+	b.Grow(len(n.data) - int(to-from) + added)
+	b.WriteString(n.data[:from])
+	l.offs = append(l.offs, n.offs[:2*i+1]...)
+	l.revs = append(l.revs, n.revs[:i]...)
+	for _, e := range es {
+		b.WriteString(e.key)
+		l.offs = append(l.offs, uint32(b.Len()))
+		b.WriteString(e.Value)
+		l.offs = append(l.offs, uint32(b.Len()))
+		l.revs = append(l.revs, e.Revision)
+	}
+	shift := uint32(b.Len()) - to // what follows moves by this, modulo 2³²
+	b.WriteString(n.data[to:])
+	for _, o := range n.offs[2*(i+drop)+1:] {
+		l.offs = append(l.offs, o+shift)
+	}
+	l.revs = append(l.revs, n.revs[i+drop:]...)
+	l.data = b.String()
+	return l
 }
 
 // searchChanges is the index of the first change at or after key.
