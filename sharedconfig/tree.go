@@ -11,7 +11,7 @@ import (
 // revision, and a share of its leaf's few headers, where a tree of
 // key/value structs pays two string headers and a separately allocated key
 // and value each (issue 12: 126 bytes per 21-byte property; this takes
-// about 40). A change copies the leaf and the branches above it, never the
+// about 44). A change copies the leaf and the branches above it, never the
 // rest, so applying it costs O(log n) with 100,000 keys as with 10, and a
 // reader keeps the tree it holds.
 
@@ -24,6 +24,10 @@ const (
 	// A leaf a deletion leaves below minLeaf is joined with a neighbour.
 	minLeaf = maxLeaf / 4
 )
+
+// A leaf of large values holds fewer than maxLeaf, so that its offsets, of
+// 32 bits, never wrap. (A variable for the test of it.)
+var maxLeafBytes = 1 << 30
 
 // node is a leaf (kids == nil) or a branch of the tree. Nodes are never
 // changed once made: every change makes new ones.
@@ -218,6 +222,8 @@ func (n *node) applyOne(c change) *node {
 			return n.splice(i, 1)
 		case c.del:
 			return nil
+		case len(n.data)+len(c.key)+len(c.Value) > maxLeafBytes:
+			return nil
 		case found:
 			return n.splice(i, 1, c.entry)
 		case n.size < maxLeaf:
@@ -332,11 +338,24 @@ func joinSmallLeaves(kids []*node, mins []string) ([]*node, []string) {
 // sizes.
 func packLeaves(es []entry) []*node {
 	k := (len(es) + maxLeaf - 1) / maxLeaf
-	leaves := make([]*node, k)
+	leaves := make([]*node, 0, k)
 	for i := range k {
-		leaves[i] = newLeaf(es[i*len(es)/k : (i+1)*len(es)/k])
+		leaves = appendLeaves(leaves, es[i*len(es)/k:(i+1)*len(es)/k])
 	}
 	return leaves
+}
+
+// appendLeaves appends es as one leaf, or halves them until each half
+// takes at most maxLeafBytes.
+func appendLeaves(leaves []*node, es []entry) []*node {
+	total := 0
+	for _, e := range es {
+		total += len(e.key) + len(e.Value)
+	}
+	if total <= maxLeafBytes || len(es) == 1 {
+		return append(leaves, newLeaf(es))
+	}
+	return appendLeaves(appendLeaves(leaves, es[:len(es)/2]), es[len(es)/2:])
 }
 
 func newLeaf(es []entry) *node {

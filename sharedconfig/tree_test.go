@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
@@ -42,6 +43,9 @@ func checkTree(t *testing.T, s State, want map[string]Property) {
 				t.Fatalf("leaves at depths %d and %d", depth, d)
 			}
 			depth = d
+			if n.size > 1 && len(n.data) > maxLeafBytes {
+				t.Fatalf("leaf of %d entries holds %d bytes", n.size, len(n.data))
+			}
 			if n.size == 0 || n.size > maxLeaf || len(n.revs) != n.size || len(n.offs) != 2*n.size+1 {
 				t.Fatalf("leaf of size %d with %d revisions, %d offsets", n.size, len(n.revs), len(n.offs))
 			}
@@ -116,6 +120,25 @@ func applyToMap(m map[string]Property, u statesync.Update[State], rev uint64) {
 	case Remove:
 		delete(m, u.Key)
 	}
+}
+
+// Leaves of large values split by bytes before they split by count.
+func TestTreeLeavesOfLargeValues(t *testing.T) {
+	defer func(was int) { maxLeafBytes = was }(maxLeafBytes)
+	maxLeafBytes = 1000
+	s, want := EmptyState(), map[string]Property{}
+	var batch []statesync.Pending[State]
+	for i := range 300 {
+		k, v := fmt.Sprintf("k%03d", i*7%300), strings.Repeat("v", i%150)
+		if i%2 == 0 {
+			s = Put{k, v}.Apply(s, uint64(i+1))
+		} else {
+			batch = append(batch, statesync.Pending[State]{Update: Put{k, v}, Revision: uint64(i + 1)})
+		}
+		want[k] = Property{v, uint64(i + 1)}
+	}
+	s = s.ApplyAll(batch)
+	checkTree(t, s, want)
 }
 
 // Keys of every length, also empty and alike but for their last byte,
