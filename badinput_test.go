@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -42,12 +45,12 @@ func TestBadValues(t *testing.T) {
 	p.expect("**** Property 'k' added with value 'fine'")
 }
 
-// A foreign entry in the stream: reads answer from the last good state,
-// writes are refused, and each says which entry is at fault.
+// A foreign entry in the stream (another program published on the config's
+// subject) is stepped over: reads and writes go on. (Damaged entries, which
+// do stop writes, are in testdata/script/damage.txtar.)
 func TestGarbageInTheStream(t *testing.T) {
 	srv := startServer(t)
 	p := startREPL(t, "p", "--server", srv.ClientURL(), "--scope", "garbage")
-	p.wantExit = 1
 	p.send("PUT k, v")
 	p.expect("**** Property 'k' added with value 'v'")
 	nc, err := nats.Connect(srv.ClientURL())
@@ -60,17 +63,25 @@ func TestGarbageInTheStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.send("REFRESH")
-	p.expect("!!!! line 2: Error: SC_7_garbage_someConfig: entry 3: not a sharedconfig entry (it has no Sharedconfig-Kind header)")
+	p.expect("**** Properties refreshed")
 	p.send("GET k")
 	p.expect("**** The value of property 'k' is 'v'")
 	p.send("PUT k, w")
-	p.expect("!!!! line 4: Error: SC_7_garbage_someConfig: entry 3: not a sharedconfig entry (it has no Sharedconfig-Kind header)")
+	p.expect("**** Property 'k' updated from: 'v' to: 'w'")
+	p.send("QUIT")
+	p.expect("**** Exiting...")
 }
 
 func runShell(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runShellEnv(t, nil, stdin, args...)
+}
+
+// runShellEnv runs sharedconfig with env added to the test's environment.
+func runShellEnv(t *testing.T, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	c := exec.Command(os.Args[0], args...)
-	c.Env = append(os.Environ(), runMainEnv+"=1")
+	c.Env = append(append(os.Environ(), runMainEnv+"=1"), env...)
 	c.Stdin = strings.NewReader(stdin)
 	var out, errOut strings.Builder
 	c.Stdout, c.Stderr = &out, &errOut
@@ -146,4 +157,27 @@ func TestShellOnACluster(t *testing.T) {
 	p.expect("**** Properties refreshed")
 	p.send("GET p1")
 	p.expect("**** The value of property 'p1' is 'v2'")
+}
+
+// A data directory of another user is refused, by the shell and by the
+// server, before anything is read or started there.
+func TestDataDirOfAnotherUser(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "theirs")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, os.Geteuid()+12345, -1); err != nil {
+		t.Skipf("cannot give a directory to another user (not root): %v", err)
+	}
+	env := []string{"NATS_URL=", "SHAREDCONFIG_LOCAL_PORT=" + strconv.Itoa(freePort(t))}
+	want := fmt.Sprintf("sharedconfig: %s belongs to uid %d, not to you (uid %d): unsafe data directory\n", dir, os.Geteuid()+12345, os.Geteuid())
+	for _, args := range [][]string{{"--data-dir", dir}, {"server", "--listen", "127.0.0.1:0", "--data-dir", dir}} {
+		stdout, stderr, code := runShellEnv(t, env, "GET k\n", args...)
+		if code != 2 || stdout != "" || stderr != want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", args, code, stdout, stderr, want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("files were made in the other user's directory: %v", entries)
+	}
 }

@@ -2,18 +2,22 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/rogpeppe/go-internal/testscript"
 	"go.uber.org/goleak"
 
@@ -75,6 +79,8 @@ func TestScripts(t *testing.T) {
 			"send":      scriptSend,
 			"expect":    scriptExpect,
 			"close":     scriptClose,
+			"term":      scriptTerm,
+			"publish":   scriptPublish,
 		},
 	})
 }
@@ -88,17 +94,16 @@ func freePort(t interface{ Fatal(...any) }) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// stoplocal DIR: stops the server whose pid is in DIR/LOCK and waits until
-// it has let go of the directory.
+// stoplocal DIR: stops the server whose pid is in DIR/server.pid and waits
+// until it has exited.
 func stopLocal(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: stoplocal DIR")
 	}
-	lock := ts.MkAbs(filepath.Join(args[0], "LOCK"))
-	b, err := os.ReadFile(lock)
-	ts.Check(err)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	ts.Check(err)
+	pid := jetstream.ServerPID(ts.MkAbs(args[0]))
+	if pid == 0 {
+		ts.Fatalf("no server pid in %s", args[0])
+	}
 	ts.Check(syscall.Kill(pid, syscall.SIGTERM))
 	for range 100 {
 		if syscall.Kill(pid, 0) != nil {
@@ -136,7 +141,7 @@ type repl struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	lines chan string
-	// wantExit is the exit status the test expects at the end.
+	// wantExit is the exit status the test expects at the end; -1: any.
 	wantExit int
 }
 
@@ -173,7 +178,7 @@ func startREPLEnv(t *testing.T, name string, env []string, args ...string) *repl
 	t.Cleanup(func() {
 		stdin.Close()
 		c.Wait()
-		if code := c.ProcessState.ExitCode(); code != r.wantExit {
+		if code := c.ProcessState.ExitCode(); r.wantExit >= 0 && code != r.wantExit {
 			t.Errorf("%s exited with status %d, want %d", name, code, r.wantExit)
 		}
 	})
@@ -314,6 +319,7 @@ func TestClosingFirstShellKeepsSecond(t *testing.T) {
 	data := t.TempDir()
 	env := []string{"NATS_URL=", "SHAREDCONFIG_LOCAL_PORT=" + strconv.Itoa(freePort(t)), "XDG_DATA_HOME=" + data}
 	p1 := startREPLEnv(t, "p1", env)
+	p1.expectPrefix("sharedconfig: started a local server on 127.0.0.1:")
 	p1.send("PUT k, from p1")
 	p1.expect("**** Property 'k' added with value 'from p1'")
 	p2 := startREPLEnv(t, "p2", env)
@@ -327,15 +333,109 @@ func TestClosingFirstShellKeepsSecond(t *testing.T) {
 	p2.send("QUIT")
 	p2.expect("**** Exiting...")
 	// Stop the background server this test started.
-	t.Cleanup(func() {
-		b, err := os.ReadFile(filepath.Join(data, "sharedconfig", "LOCK"))
-		if err != nil {
-			t.Error(err)
+	t.Cleanup(func() { stopServerOf(t, filepath.Join(data, "sharedconfig")) })
+}
+
+// When the local server dies (kill -9), the shells still running start a new
+// one on the same data directory, as a new shell would, and go on: each
+// sees the other's writes.
+func TestSurvivorsRestartLocalServer(t *testing.T) {
+	data := t.TempDir()
+	dir := filepath.Join(data, "sharedconfig")
+	env := []string{"NATS_URL=", "SHAREDCONFIG_LOCAL_PORT=" + strconv.Itoa(freePort(t)), "XDG_DATA_HOME=" + data}
+	p1 := startREPLEnv(t, "p1", env, "--timeout", "1s")
+	p1.wantExit = -1 // whether a command fails depends on how soon a server is back
+	p1.expectPrefix("sharedconfig: started a local server on 127.0.0.1:")
+	t.Cleanup(func() { stopServerOf(t, dir) })
+	p1.send("PUT k, 1")
+	p1.expect("**** Property 'k' added with value '1'")
+	p2 := startREPLEnv(t, "p2", env, "--timeout", "1s")
+	p2.wantExit = -1 // whether a command fails depends on when it reconnects
+	p2.send("GET k")
+	p2.expect("**** The value of property 'k' is '1'")
+
+	first := jetstream.ServerPID(dir)
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	key := untilAdded(t, p1, "from-p1")
+	if jetstream.ServerPID(dir) == first {
+		t.Fatal("the server that answered is the one killed")
+	}
+	untilRefreshed(t, p2)
+	p2.send("GET " + key)
+	p2.expect("**** The value of property '" + key + "' is 'from-p1'")
+	key = untilAdded(t, p2, "from-p2")
+	untilRefreshed(t, p1)
+	p1.send("GET " + key)
+	p1.expect("**** The value of property '" + key + "' is 'from-p2'")
+	p1.send("QUIT")
+	p1.expect("**** Exiting...")
+	p2.send("QUIT")
+	p2.expect("**** Exiting...")
+}
+
+// sharedconfig server writes the embedded server's warnings and errors to
+// stderr (server.log, for the auto-started one): here, a client refused by
+// a private server.
+func TestServerLogsErrors(t *testing.T) {
+	listen := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	srv := startREPL(t, "server", "server", "--private", "--listen", listen, "--data-dir", t.TempDir())
+	t.Cleanup(func() { srv.cmd.Process.Signal(syscall.SIGTERM) })
+	for line := srv.next(); !strings.HasPrefix(line, "sharedconfig server: listening on tls://"+listen); line = srv.next() {
+	}
+	if nc, err := nats.Connect("nats://"+listen, nats.Timeout(time.Second)); err == nil {
+		nc.Close()
+		t.Fatal("a client without the keys connected")
+	}
+	for line := srv.next(); !strings.Contains(line, "[ERR]"); line = srv.next() {
+	}
+}
+
+// untilAdded puts value under a new key until a put succeeds (each failed
+// try may still land later, so no key is tried twice), and returns the key.
+func untilAdded(t *testing.T, r *repl, value string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; ; i++ {
+		key := fmt.Sprintf("%s-%d", value, i)
+		r.send("PUT " + key + ", " + value)
+		got := r.next()
+		if got == "**** Property '"+key+"' added with value '"+value+"'" {
+			return key
+		}
+		if !failedLine.MatchString(got) || time.Now().After(deadline) {
+			t.Fatalf("%s, waiting for the server to come back: %q", r.name, got)
+		}
+	}
+}
+
+// failedLine is the line of a script command that failed.
+var failedLine = regexp.MustCompile(`^!!!! line \d+: Error: `)
+
+// untilRefreshed refreshes until the shell reaches the server again.
+func untilRefreshed(t *testing.T, r *repl) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r.send("REFRESH")
+		got := r.next()
+		if got == "**** Properties refreshed" {
 			return
 		}
-		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		if !failedLine.MatchString(got) || time.Now().After(deadline) {
+			t.Fatalf("%s, waiting for the server to come back: %q", r.name, got)
+		}
+	}
+}
+
+// stopServerOf stops the background server on a data directory.
+func stopServerOf(t *testing.T, dir string) {
+	if pid := jetstream.ServerPID(dir); pid != 0 {
 		syscall.Kill(pid, syscall.SIGTERM)
-	})
+	} else {
+		t.Errorf("no server pid in %s", dir)
+	}
 }
 
 // Background shells in scripts:
@@ -450,7 +550,59 @@ func scriptClose(ts *testscript.TestScript, neg bool, args []string) {
 	for range sh.lines { // drain, so that the process can finish writing
 	}
 	sh.cmd.Wait()
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]+".out"), []byte(strings.Join(sh.seen, "\n")+"\n"), 0o644))
 	if got := sh.cmd.ProcessState.ExitCode(); got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[0], got, want)
 	}
+}
+
+// term NAME [EXIT-CODE]: sends SIGTERM to a process started with repl,
+// checks how it exits (default 0), and leaves all it printed in the file
+// NAME.out for the script to check.
+func scriptTerm(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: term NAME [EXIT-CODE]")
+	}
+	sh := shellNamed(ts, args[0])
+	want := 0
+	if len(args) == 2 {
+		var err error
+		want, err = strconv.Atoi(args[1])
+		ts.Check(err)
+	}
+	ts.Check(sh.cmd.Process.Signal(syscall.SIGTERM))
+	for line := range sh.lines {
+		sh.seen = append(sh.seen, line)
+		ts.Logf("%s: %s", args[0], line)
+	}
+	sh.cmd.Wait()
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]+".out"), []byte(strings.Join(sh.seen, "\n")+"\n"), 0o644))
+	if got := sh.cmd.ProcessState.ExitCode(); got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[0], got, want)
+	}
+}
+
+// publish SUBJECT BODY [HEADER=VALUE...]: stores one message in the stream
+// that listens on SUBJECT, as another program would.
+func scriptPublish(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: publish SUBJECT BODY [HEADER=VALUE...]")
+	}
+	nc, err := nats.Connect(ts.Getenv("NATS_URL"))
+	ts.Check(err)
+	defer nc.Close()
+	msg := nats.NewMsg(args[0])
+	msg.Data = []byte(args[1])
+	for _, h := range args[2:] {
+		k, v, ok := strings.Cut(h, "=")
+		if !ok {
+			ts.Fatalf("publish: header %q is not NAME=VALUE", h)
+		}
+		msg.Header.Set(k, v)
+	}
+	// A JetStream publish, to know the stream holds it when this returns.
+	js, err := natsjs.New(nc)
+	ts.Check(err)
+	_, err = js.PublishMsg(context.Background(), msg)
+	ts.Check(err)
 }

@@ -32,6 +32,11 @@ type ptyShell struct {
 
 func startPTY(t *testing.T, args ...string) *ptyShell {
 	t.Helper()
+	return startPTYCmd(t, exec.Command(os.Args[0], args...))
+}
+
+func startPTYCmd(t *testing.T, c *exec.Cmd) *ptyShell {
+	t.Helper()
 	master, slave, err := pty.Open()
 	if err != nil {
 		t.Skipf("no pseudo-terminal here: %v", err)
@@ -39,7 +44,6 @@ func startPTY(t *testing.T, args ...string) *ptyShell {
 	if err := pty.Setsize(master, &pty.Winsize{Rows: 40, Cols: 120}); err != nil {
 		t.Fatal(err)
 	}
-	c := exec.Command(os.Args[0], args...)
 	c.Env = append(os.Environ(), runMainEnv+"=1", "TERM=xterm")
 	c.Stdin, c.Stdout, c.Stderr = slave, slave, slave
 	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
@@ -78,6 +82,47 @@ func (p *ptyShell) typeKeys(s string) {
 			p.t.Fatal(err)
 		}
 		time.Sleep(15 * time.Millisecond)
+	}
+}
+
+// paste writes s at once, as a terminal does with a paste.
+func (p *ptyShell) paste(s string) {
+	if _, err := p.master.Write([]byte(s)); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *ptyShell) count(s string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Count(p.out.String(), s)
+}
+
+// restored fails unless the terminal's settings are those of before.
+func (p *ptyShell) restored(before *term.State) {
+	p.t.Helper()
+	after, err := term.GetState(int(p.slave.Fd()))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if *before != *after {
+		p.t.Fatalf("the terminal was not restored:\nbefore %+v\nafter  %+v", *before, *after)
+	}
+}
+
+// inOrder fails unless the output shows each of want, in this order.
+func (p *ptyShell) inOrder(want ...string) {
+	p.t.Helper()
+	p.mu.Lock()
+	out := p.out.String()
+	p.mu.Unlock()
+	at := 0
+	for _, w := range want {
+		i := strings.Index(out[at:], w)
+		if i < 0 {
+			p.t.Fatalf("the terminal does not show %q after %q:\n%s", w, out[:at], out)
+		}
+		at += i + len(w)
 	}
 }
 
@@ -142,18 +187,17 @@ func TestTerminal(t *testing.T) {
 			p.typeKeys("lour\r")
 			p.waitFor("**** The value of property 'colour' is 'blue'", 1)
 			p.typeKeys(way.keys)
+			// Every way out says the goodbye QUIT says, once.
+			p.waitFor("**** Exiting...", 1)
 			if code := p.wait(); code != 0 {
 				p.mu.Lock()
 				defer p.mu.Unlock()
 				t.Fatalf("exit status %d, want 0; the terminal shows:\n%s", code, p.out.String())
 			}
-			after, err := term.GetState(int(p.slave.Fd()))
-			if err != nil {
-				t.Fatal(err)
+			if n := p.count("Exiting"); n != 1 {
+				t.Fatalf("the goodbye shows %d times", n)
 			}
-			if *before != *after {
-				t.Fatalf("the terminal was not restored:\nbefore %+v\nafter  %+v", *before, *after)
-			}
+			p.restored(before)
 		})
 	}
 }
@@ -224,6 +268,123 @@ func TestTerminalFollowPrintsAbove(t *testing.T) {
 	p.typeKeys("lour\r")
 	p.waitFor("**** The value of property 'colour' is 'blue'", 1)
 	p.typeKeys("\x04")
+	if code := p.wait(); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+}
+
+// A paste of several lines runs each line in order, as if typed: go-prompt
+// on its own takes one read as one key, and ran none of them.
+func TestTerminalPaste(t *testing.T) {
+	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttypaste")
+	before, err := term.GetState(int(p.slave.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.waitFor("someConfig > ", 1)
+	p.paste("PUT a, 1\rPUT b , \"x, y\"\r\r\x1b[200~GET b\r\x1b[201~GET_ALL\r")
+	p.waitFor("| b   | x, y  |", 1)
+	p.inOrder("**** Property 'a' added with value '1'",
+		"**** Property 'b' added with value 'x, y'",
+		"**** The value of property 'b' is 'x, y'",
+		"**** Properties for SharedConfig: 'someConfig' :")
+	p.paste("\x04")
+	p.waitFor("**** Exiting...", 1)
+	if code := p.wait(); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+	p.restored(before)
+}
+
+// Ctrl-C while a command waits for a server that has gone cancels that
+// command, says whether the change may have been made, and the shell stays.
+// Keys typed while a command runs, Ctrl-D among them, are kept for after it.
+func TestTerminalCtrlCAndTypeAhead(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := srv.ClientURL()
+	p := startPTY(t, "--server", url, "--scope", "ttycancel", "--timeout", "5m")
+	before, err := term.GetState(int(p.slave.Fd()))
+	if err != nil {
+		srv.Shutdown()
+		t.Fatal(err)
+	}
+	p.waitFor("someConfig > ", 1)
+	p.paste("PUT a, 1\r")
+	p.waitFor("**** Property 'a' added with value '1'", 1)
+	srv.Shutdown()
+
+	// The PUT waits for the server (for up to --timeout) until Ctrl-C.
+	p.paste("PUT x, 1\r")
+	p.waitFor("PUT x, 1\r\n", 1)
+	p.paste("\x03")
+	p.waitFor("!!!! Cancelled: ", 1)
+	p.paste("GET a\r")
+	p.waitFor("**** The value of property 'a' is '1'", 1)
+
+	// Keys typed while a PUT waits run after it.
+	p.paste("PUT y, 2\r")
+	p.waitFor("PUT y, 2\r\n", 1)
+	p.paste("GET y\r\x04")
+	srv, err = jetstream.StartServer(jetstream.ServerOptions{Listen: strings.TrimPrefix(url, "nats://"), DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	p.waitFor("**** Exiting...", 1)
+	p.inOrder("**** Property 'y' added with value '2'", "**** The value of property 'y' is '2'", "**** Exiting...")
+	if code := p.wait(); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+	p.restored(before)
+
+	// What the cancel said is true: "nothing was changed" means x is not
+	// there, even once the client has reconnected and sent what it held.
+	other := exec.Command(os.Args[0], "--server", url, "--scope", "ttycancel")
+	other.Env = append(os.Environ(), runMainEnv+"=1")
+	other.Stdin = strings.NewReader("GET x\n")
+	out, err := other.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the other shell: %v\n%s", err, out)
+	}
+	if p.count("!!!! Cancelled: nothing was changed") == 1 && !strings.Contains(string(out), "'x' is undefined") {
+		t.Fatalf("the cancel said nothing was changed, but:\n%s", out)
+	}
+	t.Logf("the cancel said %q; then %s", p.lineWith("Cancelled"), out)
+}
+
+func (p *ptyShell) lineWith(s string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.out.String()
+	i := strings.Index(out, s)
+	if i < 0 {
+		return ""
+	}
+	line, _, _ := strings.Cut(out[i:], "\r")
+	return line
+}
+
+// A terminal that hangs up ends the shell, as Ctrl-D does, when the hang-up
+// signal does not (here it is ignored, as under nohup).
+func TestTerminalHangUp(t *testing.T) {
+	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	p := startPTYCmd(t, exec.Command("/bin/sh", "-c", `trap "" HUP; exec "$0" "$@"`, os.Args[0], "--server", srv.ClientURL(), "--scope", "ttyhup"))
+	p.waitFor("someConfig > ", 1)
+	p.typeKeys("GET a")
+	p.master.Close()
 	if code := p.wait(); code != 0 {
 		t.Fatalf("exit status %d", code)
 	}

@@ -2,11 +2,17 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
+	"os/user"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -19,12 +25,14 @@ import (
 type connFlags struct {
 	opts    jetstream.ConnectOptions
 	dataDir string
+	stderr  func() io.Writer
 }
 
 func (c *connFlags) register(cmd *cobra.Command) {
+	c.stderr = cmd.ErrOrStderr
 	fl := cmd.Flags()
 	fl.StringVar(&c.opts.URLs, "server", "", "NATS server `URLS`, comma-separated (default: $NATS_URL, else a local server at 127.0.0.1:4222, started if needed)")
-	fl.StringVar(&c.dataDir, "data-dir", "", "where a local server started by sharedconfig keeps its data (default: "+defaultDataDir()+")")
+	fl.StringVar(&c.dataDir, "data-dir", "", "the local server's data directory: the one it is started on, and whose keys the shell uses to reach it (default: "+defaultDataDirHelp()+")")
 	fl.StringVar(&c.opts.Creds, "creds", "", "NATS credentials `FILE`")
 	fl.StringVar(&c.opts.User, "user", "", "NATS user name")
 	fl.StringVar(&c.opts.Password, "password", "", "NATS password")
@@ -49,18 +57,33 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 	if c.opts.URLs != "" || os.Getenv("NATS_URL") != "" {
 		return jetstream.Connect(c.opts)
 	}
-	listen := "127.0.0.1:" + localPort()
-	local := c.opts
-	local.URLs = "nats://" + listen
-	local.Timeout = time.Second
-	if nc, err := jetstream.Connect(local); err == nil {
-		return nc, nil
-	}
 	dir := c.dataDir
 	if dir == "" {
-		dir = defaultDataDir()
+		var err error
+		if dir, err = defaultDataDir(); err != nil {
+			return nil, err
+		}
 	}
-	logPath, err := startLocalServer(listen, dir)
+	if err := jetstream.PrepareDataDir(dir, true); err != nil {
+		return nil, err
+	}
+	if err := jetstream.PrepareLocalKeys(dir); err != nil {
+		return nil, err
+	}
+	ls := &localServer{listen: "127.0.0.1:" + localPort(), dir: dir}
+	local := c.opts
+	local.URLs = "nats://" + ls.listen
+	local.LocalDataDir = dir
+	local.Timeout = 2 * time.Second
+	local.ReconnectFailed = ls.restart
+	nc, err := jetstream.Connect(local)
+	if err == nil {
+		return nc, nil
+	}
+	if listening(ls.listen) {
+		return nil, ls.notYours(err)
+	}
+	pid, err := ls.start()
 	if err != nil {
 		return nil, err
 	}
@@ -68,43 +91,100 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 	for {
 		nc, err := jetstream.Connect(local)
 		if err == nil {
+			if jetstream.ServerPID(dir) == pid {
+				fmt.Fprintf(c.stderr(), "sharedconfig: started a local server on %s (data in %s, log in %s; it exits %s after its last client)\n",
+					ls.listen, dir, filepath.Join(dir, jetstream.ServerLogFile), idleExit)
+			}
 			return nc, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, fmt.Errorf("started a local server on %s, but cannot connect to it: %v%s", listen, err, tail(logPath))
+			return nil, fmt.Errorf("started a local server on %s, but cannot connect to it: %v%s", ls.listen, err, tail(filepath.Join(dir, jetstream.ServerLogFile)))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// listening says whether something accepts connections on addr.
+func listening(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // idleExit is how long an auto-started server waits after its last client
 // leaves before it exits.
 const idleExit = 30 * time.Second
 
-// startLocalServer starts "sharedconfig server" as a background process in a
-// session of its own, so that it outlives the shell that started it and
-// serves every shell on this machine until idleExit after the last one
+// localServer is the server a shell uses when given no address: private to
+// the user, on a loopback port and a data directory.
+type localServer struct {
+	listen, dir string
+
+	mu        sync.Mutex
+	lastStart time.Time
+}
+
+// notYours explains a refusal to use what listens on the local port: it is
+// not the user's sharedconfig server for this data directory, so the
+// shell sent it nothing.
+func (ls *localServer) notYours(err error) error {
+	msg := err.Error()
+	reason := strings.TrimPrefix(msg, "cannot connect to nats://"+ls.listen+": ")
+	switch {
+	case strings.Contains(msg, "does not look like a TLS handshake"):
+		reason = "it does not speak TLS first"
+	case strings.Contains(msg, "certificate"):
+		reason = "its TLS certificate is not the one in " + ls.dir
+	case strings.Contains(msg, "timeout"):
+		reason = "it does not answer as one"
+	}
+	return fmt.Errorf("%s is not your sharedconfig server for %s (%s): stop it, or give --server", ls.listen, ls.dir, reason)
+}
+
+// restart starts a new server when the one the shell used is gone and
+// nothing listens on its port, as a new shell would: the shells still
+// running all try, and the data directory's lock lets one of them win.
+// Called after each failed reconnect, so a start that failed is tried
+// again, at most every two seconds.
+func (ls *localServer) restart(err error) {
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if time.Since(ls.lastStart) < 2*time.Second {
+		return
+	}
+	ls.lastStart = time.Now()
+	ls.start() // a failure is in server.log; the next failed reconnect tries again
+}
+
+// start starts "sharedconfig server --private" as a background process in
+// a session of its own, so that it outlives the shell that started it and
+// serves every shell of this user until idleExit after the last one
 // leaves. If several shells start one at once, the data directory's lock
-// lets one win and the others exit; every shell then connects to the winner.
-func startLocalServer(listen, dir string) (logPath string, err error) {
+// lets one win and the others exit; every shell then connects to the
+// winner.
+func (ls *localServer) start() (pid int, err error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("starting a local server: %w", err)
+		return 0, fmt.Errorf("starting a local server: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("starting a local server: %w", err)
-	}
-	logPath = filepath.Join(dir, "server.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logFile, err := jetstream.OpenServerLog(ls.dir)
 	if err != nil {
-		return "", fmt.Errorf("starting a local server: %w", err)
+		return 0, fmt.Errorf("starting a local server: %w", err)
 	}
 	defer logFile.Close()
-	proc, err := startDetached(exe, []string{"server", "--listen", listen, "--data-dir", dir, "--exit-when-idle", idleExit.String()}, logFile)
+	args := []string{"server", "--private", "--listen", ls.listen, "--data-dir", ls.dir, "--exit-when-idle", idleExit.String()}
+	proc, err := startDetached(exe, args, logFile)
 	if err != nil {
-		return "", fmt.Errorf("starting a local server: %w", err)
+		return 0, fmt.Errorf("starting a local server: %w", err)
 	}
-	return logPath, proc.Release()
+	pid = proc.Pid // before Release, which clears it
+	return pid, proc.Release()
 }
 
 // tail returns the end of a log file, to explain a failure.
@@ -118,19 +198,41 @@ func tail(path string) string {
 }
 
 // defaultDataDir is the user's data directory: $XDG_DATA_HOME/sharedconfig,
-// ~/.local/share/sharedconfig on Linux, the application-support folder
-// elsewhere.
-func defaultDataDir() string {
-	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "sharedconfig")
+// ~/.local/share/sharedconfig on Linux and other Unix systems, the
+// application-support folder on macOS and Windows. Without $HOME it takes
+// the home directory from the password database; it never falls back to a
+// shared place such as /tmp, where another user could prepare it.
+func defaultDataDir() (string, error) {
+	if d := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "sharedconfig"), nil
 	}
-	if runtime.GOOS != "linux" {
-		if d, err := os.UserConfigDir(); err == nil {
-			return filepath.Join(d, "sharedconfig")
+	if runtime.GOOS == "windows" {
+		d, err := os.UserConfigDir()
+		if err != nil {
+			return "", fmt.Errorf("no data directory (%v): give --data-dir", err)
+		}
+		return filepath.Join(d, "sharedconfig"), nil
+	}
+	home := os.Getenv("HOME")
+	if home == "" {
+		if u, err := user.Current(); err == nil {
+			home = u.HomeDir
 		}
 	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".local", "share", "sharedconfig")
+	if !filepath.IsAbs(home) {
+		return "", errors.New("no home directory ($HOME is unset, and the password database has none): give --data-dir")
 	}
-	return filepath.Join(os.TempDir(), "sharedconfig")
+	if runtime.GOOS == "darwin" {
+		return filepath.Join(home, "Library", "Application Support", "sharedconfig"), nil
+	}
+	return filepath.Join(home, ".local", "share", "sharedconfig"), nil
+}
+
+// defaultDataDirHelp is the default data directory, for help texts.
+func defaultDataDirHelp() string {
+	d, err := defaultDataDir()
+	if err != nil {
+		return "none: $HOME is unset"
+	}
+	return d
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"os/user"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -16,9 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/repl"
-	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
 
 // Exit statuses.
@@ -46,11 +45,16 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRoot()
+	args, err := normalizeArgs(root, args)
+	if err != nil {
+		fmt.Fprintf(stderr, "sharedconfig: %v\n", err)
+		return exitStartup
+	}
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	err = root.ExecuteContext(ctx)
 	var ee *exitError
 	switch {
 	case err == nil:
@@ -79,6 +83,7 @@ type rootFlags struct {
 	writer      string
 	replicas    int
 	conn        connFlags
+	source      sourceFlags
 }
 
 func newRoot() *cobra.Command {
@@ -110,19 +115,11 @@ malformed or a command failed, 2 when the shell could not start.`,
 			return runShell(cmd, f)
 		},
 	}
-	fl := root.Flags()
-	fl.StringVarP(&f.scope, "scope", "s", "example", "the config's scope")
-	fl.StringVarP(&f.name, "name", "n", "someConfig", "the config's name")
-	fl.StringVarP(&f.file, "file", "f", "", "run the commands in `FILE` as a script, then exit")
-	fl.DurationVar(&f.timeout, "timeout", 5*time.Second, "how long one command may wait for the server")
-	fl.StringVarP(&f.output, "output", "o", "text", "answers as `text` or json (one JSON object per command)")
-	fl.BoolVar(&f.follow, "follow", false, "start with FOLLOW ON: show others' changes as they land, no REFRESH needed")
-	fl.BoolVar(&f.trace, "trace", false, "start with TRACE ON: show every try of every write")
-	fl.BoolVar(&f.revisions, "revisions", false, "GET and GET_ALL show the revision that set each value")
-	fl.IntVar(&f.replicas, "replicas", 0, "replicas of a config's stream when this creates it (default: 1 on a standalone server, 3 on a cluster)")
-	fl.StringVar(&f.writer, "writer", defaultWriter(), "the `NAME` others see on this process's changes (LOG, follow mode)")
-	f.conn.register(root)
+	f.register(root)
+	root.Flags().StringVarP(&f.file, "file", "f", "", "run the commands in `FILE` as a script, then exit (- reads standard input)")
+	root.Flags().BoolVar(&f.follow, "follow", false, "start with FOLLOW ON: show others' changes as they land, no REFRESH needed")
 	root.AddCommand(newServerCmd(), newBenchCmd())
+	addConfigCommands(root, &f)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	return root
 }
@@ -136,18 +133,15 @@ func version() string {
 
 func runShell(cmd *cobra.Command, f rootFlags) error {
 	ctx := cmd.Context()
-	for _, n := range []struct{ kind, value string }{{"scope", f.scope}, {"name", f.name}} {
-		if err := jetstream.ValidateName(n.kind, n.value); err != nil {
-			return &exitError{exitStartup, err}
-		}
-	}
-	if f.output != "text" && f.output != "json" {
-		return &exitError{exitStartup, fmt.Errorf("--output %q: use text or json", f.output)}
+	if err := f.check(cmd); err != nil {
+		return err
 	}
 	// Open the input first: a missing script file should not wait on a server.
 	var in repl.Input
 	interactive := false
 	switch {
+	case f.file == "-":
+		in = repl.NewScript(cmd.InOrStdin())
 	case f.file != "":
 		file, err := os.Open(f.file)
 		if err != nil {
@@ -161,44 +155,12 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		in = repl.NewScript(cmd.InOrStdin())
 	}
 
-	nc, err := f.conn.connect(ctx)
+	sess, err := f.open(cmd, "")
 	if err != nil {
-		return &exitError{exitStartup, err}
+		return err
 	}
-	defer nc.Close()
-	openCtx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	replicas := f.replicas
-	if replicas == 0 {
-		replicas = 1
-		if nc.ConnectedClusterName() != "" {
-			replicas = min(3, len(nc.Servers()))
-		}
-	}
-	log, err := jetstream.OpenLog(openCtx, nc, f.scope, f.name, jetstream.LogOptions{Writer: f.writer, Replicas: replicas})
-	if err != nil {
-		return &exitError{exitStartup, err}
-	}
-	out := cmd.OutOrStdout()
-	sh := repl.New(repl.Options{
-		Scope: f.scope, Name: f.name, Out: out, Timeout: f.timeout,
-		Server:    nc.ConnectedUrlRedacted,
-		JSON:      f.output == "json",
-		Trace:     f.trace,
-		Revisions: f.revisions,
-	})
-	defer sh.Close()
-	cfg, err := sharedconfig.Open(openCtx, log, sharedconfig.Options{
-		Compaction:       sharedconfig.DefaultCompactionPolicy,
-		CompactionFailed: sh.CompactionFailed,
-		Trace:            sh.Attempt,
-		Changed:          sh.Changed,
-		CatchingUp:       catchUpProgress(cmd.ErrOrStderr()),
-	})
-	if err != nil {
-		return &exitError{exitStartup, fmt.Errorf("opening %s/%s: %w", f.scope, f.name, err)}
-	}
-	sh.Attach(cfg)
+	defer sess.Close()
+	sh, out := sess.sh, cmd.OutOrStdout()
 	if f.follow {
 		if err := sh.SetFollow(true); err != nil {
 			return &exitError{exitStartup, err}
@@ -215,8 +177,9 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 	}
 	err = sh.Run(ctx, in)
 	switch {
-	case errors.Is(err, repl.ErrInterrupted), errors.Is(err, context.Canceled):
-		// Ctrl-C, SIGINT or SIGTERM: a clean exit, off the prompt's line.
+	case errors.Is(err, context.Canceled):
+		// SIGINT or SIGTERM: a clean exit, off the prompt's line. (Ctrl-C
+		// in the terminal is a key, not a signal: see repl.Terminal.)
 		if interactive {
 			fmt.Fprintln(out)
 		}
@@ -256,11 +219,16 @@ func catchUpProgress(w io.Writer) func(done, total uint64) {
 // defaultWriter names this process: user@host:pid.
 func defaultWriter() string {
 	host, _ := os.Hostname()
-	user := os.Getenv("USER")
-	if user == "" {
-		user = "someone"
+	name := os.Getenv("USER")
+	if name == "" {
+		if u, err := user.Current(); err == nil {
+			name = u.Username
+		}
 	}
-	return fmt.Sprintf("%s@%s:%d", user, host, os.Getpid())
+	if name == "" {
+		name = "someone"
+	}
+	return fmt.Sprintf("%s@%s:%d", name, host, os.Getpid())
 }
 
 func isTerminal(stream any) bool {

@@ -23,14 +23,25 @@ func newServerCmd() *cobra.Command {
 		Long: `server runs an embedded NATS server with JetStream and a file store, listening
 on a loopback address, until it is interrupted (Ctrl-C or SIGTERM). Every
 acknowledged write is synced to disk. The data directory is locked: one
-server per directory.`,
+server per directory. Its warnings and errors go to stderr.
+
+With --private it admits only clients that hold the keys it keeps in its data
+directory (made on first use, readable by their owner only): it speaks TLS
+with its own certificate from the first byte, and admits one NKey user. The
+shells use such a server with no --server when it listens on their local
+port and serves their --data-dir: that is how they start one in the
+background.`,
 		Example: `  sharedconfig server --listen 127.0.0.1:4222 --data-dir ./data`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dataDir == "" {
-				dataDir = defaultDataDir()
+				var err error
+				if dataDir, err = defaultDataDir(); err != nil {
+					return &exitError{exitStartup, err}
+				}
 			}
 			o.Listen, o.DataDir = listen, dataDir
+			o.Log = cmd.ErrOrStderr()
 			for _, r := range strings.Split(routes, ",") {
 				if r = strings.TrimSpace(r); r != "" {
 					o.Routes = append(o.Routes, r)
@@ -57,7 +68,8 @@ server per directory.`,
 		},
 	}
 	c.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "loopback `HOST:PORT` to listen on")
-	c.Flags().StringVar(&dataDir, "data-dir", "", "`DIR` for the file store (default: "+defaultDataDir()+")")
+	c.Flags().StringVar(&dataDir, "data-dir", "", "`DIR` for the file store (default: "+defaultDataDirHelp()+")")
+	c.Flags().BoolVar(&o.Private, "private", false, "admit only clients holding the keys in the data directory (this user's shells)")
 	c.Flags().DurationVar(&idle, "exit-when-idle", 0, "exit once no client has been connected for this long (0: never)")
 	c.Flags().DurationVar(&o.SyncInterval, "sync-interval", 0, "sync the store to disk this often instead of before acknowledging every write (faster; a machine crash can lose acknowledged writes)")
 	c.Flags().StringVar(&o.ServerName, "server-name", "", "this node's `NAME`, unique in its cluster")

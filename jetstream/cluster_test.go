@@ -2,6 +2,7 @@ package jetstream_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -104,5 +105,63 @@ func TestWriteWhileFollowersRestart(t *testing.T) {
 	last, err := w.LastRevision(ctx)
 	if err != nil || last != 2 {
 		t.Fatalf("stream at %d, %v; want 2: the write landed once", last, err)
+	}
+}
+
+// A log opened while its stream has no leader (two of three nodes down)
+// waits for the election, saying so, instead of failing: here the nodes come
+// back while it waits.
+func TestOpenWaitsForALeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	nodes := jstest.Cluster(t, 3)
+	setup, err := jetstream.Connect(jetstream.ConnectOptions{URLs: jstest.URLs(nodes)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setup.Close()
+	l, err := jetstream.OpenLog(context.Background(), setup, "test", "election", jetstream.LogOptions{Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(context.Background(), 0, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	survivor := nodes[0]
+	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: survivor.Server.ClientURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	for _, n := range nodes[1:] {
+		n.Server.Shutdown()
+	}
+	waiting := make(chan string, 10)
+	opened := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		l, err := jetstream.OpenLog(ctx, nc, "test", "election", jetstream.LogOptions{Replicas: 3, Waiting: func(reason string) { waiting <- reason }})
+		if err == nil {
+			var last uint64
+			last, err = l.LastRevision(ctx)
+			if err == nil && last != 1 {
+				err = fmt.Errorf("last revision %d, want 1", last)
+			}
+		}
+		opened <- err
+	}()
+	select {
+	case reason := <-waiting:
+		t.Logf("told: %s", reason)
+	case err := <-opened:
+		t.Fatalf("the open ended without a leader to answer it: %v", err)
+	}
+	for _, n := range nodes[1:] {
+		n.Start(t)
+	}
+	if err := <-opened; err != nil {
+		t.Fatalf("the open did not wait for the election: %v", err)
 	}
 }

@@ -19,8 +19,9 @@ type ConnectOptions struct {
 	// URLs is a comma-separated list of server URLs; empty means NATS_URL,
 	// then DefaultURL.
 	URLs string
-	// Authentication: at most one of Creds, User/Password and Token.
+	// Authentication: at most one of Creds, NKey, User/Password and Token.
 	Creds    string // a credentials file (JWT and NKey seed)
+	NKey     string // a file holding an NKey seed
 	User     string
 	Password string
 	Token    string
@@ -31,6 +32,14 @@ type ConnectOptions struct {
 	Timeout time.Duration
 	// Name is the client name servers show in their connection lists.
 	Name string
+	// LocalDataDir: the server must be the private server on this data
+	// directory (ServerOptions.Private). The client trusts only the TLS
+	// certificate kept there and signs in with the NKey kept there; it
+	// excludes the other authentication and TLS options.
+	LocalDataDir string
+	// ReconnectFailed, if set, is called after each failed attempt to
+	// reconnect, with its error, on the connection's callback goroutine.
+	ReconnectFailed func(error)
 }
 
 // ResolveURLs returns the server list these options use.
@@ -64,6 +73,14 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 		auth++
 		opts = append(opts, nats.UserCredentials(o.Creds))
 	}
+	if o.NKey != "" {
+		auth++
+		opt, err := nats.NkeyOptionFromSeed(o.NKey)
+		if err != nil {
+			return nil, fmt.Errorf("NKey seed file %s: %v", o.NKey, err)
+		}
+		opts = append(opts, opt)
+	}
 	if o.User != "" || o.Password != "" {
 		auth++
 		opts = append(opts, nats.UserInfo(o.User, o.Password))
@@ -72,8 +89,25 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 		auth++
 		opts = append(opts, nats.Token(o.Token))
 	}
+	if o.LocalDataDir != "" {
+		if auth > 0 || o.CACert != "" || o.Cert != "" || o.Key != "" {
+			return nil, errors.New("the local server admits only its owner, by the keys in its data directory: give the authentication and TLS options with the server's address")
+		}
+		keys, err := loadLocalKeys(o.LocalDataDir)
+		if err != nil {
+			return nil, err
+		}
+		local, err := keys.clientOptions()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, local...)
+	}
+	if o.ReconnectFailed != nil {
+		opts = append(opts, nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { o.ReconnectFailed(err) }))
+	}
 	if auth > 1 {
-		return nil, errors.New("give only one of a credentials file, a user and password, or a token")
+		return nil, errors.New("give only one of a credentials file, an NKey seed file, a user and password, or a token")
 	}
 	if o.CACert != "" {
 		opts = append(opts, nats.RootCAs(o.CACert))

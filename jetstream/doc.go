@@ -30,6 +30,9 @@
 // (its writer lost a race or died) is never read as a snapshot and holds no
 // state, so it loses nothing.
 //
-// A message without these headers, or whose body does not decode, makes reads
-// fail with an error naming the stream and the sequence.
+// A message with neither Sharedconfig- header was published by another
+// program: reads deliver it as a foreign entry (statesync.Entry.Foreign),
+// which holds no state. One with them but an unknown format or kind, or a
+// body that does not decode, makes reads fail with an error naming the
+// stream and the sequence.
 package jetstream

@@ -34,6 +34,8 @@ type Log struct {
 	// publish is JetStream's PublishMsg and purge the stream's Purge; tests
 	// replace them to lose answers.
 	publish func(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
+	// waiting hears that a request waits for a leader election.
+	waiting func(reason string)
 	purge   func(ctx context.Context, opts ...jetstream.StreamPurgeOpt) error
 }
 
@@ -45,6 +47,10 @@ type LogOptions struct {
 	// Writer names this process in the entries it writes (the
 	// Sharedconfig-Writer header), so that others can say who changed what.
 	Writer string
+	// Waiting, if set, hears when a request waits for the cluster or the
+	// stream to elect a leader (the open, and reading the last revision,
+	// go on trying until their context ends), once per wait.
+	Waiting func(reason string)
 }
 
 // OpenLog opens the log for scope/name on nc, creating its stream if it does
@@ -61,45 +67,105 @@ func OpenLog(ctx context.Context, nc *nats.Conn, scope, name string, o LogOption
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{nc: nc, js: js, name: StreamName(scope, name), subject: Subject(scope, name), maxPayload: int(nc.MaxPayload()), writer: o.Writer, directSlot: make(chan struct{}, 1)}
+	l := &Log{nc: nc, js: js, name: StreamName(scope, name), subject: Subject(scope, name), maxPayload: int(nc.MaxPayload()), writer: o.Writer, directSlot: make(chan struct{}, 1), waiting: o.Waiting}
 	l.publish = js.PublishMsg
-	replicas := max(o.Replicas, 1)
-	l.stream, err = js.Stream(ctx, l.name)
-	switch {
-	case errors.Is(err, jetstream.ErrStreamNotFound):
-		l.stream, err = js.CreateStream(ctx, jetstream.StreamConfig{
-			Name:        l.name,
-			Description: "sharedconfig " + scope + "/" + name,
-			Subjects:    []string{l.subject},
-			Storage:     jetstream.FileStorage,
-			Replicas:    replicas,
-			Retention:   jetstream.LimitsPolicy,
-			MaxMsgs:     -1,
-			MaxBytes:    -1,
-			MaxAge:      0,
-			// Compaction is the only way entries leave the stream.
-			DenyDelete:  true,
-			AllowRollup: true,
-			Duplicates:  2 * time.Minute,
-			// Catch-up reads with batched direct gets: one request for
-			// many entries, no consumer to create and delete.
-			AllowDirect: true,
-		})
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			// Another process created it first.
-			l.stream, err = js.Stream(ctx, l.name)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("creating stream %s: %w", l.name, describeJSError(err))
-		}
-	case err != nil:
-		return nil, fmt.Errorf("opening stream %s: %w", l.name, describeJSError(err))
+	if l.stream, err = l.openStream(ctx, scope, name, o); err != nil {
+		return nil, err
 	}
 	l.purge = l.stream.Purge
 	if err := checkStreamConfig(l.stream.CachedInfo().Config, l.subject, l.maxPayload); err != nil {
 		return nil, fmt.Errorf("stream %s exists with settings sharedconfig cannot use: %w", l.name, err)
 	}
 	return l, nil
+}
+
+// openStream looks the stream up, creating it if it does not exist, waiting
+// out a leader election.
+func (l *Log) openStream(ctx context.Context, scope, name string, o LogOptions) (stream jetstream.Stream, err error) {
+	err = l.untilElected(ctx, func(ctx context.Context) error {
+		stream, err = l.lookUpOrCreate(ctx, scope, name, o)
+		return err
+	})
+	return stream, err
+}
+
+// untilElected runs try until it succeeds or fails for another reason than
+// a leader election, or ctx ends. While the cluster or the stream elects a
+// leader the server answers "not available", or nothing at all, so each
+// try gets a bounded time of its own.
+func (l *Log) untilElected(ctx context.Context, try func(ctx context.Context) error) error {
+	told := false
+	for {
+		attempt, cancel := context.WithTimeout(ctx, electionAttemptTimeout)
+		err := try(attempt)
+		cancel()
+		if err == nil || !electing(err) || ctx.Err() != nil {
+			return err
+		}
+		if !told && l.waiting != nil {
+			l.waiting(fmt.Sprintf("no answer yet about stream %s, waiting for its leader (the cluster or the stream may be electing one): %v", l.name, err))
+			told = true
+		}
+		if !sleep(ctx, electionRetryWait) {
+			return err
+		}
+	}
+}
+
+const (
+	// electionAttemptTimeout bounds one try at a request that a leader
+	// answers: a server with no leader for it may not answer at all.
+	electionAttemptTimeout = 2 * time.Second
+	// electionRetryWait is the pause between tries while a leader is
+	// elected.
+	electionRetryWait = 250 * time.Millisecond
+)
+
+// electing reports whether a request failed because no leader could answer
+// yet, so that trying again may succeed.
+func electing(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == errCodeClusterNotAvailable || apiErr.Code == 503 && outOfStorage(err) == nil
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+// lookUpOrCreate is one try at opening the stream.
+func (l *Log) lookUpOrCreate(ctx context.Context, scope, name string, o LogOptions) (jetstream.Stream, error) {
+	stream, err := l.js.Stream(ctx, l.name)
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		if err != nil {
+			return nil, fmt.Errorf("opening stream %s: %w", l.name, describeJSError(err))
+		}
+		return stream, nil
+	}
+	stream, err = l.js.CreateStream(ctx, jetstream.StreamConfig{
+		Name:        l.name,
+		Description: "sharedconfig " + scope + "/" + name,
+		Subjects:    []string{l.subject},
+		Storage:     jetstream.FileStorage,
+		Replicas:    max(o.Replicas, 1),
+		Retention:   jetstream.LimitsPolicy,
+		MaxMsgs:     -1,
+		MaxBytes:    -1,
+		MaxAge:      0,
+		// Compaction is the only way entries leave the stream.
+		DenyDelete:  true,
+		AllowRollup: true,
+		Duplicates:  2 * time.Minute,
+		// Catch-up reads with batched direct gets: one request for
+		// many entries, no consumer to create and delete.
+		AllowDirect: true,
+	})
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		// Another process created it first.
+		stream, err = l.js.Stream(ctx, l.name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating stream %s: %w", l.name, describeJSError(err))
+	}
+	return stream, nil
 }
 
 // checkStreamConfig names every setting of an existing stream under which
@@ -200,9 +266,14 @@ func (l *Log) Notify(fn func()) (stop func(), err error) {
 // LastRevision implements statesync.Log. The stream's leader answers, so it
 // is current even on replicated streams.
 func (l *Log) LastRevision(ctx context.Context) (uint64, error) {
-	info, err := l.stream.Info(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", l.name, describeJSError(err))
-	}
-	return info.State.LastSeq, nil
+	var last uint64
+	err := l.untilElected(ctx, func(ctx context.Context) error {
+		info, err := l.stream.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", l.name, describeJSError(err))
+		}
+		last = info.State.LastSeq
+		return nil
+	})
+	return last, err
 }

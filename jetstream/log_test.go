@@ -19,7 +19,12 @@ import (
 	"github.com/sharedconfig/sharedconfig/sync/logtest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// A stream with sources (one of the settings refused) makes the server
+	// wait up to 30s for its source consumer, in a goroutine that outlives
+	// the server's shutdown.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*stream).trySetupSourceConsumer.func3"))
+}
 
 var logCount atomic.Int64
 
@@ -182,7 +187,9 @@ func TestForeignEntry(t *testing.T) {
 	srv := jstest.Server(t)
 	nc := jstest.Connect(t, srv)
 	cases := map[string]func(*nats.Msg){
-		"no headers": func(m *nats.Msg) {},
+		"format but no kind": func(m *nats.Msg) {
+			m.Header.Set(jetstream.HeaderFormat, "1")
+		},
 		"unknown kind": func(m *nats.Msg) {
 			m.Header.Set(jetstream.HeaderFormat, "1")
 			m.Header.Set(jetstream.HeaderKind, "mystery")
@@ -376,5 +383,34 @@ func TestReadsLeaveNoConsumers(t *testing.T) {
 			t.Fatalf("%d consumers left after the reads", info.State.Consumers)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A message without sharedconfig's headers (another program published on
+// the config's subject) is delivered as foreign, with why, and reading goes
+// on past it.
+func TestForeignEntryIsDelivered(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	l := openLog(t, nc)
+	if _, err := l.Append(context.Background(), 0, []byte("ok")); err != nil {
+		t.Fatal(err)
+	}
+	msg := nats.NewMsg("")
+	msg.Data = []byte("hello")
+	seq := publishRaw(t, nc, l, msg)
+	after, err := l.Append(context.Background(), seq, []byte("after"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []statesync.Entry
+	if err := l.Read(context.Background(), 0, after, func(e statesync.Entry) error {
+		seen = append(seen, e)
+		return nil
+	}); err != nil {
+		t.Fatalf("Read over a foreign entry: %v", err)
+	}
+	if len(seen) != 3 || seen[1].Revision != seq || seen[1].Foreign != "not a sharedconfig entry (no Sharedconfig-Kind header), 5 bytes" || seen[0].Foreign != "" || string(seen[2].Data) != "after" {
+		t.Fatalf("entries: %+v", seen)
 	}
 }

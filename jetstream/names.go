@@ -3,6 +3,7 @@ package jetstream
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // MaxNameLength bounds scopes and names so that stream names stay well under
@@ -34,6 +35,28 @@ func ValidateName(kind, s string) error {
 // become SC_3_a_b_c and SC_1_a_b_c.
 func StreamName(scope, name string) string {
 	return "SC_" + strconv.Itoa(len(scope)) + "_" + scope + "_" + name
+}
+
+// ParseStreamName is StreamName's inverse: it reports ok=false for a stream
+// name that StreamName cannot have made.
+func ParseStreamName(stream string) (scope, name string, ok bool) {
+	rest, found := strings.CutPrefix(stream, "SC_")
+	if !found {
+		return "", "", false
+	}
+	digits, rest, found := strings.Cut(rest, "_")
+	if !found || digits == "" || digits[0] == '0' {
+		return "", "", false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 1 || n > MaxNameLength || len(rest) < n+2 || rest[n] != '_' {
+		return "", "", false
+	}
+	scope, name = rest[:n], rest[n+1:]
+	if ValidateName("scope", scope) != nil || ValidateName("name", name) != nil {
+		return "", "", false
+	}
+	return scope, name, true
 }
 
 // Subject is the subject the stream for scope/name listens on. Names hold no

@@ -230,6 +230,7 @@ const (
 	errCodeMemoryExceeded           = 10028 // JSMemoryResourcesExceededErr
 	errCodeAccountResourcesExceeded = 10002 // JSAccountResourcesExceededErr
 	errCodeStoreFailed              = 10077 // JSStreamStoreFailedF: the stream's store refused the message
+	errCodeClusterNotAvailable      = 10008 // JSClusterNotAvailErr: no leader (yet) to answer
 )
 
 // inProcess reports whether the server refused a try because a message with

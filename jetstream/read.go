@@ -236,6 +236,16 @@ func (r *reader) add(seq uint64, h nats.Header, data []byte) (statesync.Entry, b
 		r.chunks = nil
 	}
 	r.next = seq + 1
+	if h.Get(HeaderKind) == "" && h.Get(HeaderFormat) == "" {
+		// Something other than sharedconfig published on the config's
+		// subject. It holds no state: readers step over it (and say so)
+		// rather than stop. Where entries before it were dropped, the
+		// snapshot that covers them comes later.
+		if r.gap {
+			return statesync.Entry{}, false, nil
+		}
+		return statesync.Entry{Revision: seq, Foreign: fmt.Sprintf("not a sharedconfig entry (no %s header), %d bytes", HeaderKind, len(data))}, true, nil
+	}
 	if h.Get(HeaderKind) == "" {
 		return bad("not a sharedconfig entry (it has no %s header)", HeaderKind)
 	}

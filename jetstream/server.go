@@ -3,10 +3,10 @@ package jetstream
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +31,13 @@ type ServerOptions struct {
 	// more syncs that often, faster but able to lose acknowledged writes
 	// in a crash of the machine (see Jepsen's NATS 2.12.1 analysis).
 	SyncInterval time.Duration
+	// Private admits only clients holding the keys kept in DataDir (made on
+	// first use): TLS with the server's own certificate, and an NKey user.
+	// Connect with ConnectOptions.LocalDataDir to reach it.
+	Private bool
+	// Log receives the server's warnings and errors, one line each; nil
+	// drops them.
+	Log io.Writer
 
 	// A node of a JetStream cluster: a name unique in the cluster, the
 	// cluster's name, the address for other nodes (host:port), and the
@@ -70,14 +77,14 @@ func StartServer(o ServerOptions) (*Server, error) {
 	if o.DataDir == "" {
 		return nil, errors.New("the server needs a data directory")
 	}
-	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
+	if err := PrepareDataDir(o.DataDir, o.Private); err != nil {
+		return nil, err
 	}
 	lock, err := lockDir(o.DataDir)
 	if err != nil {
 		return nil, err
 	}
-	logger := &captureLogger{}
+	logger := &captureLogger{out: o.Log}
 	opts := &server.Options{
 		ServerName: o.ServerName,
 		Host:       host,
@@ -94,6 +101,12 @@ func StartServer(o ServerOptions) (*Server, error) {
 	if err := clusterOptions(opts, o); err != nil {
 		lock.Close()
 		return nil, err
+	}
+	if o.Private {
+		if err := privateOptions(opts, o); err != nil {
+			lock.Close()
+			return nil, err
+		}
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
@@ -143,6 +156,19 @@ func clusterOptions(opts *server.Options, o ServerOptions) error {
 	opts.Cluster = server.ClusterOpts{Name: o.ClusterName, Host: host, Port: port}
 	opts.Routes = server.RoutesFromStr(strings.Join(o.Routes, ","))
 	return nil
+}
+
+// privateOptions make a standalone server admit only holders of the keys
+// in its data directory.
+func privateOptions(opts *server.Options, o ServerOptions) error {
+	if o.ClusterName != "" {
+		return errors.New("a private server cannot be a cluster node")
+	}
+	keys, err := loadLocalKeys(o.DataDir)
+	if err != nil {
+		return err
+	}
+	return keys.serverOptions(opts)
 }
 
 // WaitJetStreamReady waits until the JetStream cluster has a leader and
@@ -197,34 +223,26 @@ func (s *Server) Shutdown() {
 	})
 }
 
-// lockDir takes the data directory's lock file, or says who holds it.
-func lockDir(dir string) (*os.File, error) {
-	path := filepath.Join(dir, "LOCK")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("data directory lock: %w", err)
-	}
-	if err := flock(f); err != nil {
-		holder, _ := os.ReadFile(path)
-		f.Close()
-		if pid := strings.TrimSpace(string(holder)); pid != "" {
-			return nil, fmt.Errorf("%s (pid %s): %w", dir, pid, ErrDataDirLocked)
-		}
-		return nil, fmt.Errorf("%s: %w", dir, ErrDataDirLocked)
-	}
-	if err := f.Truncate(0); err == nil {
-		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	return f, nil
-}
-
-// captureLogger keeps the server's errors, to report why it did not start.
+// captureLogger keeps the server's errors, to report why it did not start,
+// and writes its warnings and errors to out. Its Fatalf does not exit.
 type captureLogger struct {
 	mu     sync.Mutex
+	out    io.Writer
 	errors []string
 }
 
-func (l *captureLogger) record(format string, v ...any) {
+func (l *captureLogger) write(level, format string, v ...any) {
+	if l.out == nil {
+		return
+	}
+	line := fmt.Sprintf("%s [%s] %s\n", time.Now().UTC().Format(time.RFC3339), level, fmt.Sprintf(format, v...))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	io.WriteString(l.out, line)
+}
+
+func (l *captureLogger) record(level, format string, v ...any) {
+	l.write(level, format, v...)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.errors = append(l.errors, fmt.Sprintf(format, v...))
@@ -237,8 +255,8 @@ func (l *captureLogger) failure() string {
 }
 
 func (l *captureLogger) Noticef(string, ...any)         {}
-func (l *captureLogger) Warnf(string, ...any)           {}
 func (l *captureLogger) Debugf(string, ...any)          {}
 func (l *captureLogger) Tracef(string, ...any)          {}
-func (l *captureLogger) Errorf(format string, v ...any) { l.record(format, v...) }
-func (l *captureLogger) Fatalf(format string, v ...any) { l.record(format, v...) }
+func (l *captureLogger) Warnf(format string, v ...any)  { l.write("WRN", format, v...) }
+func (l *captureLogger) Errorf(format string, v ...any) { l.record("ERR", format, v...) }
+func (l *captureLogger) Fatalf(format string, v ...any) { l.record("FTL", format, v...) }

@@ -157,6 +157,10 @@ func runGet(_ context.Context, sh *Shell, args []string) reply {
 
 // failure is the reply for a command that ran into an error.
 func (sh *Shell) failure(err error) reply {
+	if sh.cancelled.Load() {
+		msg := describeCancel(err)
+		return reply{outcome: failed, lines: []string{warn("%s", msg)}, err: msg}
+	}
 	msg := describeError(err, sh.timeout)
 	return reply{outcome: failed, lines: []string{warn("Error: %s", msg)}, err: msg}
 }
@@ -267,6 +271,14 @@ func changeFields(ch sharedconfig.Change) fields {
 		f["properties"] = ch.Properties
 		return f
 	}
+	if ch.Foreign != "" {
+		f["foreign"] = ch.Foreign
+		return f
+	}
+	if ch.Damage != "" {
+		f["damage"] = ch.Damage
+		return f
+	}
 	ops := []fields{}
 	for _, op := range ch.Ops {
 		o := fields{"op": op.Kind}
@@ -286,6 +298,12 @@ func changeFields(ch sharedconfig.Change) fields {
 func describeChange(ch sharedconfig.Change) (operation, arguments string) {
 	if ch.Snapshot {
 		return "SNAPSHOT", counted(ch.Properties, "property", "properties") + "; replaces all before it"
+	}
+	if ch.Foreign != "" {
+		return "FOREIGN", "skipped: " + ch.Foreign
+	}
+	if ch.Damage != "" {
+		return "DAMAGED", shown(ch.Damage) // it may quote what the entry holds
 	}
 	var ops, args []string
 	for _, op := range ch.Ops {

@@ -76,6 +76,8 @@ type Shell struct {
 
 	followMu   sync.Mutex
 	stopFollow func()
+
+	cancelled atomic.Bool // Ctrl-C cancelled the command running
 }
 
 // New returns a shell; Attach gives it its config. The two steps let the
@@ -115,8 +117,14 @@ func (sh *Shell) Run(ctx context.Context, in Input) error {
 		sh.lineNumber = n.LineNumber
 		defer func() { sh.lineNumber = nil }()
 	}
+	keyboard, _ := in.(interruptible)
 	for {
 		line, err := readLine(ctx, in)
+		if keyboard != nil && (errors.Is(err, io.EOF) || errors.Is(err, ErrInterrupted)) {
+			// Ctrl-D, or Ctrl-C twice: the goodbye QUIT says.
+			sh.render("QUIT", runQuit(ctx, sh, nil))
+			return nil
+		}
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -128,10 +136,44 @@ func (sh *Shell) Run(ctx context.Context, in Input) error {
 		if err != nil {
 			return err
 		}
-		if sh.Execute(ctx, line) == quitNow {
+		if sh.executeInterruptible(ctx, keyboard, line) == quitNow {
 			return nil
 		}
 	}
+}
+
+// interruptible is an Input a person types at: Ctrl-C while a command runs
+// cancels the command.
+type interruptible interface {
+	// OnInterrupt has cancel called on Ctrl-C until stop is called.
+	OnInterrupt(cancel func()) (stop func())
+}
+
+// executeInterruptible runs a line; from a keyboard, Ctrl-C cancels it, and
+// the shell carries on.
+func (sh *Shell) executeInterruptible(ctx context.Context, keyboard interruptible, line string) outcome {
+	if keyboard == nil {
+		return sh.Execute(ctx, line)
+	}
+	lineCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sh.cancelled.Store(false)
+	stop := keyboard.OnInterrupt(func() {
+		sh.cancelled.Store(true)
+		cancel()
+	})
+	defer stop()
+	return sh.Execute(lineCtx, line)
+}
+
+// describeCancel says what a command cancelled with Ctrl-C left behind: a
+// write whose append may have landed says so; any other error from a
+// cancelled command means nothing was written.
+func describeCancel(err error) string {
+	if errors.Is(err, statesync.ErrUnknownOutcome) {
+		return "Cancelled: the change may or may not have been made; REFRESH, then look"
+	}
+	return "Cancelled: nothing was changed"
 }
 
 // readLine reads one line, giving up when ctx ends. Reads cannot be
@@ -294,6 +336,10 @@ func (sh *Shell) Changed(ch sharedconfig.Change) {
 		f["event"] = "change"
 		writeJSON(&b, f)
 		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
+		return
+	}
+	if ch.Foreign != "" {
+		sh.printAsync([]string{warn("Revision %d skipped: %s", ch.Revision, ch.Foreign)})
 		return
 	}
 	op, args := describeChange(ch)

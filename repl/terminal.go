@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	prompt "github.com/c-bata/go-prompt"
 	"golang.org/x/term"
@@ -18,33 +17,54 @@ var ErrInterrupted = errors.New("interrupted")
 // Terminal reads lines from the terminal with go-prompt: a prompt, command
 // and key completion, and history (Up and Down). Ctrl-D on an empty line
 // ends input; Ctrl-C clears the line, and a second Ctrl-C in a row quits.
+// Ctrl-C while a command runs cancels the command instead (OnInterrupt).
 //
-// go-prompt v0.2.6 leaves the terminal in raw mode after each line (it
-// restores a copy of the settings that it had made raw), so Terminal saves
-// the settings itself and puts them back after every line and on Close.
+// go-prompt v0.2.6 is only given keys: Terminal owns the terminal. It puts
+// it in raw mode once, for the whole session, and one goroutine reads it,
+// because go-prompt on its own:
+//   - takes whatever one read returns as one key, so a paste of several
+//     lines ran none of them; here each read is split into keys, handed out
+//     one at a time;
+//   - switches raw mode off while a command runs, so keys typed meanwhile
+//     were echoed, edited by the terminal's line discipline and partly lost
+//     (Ctrl-D, for one), and Ctrl-C became a SIGINT; here they wait in a
+//     queue for the next line, and Ctrl-C is a key the reader sees;
+//   - leaves the terminal raw after each line (it restores a copy it made
+//     raw itself); here go-prompt never touches the settings, and Close
+//     puts back those saved at the start.
 type Terminal struct {
-	p      *prompt.Prompt
-	keys   *keyWatcher
-	fd     int
-	saved  *term.State
-	closed bool
-	out    io.Writer
+	p       *prompt.Prompt
+	keys    *keyQueue
+	console console
+	stdin   int // for the terminal's settings
+	saved   *term.State
+	out     io.Writer
 
-	mu      sync.Mutex
-	reading bool     // a line is being typed
-	pending []string // lines to print above it
+	closeOnce sync.Once
+	readDone  chan struct{}
+
+	mu        sync.Mutex
+	reading   bool     // go-prompt is reading a line
+	pending   []string // lines to print above it
+	interrupt func()   // cancels the running command, if one is running
+	early     bool     // Ctrl-C came before the command's interrupt was set
 }
 
-// NewTerminal starts reading the terminal on stdin. It must only be called
-// when stdin is a terminal: go-prompt panics without one.
+// NewTerminal starts reading the terminal. It must only be called when
+// stdin is a terminal.
 func NewTerminal(prefix string, complete func(before string) []Suggestion) (*Terminal, error) {
-	fd := int(os.Stdin.Fd())
-	saved, err := term.GetState(fd)
+	stdin := int(os.Stdin.Fd())
+	saved, err := term.GetState(stdin)
 	if err != nil {
 		return nil, err
 	}
-	keys := &keyWatcher{ConsoleParser: prompt.NewStandardInputParser(), inject: make(chan []byte, 1)}
-	t := &Terminal{keys: keys, fd: fd, saved: saved, out: os.Stdout}
+	// Before prompt.New, which opens /dev/tty too but panics if it cannot.
+	con, err := openConsole()
+	if err != nil {
+		return nil, err
+	}
+	keys := &keyQueue{console: con}
+	t := &Terminal{keys: keys, console: con, stdin: stdin, saved: saved, out: os.Stdout, readDone: make(chan struct{})}
 	t.p = prompt.New(
 		func(string) {}, // lines are taken with Input, not run by go-prompt
 		func(d prompt.Document) []prompt.Suggest {
@@ -59,13 +79,89 @@ func NewTerminal(prefix string, complete func(before string) []Suggestion) (*Ter
 		prompt.OptionCompletionWordSeparator(" ,"),
 		prompt.OptionMaxSuggestion(8),
 		prompt.OptionSetExitCheckerOnInput(func(_ string, breakline bool) bool {
-			return !breakline && keys.ctrlC.Load() >= 2
+			return !breakline && keys.ctrlCsInARow() >= 2
 		}),
 		// The key PrintAbove injects: print the pending lines, after which
 		// go-prompt draws the prompt and the line being typed again.
 		prompt.OptionAddKeyBind(prompt.KeyBind{Key: prompt.Ignore, Fn: func(*prompt.Buffer) { t.flush(true) }}),
+		// Ctrl-D on a line with text, and a first Ctrl-C, did not end the
+		// line: the keys after them may be handed out.
+		prompt.OptionAddKeyBind(prompt.KeyBind{Key: prompt.ControlD, Fn: func(*prompt.Buffer) { keys.release() }}),
+		prompt.OptionAddKeyBind(prompt.KeyBind{Key: prompt.ControlC, Fn: func(*prompt.Buffer) {
+			if keys.ctrlCsInARow() < 2 {
+				keys.release()
+			}
+		}}),
 	)
+	go t.readKeys()
 	return t, nil
+}
+
+// readKeys reads the terminal until Close, queueing keys for go-prompt.
+func (t *Terminal) readKeys() {
+	defer close(t.readDone)
+	buf := make([]byte, 4096)
+	var rest []byte
+	for {
+		n, err := t.console.read(buf)
+		var keys [][]byte
+		keys, rest = splitKeys(append(rest, buf[:n]...), n == len(buf))
+		for _, k := range keys {
+			t.key(k)
+		}
+		switch {
+		case errors.Is(err, os.ErrClosed): // Close
+			return
+		case err != nil:
+			// The terminal is gone: end the line being read.
+			t.keys.hangUp()
+			return
+		}
+	}
+}
+
+// key takes a key the reader has read.
+func (t *Terminal) key(k []byte) {
+	if len(k) == 1 && k[0] == ctrlC && t.ctrlC() {
+		return
+	}
+	t.keys.push(k)
+}
+
+// ctrlC handles a Ctrl-C as the reader reads it. At the prompt it is a key
+// for go-prompt, in turn (false). While a command runs it cancels the
+// command and, like a terminal's interrupt, drops the keys typed ahead
+// (true).
+func (t *Terminal) ctrlC() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.reading && !t.keys.lineEntered() {
+		return false
+	}
+	t.keys.clear()
+	if t.interrupt != nil {
+		t.interrupt()
+	} else {
+		t.early = true // the line was read, its command not yet started
+	}
+	return true
+}
+
+// OnInterrupt has cancel called when the user presses Ctrl-C, until the
+// returned stop is called. The shell sets it around each command.
+func (t *Terminal) OnInterrupt(cancel func()) (stop func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.early {
+		t.early = false
+		cancel()
+	}
+	t.interrupt = cancel
+	return func() {
+		t.mu.Lock()
+		t.interrupt = nil
+		t.mu.Unlock()
+	}
 }
 
 // ignoreKey is a key go-prompt reads as Ignore: it does nothing but redraw.
@@ -79,10 +175,7 @@ func (t *Terminal) PrintAbove(lines []string) bool {
 		return false
 	}
 	t.pending = append(t.pending, lines...)
-	select {
-	case t.keys.inject <- ignoreKey:
-	default: // one is on its way already
-	}
+	t.keys.redraw()
 	return true
 }
 
@@ -110,35 +203,57 @@ func (t *Terminal) flush(inPrompt bool) {
 
 // ReadLine implements Input.
 func (t *Terminal) ReadLine() (string, error) {
+	// Nothing held back from the last line, before lines printed above
+	// this one can ask for a redraw, and before a Ctrl-C counts as a key.
+	t.keys.startLine()
 	t.mu.Lock()
-	t.reading = true
+	t.reading, t.early = true, false
 	t.mu.Unlock()
 	line := t.p.Input()
 	t.mu.Lock()
 	t.reading = false
 	t.mu.Unlock()
 	t.flush(false) // lines that came as the line was entered
-	// Put the terminal back in the state it was in, so that answers print
-	// normally and Ctrl-C during a command is a signal again.
-	if err := term.Restore(t.fd, t.saved); err != nil {
-		return "", err
-	}
+	last, ctrlCs, hungUp := t.keys.end()
 	switch {
-	case t.keys.ctrlC.Load() >= 2:
+	case hungUp:
+		return "", io.EOF
+	case ctrlCs >= 2:
 		return "", ErrInterrupted
-	case line == "" && t.keys.last.Load() == ctrlD:
+	case line == "" && last == ctrlD:
 		return "", io.EOF
 	}
 	return line, nil
 }
 
-// Close restores the terminal. It is safe to call more than once.
+// console is the terminal itself, in raw mode from openConsole on: go-prompt's
+// raw mode, which leaves output processing on, so "\n" still starts a line.
+type console interface {
+	// read blocks until keys come; after stop it fails with os.ErrClosed.
+	read(buf []byte) (int, error)
+	// size is the window's size; ok is false if it is unknown.
+	size() (rows, cols uint16, ok bool)
+	// stop ends reading, a pending read included.
+	stop()
+}
+
+// Close restores the terminal's settings and stops reading it. It is safe
+// to call more than once.
 func (t *Terminal) Close() error {
-	if t.closed {
-		return nil
-	}
-	t.closed = true
-	return term.Restore(t.fd, t.saved)
+	var err error
+	t.closeOnce.Do(func() {
+		t.mu.Lock()
+		if t.reading {
+			// A signal ended the shell mid-line: clear the completions
+			// that go-prompt may show below it.
+			io.WriteString(t.out, "\x1b[J")
+		}
+		t.mu.Unlock()
+		t.console.stop()
+		<-t.readDone
+		err = term.Restore(t.stdin, t.saved)
+	})
+	return err
 }
 
 const (
@@ -146,36 +261,131 @@ const (
 	ctrlD = 0x04
 )
 
-// keyWatcher passes keys through to go-prompt and remembers the last one and
-// how many Ctrl-Cs came in a row, which go-prompt's Input does not report.
-// go-prompt reads keys on one goroutine and handles them on another, hence
-// the atomics.
-type keyWatcher struct {
-	prompt.ConsoleParser
-	last   atomic.Uint32 // the last key, if it was one byte
-	ctrlC  atomic.Int32
-	inject chan []byte // keys to hand go-prompt as if typed
+// errNoKey tells go-prompt, which polls, that no key is ready.
+var errNoKey = errors.New("no key typed")
+
+// keyQueue is the go-prompt ConsoleParser: it hands go-prompt the keys the
+// reader has queued, one per Read. After a key that may end the line (Enter,
+// Ctrl-D, Ctrl-C) it holds the rest back until go-prompt has handled that
+// one: keys go-prompt reads after the line ends are lost with it. It also
+// remembers the last key and how many Ctrl-Cs came in a row, which
+// go-prompt's Input does not report. go-prompt reads keys on one goroutine
+// and handles them on another, hence the lock.
+type keyQueue struct {
+	console console // for the window size
+
+	mu         sync.Mutex
+	keys       [][]byte
+	wantRedraw bool // hand out ignoreKey next
+	held       byte // the key handed out that may end the line; 0 if none
+	last       byte // the last key handed out, if one byte
+	ctrlCs     int
+	gone       bool // the terminal hung up
 }
 
-func (k *keyWatcher) Read() ([]byte, error) {
-	select {
-	case b := <-k.inject:
-		return b, nil
-	default:
+// Setup and TearDown do nothing: the Terminal keeps the terminal raw.
+func (q *keyQueue) Setup() error    { return nil }
+func (q *keyQueue) TearDown() error { return nil }
+
+// GetWinSize is the terminal's size (go-prompt's panics if the ioctl fails).
+func (q *keyQueue) GetWinSize() *prompt.WinSize {
+	rows, cols, ok := q.console.size()
+	if !ok || rows == 0 || cols == 0 {
+		return &prompt.WinSize{Row: 24, Col: 80}
 	}
-	b, err := k.ConsoleParser.Read()
-	if len(b) == 0 {
-		return b, err // go-prompt polls; nothing was typed
+	return &prompt.WinSize{Row: rows, Col: cols}
+}
+
+func (q *keyQueue) Read() ([]byte, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.held != 0:
+		return nil, errNoKey
+	case q.wantRedraw:
+		q.wantRedraw = false
+		return ignoreKey, nil
+	case len(q.keys) == 0:
+		return nil, errNoKey
 	}
-	var key uint32
-	if len(b) == 1 {
-		key = uint32(b[0])
+	k := q.keys[0]
+	q.keys = q.keys[1:]
+	q.last = 0
+	if len(k) == 1 {
+		q.last = k[0]
 	}
-	k.last.Store(key)
-	if key == ctrlC {
-		k.ctrlC.Add(1)
+	if q.last == ctrlC {
+		q.ctrlCs++
 	} else {
-		k.ctrlC.Store(0)
+		q.ctrlCs = 0
 	}
-	return b, err
+	switch q.last {
+	case '\r', '\n', ctrlD, ctrlC:
+		q.held = q.last
+	}
+	return k, nil
+}
+
+func (q *keyQueue) push(k []byte) {
+	q.mu.Lock()
+	q.keys = append(q.keys, k)
+	q.mu.Unlock()
+}
+
+// clear drops the keys not yet handed out.
+func (q *keyQueue) clear() {
+	q.mu.Lock()
+	q.keys = nil
+	q.mu.Unlock()
+}
+
+func (q *keyQueue) redraw() {
+	q.mu.Lock()
+	q.wantRedraw = true
+	q.mu.Unlock()
+}
+
+// release: the held key did not end the line.
+func (q *keyQueue) release() {
+	q.mu.Lock()
+	if q.held == ctrlD || q.held == ctrlC {
+		q.held = 0
+	}
+	q.mu.Unlock()
+}
+
+// lineEntered: Enter was handed out, so the line is as good as read.
+func (q *keyQueue) lineEntered() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.held == '\r' || q.held == '\n'
+}
+
+func (q *keyQueue) ctrlCsInARow() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ctrlCs
+}
+
+// startLine: go-prompt reads a new line, and nothing is held back.
+func (q *keyQueue) startLine() {
+	q.mu.Lock()
+	q.held, q.wantRedraw = 0, false
+	q.mu.Unlock()
+}
+
+// end reports how the line ended.
+func (q *keyQueue) end() (last byte, ctrlCs int, hungUp bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.last, q.ctrlCs, q.gone && len(q.keys) == 0
+}
+
+// hangUp ends input: after the keys queued, Ctrl-C clears the line and
+// Ctrl-D on the empty line makes go-prompt return.
+func (q *keyQueue) hangUp() {
+	q.mu.Lock()
+	q.gone = true
+	q.keys = append(q.keys, []byte{ctrlC}, []byte{ctrlD})
+	q.mu.Unlock()
 }

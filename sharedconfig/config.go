@@ -74,7 +74,9 @@ type Config struct {
 var ErrNotUTF8 = errors.New("keys and values must be UTF-8 text")
 
 // Open opens the shared config held in log, initialising it as empty if the
-// log is empty and loading it otherwise.
+// log is empty and loading it otherwise. When the log holds an entry that
+// cannot be read, Open returns the config at its last good state together
+// with a *DamagedError: reads work, writes fail, Repair mends it.
 func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	var syncOpts []statesync.Option
 	if o.Trace != nil {
@@ -85,7 +87,7 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	}
 	if o.Changed != nil {
 		syncOpts = append(syncOpts, statesync.WithApplied(func(a statesync.Applied[State]) {
-			o.Changed(changeOf(a.Entry, a.Updates, a.Local))
+			o.Changed(changeOf(a.Entry, a.Updates, a.Snapshot, a.Local))
 		}))
 	}
 	c := &Config{
@@ -94,6 +96,10 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 		removesLeft: o.Compaction.RemovesBeforeCompaction,
 	}
 	if err := c.sync.Initialize(ctx, Snapshot{EmptyState()}); err != nil {
+		var entryErr *statesync.EntryError
+		if _, ok := c.sync.State(); ok && errors.As(err, &entryErr) {
+			return c, &DamagedError{Entry: entryErr, GoodRevision: c.Revision()}
+		}
 		return nil, err
 	}
 	return c, nil

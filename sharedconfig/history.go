@@ -2,6 +2,7 @@ package sharedconfig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,8 +22,14 @@ type Change struct {
 	Properties int
 	// Ops are an update's operations.
 	Ops []Op
-	// State, for a snapshot read back from the log, is what it holds.
+	// State, for a snapshot, is what it holds.
 	State State
+	// Foreign, when not empty, says why the entry was stepped over: another
+	// program wrote it, and it holds no change.
+	Foreign string
+	// Damage, when not empty, says why the entry does not read (History and
+	// PlanRepair list such entries; reading the config stops at them).
+	Damage string
 }
 
 // Op is one operation of an update: a put, a remove or a clear.
@@ -57,31 +64,38 @@ func opsOf(updates []statesync.Update[State]) []Op {
 	return ops
 }
 
-func changeOf(e statesync.Entry, updates []statesync.Update[State], local bool) Change {
-	return Change{Revision: e.Revision, Time: e.Time, Writer: e.Writer, Local: local, Snapshot: e.Snapshot, Ops: opsOf(updates)}
+// changeOf describes an entry: its updates, or for a snapshot the state it
+// sets up. LOG and follow mode both describe entries this way.
+func changeOf(e statesync.Entry, updates []statesync.Update[State], snapshot State, local bool) Change {
+	ch := Change{Revision: e.Revision, Time: e.Time, Writer: e.Writer, Local: local, Snapshot: e.Snapshot, Foreign: e.Foreign}
+	if e.Snapshot {
+		ch.State, ch.Properties = snapshot, snapshot.Len()
+		return ch
+	}
+	ch.Ops = opsOf(updates)
+	return ch
 }
 
 // decode reads one entry of the log into a Change.
 func (c *Config) decode(e statesync.Entry) (Change, error) {
-	ch := changeOf(e, nil, false)
 	bad := func(err error) (Change, error) {
-		return ch, &statesync.EntryError{Log: c.Log().Name(), Revision: e.Revision, Err: err}
+		return changeOf(e, nil, EmptyState(), false), &statesync.EntryError{Log: c.Log().Name(), Revision: e.Revision, Err: err}
+	}
+	if e.Foreign != "" {
+		return changeOf(e, nil, EmptyState(), false), nil
 	}
 	if e.Snapshot {
 		init, err := Codec{}.DecodeInitial(e.Data)
 		if err != nil {
 			return bad(err)
 		}
-		ch.State = init.Create(e.Revision)
-		ch.Properties = ch.State.Len()
-		return ch, nil
+		return changeOf(e, nil, init.Create(e.Revision), false), nil
 	}
 	updates, err := Codec{}.DecodeUpdates(e.Data)
 	if err != nil {
 		return bad(err)
 	}
-	ch.Ops = opsOf(updates)
-	return ch, nil
+	return changeOf(e, updates, State{}, false), nil
 }
 
 // History returns up to the last n entries of the log, oldest first. Fewer
@@ -97,18 +111,42 @@ func (c *Config) History(ctx context.Context, n int) ([]Change, error) {
 		after = last - uint64(n)
 	}
 	var out []Change
-	err = c.Log().Read(ctx, after, last, func(e statesync.Entry) error {
-		ch, err := c.decode(e)
-		if err != nil {
-			return err
-		}
-		out = append(out, ch)
-		return nil
-	})
+	err = c.readChanges(ctx, after, last, func(ch Change) { out = append(out, ch) })
 	if len(out) > n { // a snapshot that covered a gap may add one
 		out = out[len(out)-n:]
 	}
 	return out, err
+}
+
+// readChanges calls fn with each entry after after up to upTo, decoded, and
+// reads on past damage: an entry that does not read comes with Damage set.
+func (c *Config) readChanges(ctx context.Context, after, upTo uint64, fn func(Change)) error {
+	for after < upTo {
+		err := c.Log().Read(ctx, after, upTo, func(e statesync.Entry) error {
+			ch, err := c.decode(e)
+			var entryErr *statesync.EntryError
+			if errors.As(err, &entryErr) {
+				ch.Damage = entryErr.Err.Error()
+			} else if err != nil {
+				return err
+			}
+			fn(ch)
+			after = e.Revision
+			return nil
+		})
+		var entryErr *statesync.EntryError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &entryErr) && entryErr.Revision > after:
+			// The log cannot read this one at all: say so and read on.
+			fn(Change{Revision: entryErr.Revision, Damage: entryErr.Err.Error()})
+			after = entryErr.Revision
+		default:
+			return err
+		}
+	}
+	return nil
 }
 
 // KeyChange is one change to a key: its value after the change, or that it

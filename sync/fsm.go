@@ -28,6 +28,9 @@ type Applied[S any] struct {
 	Entry
 	// Updates are the entry's updates; nil for a snapshot.
 	Updates []Update[S]
+	// Snapshot is the state a snapshot entry sets up (watchers cannot tell
+	// what it holds otherwise); the zero S for an update entry.
+	Snapshot S
 	// Local: this synchronizer wrote the entry.
 	Local bool
 }

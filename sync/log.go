@@ -20,6 +20,10 @@ type Entry struct {
 	Writer string
 	// Time is when the log stored the entry, if it records it.
 	Time time.Time
+	// Foreign, when not empty, says why the entry is not one of the
+	// synchronizer's (another program wrote it): it holds no state, and
+	// readers step over it. Data is then unused.
+	Foreign string
 }
 
 // Notifier is implemented by logs that can say when entries are appended.
@@ -56,10 +60,11 @@ type Log interface {
 	// the snapshot that covers them, so the first entry fn sees after a gap
 	// is a snapshot; a gap followed by anything else is an error wrapping
 	// ErrGap. Entries that carry no state (for example the pieces of an
-	// unfinished snapshot) may be skipped. An error from fn stops the read
-	// and is returned. upTo == after reads nothing; upTo < after is an
-	// error. fn may call Read on the same log, and a Read never waits for
-	// another Read's fn.
+	// unfinished snapshot) may be skipped; foreign ones are delivered with
+	// Entry.Foreign set, so that readers can say what they stepped over. An
+	// error from fn stops the read and is returned. upTo == after reads
+	// nothing; upTo < after is an error. fn may call Read on the same log,
+	// and a Read never waits for another Read's fn.
 	Read(ctx context.Context, after, upTo uint64, fn func(Entry) error) error
 
 	// LastRevision returns the revision of the last entry appended, or 0 for

@@ -183,7 +183,7 @@ func (c *catchUp[S]) take(e Entry) error {
 }
 
 func (c *catchUp[S]) takeEntry(e Entry) (Applied[S], error) {
-	if _, batch := any(c.cur.Value).(BatchState[S]); !batch || e.Snapshot || !c.cur.initialized {
+	if _, batch := any(c.cur.Value).(BatchState[S]); !batch || e.Snapshot || e.Foreign != "" || !c.cur.initialized {
 		c.flush()
 		var a Applied[S]
 		var err error
@@ -229,12 +229,17 @@ func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], Applied[S], er
 	bad := func(err error) (local[S], Applied[S], error) {
 		return cur, Applied[S]{}, &EntryError{Log: s.log.Name(), Revision: e.Revision, Err: err}
 	}
+	if e.Foreign != "" {
+		cur.Revision = e.Revision // nothing to apply: step over it
+		return cur, Applied[S]{Entry: e}, nil
+	}
 	if e.Snapshot {
 		init, err := s.codec.DecodeInitial(e.Data)
 		if err != nil {
 			return bad(err)
 		}
-		return local[S]{Revisioned: Revisioned[S]{Value: init.Create(e.Revision), Revision: e.Revision}, initialized: true, compactedAt: e.Revision}, Applied[S]{Entry: e}, nil
+		st := init.Create(e.Revision)
+		return local[S]{Revisioned: Revisioned[S]{Value: st, Revision: e.Revision}, initialized: true, compactedAt: e.Revision}, Applied[S]{Entry: e, Snapshot: st}, nil
 	}
 	if !cur.initialized {
 		return bad(errors.New("an update comes before any initial state"))

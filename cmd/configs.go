@@ -1,0 +1,296 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"github.com/sharedconfig/sharedconfig/internal/asciitable"
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+)
+
+// Configs as things to list, save, move and delete.
+
+// answer prints a command's answer: its lines as text, or with -o json one
+// object as the shell prints one per command.
+func answer(cmd *cobra.Command, f *rootFlags, command string, ok bool, result map[string]any, revision uint64, lines ...string) {
+	out := cmd.OutOrStdout()
+	if f.output == "json" {
+		r := map[string]any{"command": command, "ok": ok, "revision": revision}
+		if result != nil {
+			r["result"] = result
+		}
+		if !ok && len(lines) > 0 {
+			r["error"] = strings.TrimPrefix(lines[0], "!!!! Error: ")
+		}
+		b, _ := json.Marshal(r)
+		fmt.Fprintf(out, "%s\n", b)
+		return
+	}
+	for _, l := range lines {
+		fmt.Fprintln(out, l)
+	}
+}
+
+// failed reports a command that ran into an error, with exit status 1.
+func failed(cmd *cobra.Command, f *rootFlags, command string, err error) error {
+	answer(cmd, f, command, false, nil, 0, "!!!! Error: "+err.Error())
+	return &exitError{code: exitFailures}
+}
+
+// printTable prints a table as the shell does, or a warning if it cannot.
+func printTable(w io.Writer, header []string, rows [][]string) {
+	if err := asciitable.Render(w, header, rows); err != nil {
+		fmt.Fprintf(w, "!!!! Error: %v\n", err)
+	}
+}
+
+func newListCmd(f *rootFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List every config on the server: scope, name, properties, revision, last change",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return listCommandFunc(cmd, f) },
+	}
+}
+
+func listCommandFunc(cmd *cobra.Command, f *rootFlags) error {
+	if err := f.check(cmd); err != nil {
+		return err
+	}
+	nc, _, err := f.dial(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	configs, err := jetstream.ListConfigs(ctx, nc)
+	if err != nil {
+		return failed(cmd, f, "LIST", err)
+	}
+	rows := [][]string{}
+	list := []map[string]any{}
+	for _, c := range configs {
+		props, note := countProperties(cmd.Context(), f, nc, c)
+		last := ""
+		if !c.LastChange.IsZero() {
+			last = c.LastChange.Local().Format(time.DateTime)
+		}
+		rows = append(rows, []string{c.Scope, c.Name, note, strconv.FormatUint(c.LastRevision, 10), last})
+		item := map[string]any{"scope": c.Scope, "name": c.Name, "stream": c.Stream, "revision": c.LastRevision,
+			"entries": c.Entries, "bytes": c.Bytes, "replicas": c.Replicas}
+		if props >= 0 {
+			item["properties"] = props
+		} else {
+			item["error"] = note
+		}
+		if !c.LastChange.IsZero() {
+			item["last_change"] = c.LastChange.UTC().Format(time.RFC3339Nano)
+		}
+		list = append(list, item)
+	}
+	answer(cmd, f, "LIST", true, map[string]any{"configs": list}, 0,
+		fmt.Sprintf("**** %d %s on %s", len(configs), plural(len(configs), "config", "configs"), nc.ConnectedUrlRedacted()))
+	if f.output == "text" && len(rows) > 0 {
+		printTable(cmd.OutOrStdout(), []string{"Scope", "Name", "Properties", "Revision", "Last change"}, rows)
+	}
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// countProperties reads a config to count its properties; a config that
+// cannot be read says why instead (and the count is -1).
+func countProperties(ctx context.Context, f *rootFlags, nc *nats.Conn, c jetstream.ConfigInfo) (int, string) {
+	if c.LastRevision == 0 {
+		return 0, "0"
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	log, err := jetstream.OpenLog(ctx, nc, c.Scope, c.Name, jetstream.LogOptions{})
+	if err != nil {
+		return -1, "unreadable: " + err.Error()
+	}
+	cfg, err := sharedconfig.Open(ctx, log, sharedconfig.Options{})
+	var damaged *sharedconfig.DamagedError
+	if errors.As(err, &damaged) {
+		return -1, fmt.Sprintf("damaged at entry %d", damaged.Entry.Revision)
+	}
+	if err != nil {
+		return -1, "unreadable: " + err.Error()
+	}
+	n := cfg.State().Len()
+	return n, strconv.Itoa(n)
+}
+
+// openExisting opens the config the flags name, refusing (status 1) one
+// the server does not hold rather than creating it.
+func openExisting(cmd *cobra.Command, f *rootFlags, command string) (*session, error) {
+	if err := f.check(cmd); err != nil {
+		return nil, err
+	}
+	nc, _, err := f.dial(cmd.Context())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	_, err = jetstream.StatConfig(ctx, nc, f.scope, f.name)
+	cancel()
+	nc.Close()
+	if err != nil {
+		return nil, failed(cmd, f, command, err)
+	}
+	return f.open(cmd, "")
+}
+
+func newExportCmd(f *rootFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "export",
+		Short: "Write the config as JSON on standard output, with the revision of each value",
+		Example: `  sharedconfig -s prod -n app export > app.json
+  sharedconfig -s test -n app import app.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return exportCommandFunc(cmd, f) },
+	}
+}
+
+func exportCommandFunc(cmd *cobra.Command, f *rootFlags) error {
+	s, err := openExisting(cmd, f, "EXPORT")
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	b, err := json.MarshalIndent(s.cfg.Export(f.scope, f.name), "", "  ")
+	if err != nil {
+		return failed(cmd, f, "EXPORT", err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+	return nil
+}
+
+func newImportCmd(f *rootFlags) *cobra.Command {
+	var replace bool
+	c := &cobra.Command{
+		Use:   "import FILE",
+		Short: "Set the keys and values in FILE (what export writes, or a JSON object of keys to values) in one update",
+		Long: `Set the keys and values in FILE in one conditional update: all of them land,
+or none. FILE is what export writes or a plain JSON object of keys to string
+values; - reads standard input. Keys that already have their value are not
+written. With --replace, keys that FILE lacks are removed in the same update.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return importCommandFunc(cmd, f, args[0], replace) },
+	}
+	c.Flags().BoolVar(&replace, "replace", false, "remove the keys FILE lacks, so that the config becomes exactly FILE")
+	return c
+}
+
+func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bool) error {
+	if err := f.check(cmd); err != nil {
+		return err
+	}
+	var data []byte
+	var err error
+	if file == "-" {
+		data, err = io.ReadAll(cmd.InOrStdin())
+	} else {
+		data, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return &exitError{exitStartup, err}
+	}
+	props, err := sharedconfig.ParseImport(data)
+	if err != nil {
+		return &exitError{exitStartup, fmt.Errorf("%s: %w", file, err)}
+	}
+	s, err := f.open(cmd, "")
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	r, err := s.cfg.Import(ctx, props, replace)
+	if err != nil {
+		return failed(cmd, f, "IMPORT", err)
+	}
+	rev := s.cfg.Revision()
+	answer(cmd, f, "IMPORT", true, map[string]any{"added": r.Added, "updated": r.Updated, "unchanged": r.Unchanged, "removed": r.Removed}, rev,
+		fmt.Sprintf("**** Imported %d %s into %s/%s: %d added, %d updated, %d unchanged, %d removed; now at revision %d",
+			len(props), plural(len(props), "property", "properties"), f.scope, f.name, r.Added, r.Updated, r.Unchanged, r.Removed, rev))
+	return nil
+}
+
+func newDestroyCmd(f *rootFlags) *cobra.Command {
+	var yes bool
+	c := &cobra.Command{
+		Use:   "destroy",
+		Short: "Delete the config: its stream and every entry in it",
+		Long: `Delete the config: its stream and every entry in it. This cannot be undone
+(export it first to keep a copy). On a terminal it asks first; otherwise it
+needs --yes.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return destroyCommandFunc(cmd, f, yes) },
+	}
+	c.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
+	return c
+}
+
+func destroyCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
+	if err := f.check(cmd); err != nil {
+		return err
+	}
+	if !yes && !isTerminal(cmd.InOrStdin()) {
+		return &exitError{exitStartup, errors.New("destroy deletes the config for good: give --yes to confirm when the input is not a terminal")}
+	}
+	nc, _, err := f.dial(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	info, err := jetstream.StatConfig(ctx, nc, f.scope, f.name)
+	if err != nil {
+		return failed(cmd, f, "DESTROY", err)
+	}
+	what := fmt.Sprintf("%s/%s (stream %s: %d entries, last revision %d)", f.scope, f.name, info.Stream, info.Entries, info.LastRevision)
+	if !yes && !confirm(cmd, "Destroy "+what+"? This cannot be undone.") {
+		answer(cmd, f, "DESTROY", true, map[string]any{"destroyed": false}, info.LastRevision, "**** Not destroyed")
+		return nil
+	}
+	ctx, cancel = context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	if err := jetstream.DeleteConfig(ctx, nc, f.scope, f.name); err != nil {
+		return failed(cmd, f, "DESTROY", err)
+	}
+	answer(cmd, f, "DESTROY", true, map[string]any{"destroyed": true, "stream": info.Stream}, info.LastRevision, "**** Destroyed "+what)
+	return nil
+}
+
+// confirm asks a yes/no question on the terminal; only yes or y agrees.
+func confirm(cmd *cobra.Command, question string) bool {
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s [y/N] ", question)
+	line, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,187 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sharedconfig/sharedconfig/repl"
+)
+
+// The one-shot commands run one shell command and exit, for scripts and for
+// hands used to etcdctl or "nats kv". They take the shell's flags, answer in
+// its words (or JSON with -o json), and exit as a script does: 0 when the
+// command ran, 1 when it failed, 2 when it could not start. Keys and values
+// are whole arguments: commas in them are kept.
+
+// addConfigCommands adds every command that works on one config, or on the
+// configs of a server.
+func addConfigCommands(root *cobra.Command, f *rootFlags) {
+	for _, c := range []*cobra.Command{
+		newGetCmd(f), newPutCmd(f), newRemoveCmd(f), newGetAllCmd(f), newWatchCmd(f), newExecCmd(f),
+		newListCmd(f), newExportCmd(f), newImportCmd(f), newDestroyCmd(f), newRepairCmd(f),
+	} {
+		f.register(c)
+		root.AddCommand(c)
+	}
+}
+
+// shellLine builds a shell line whose parameters read back exactly as
+// given, commas, quotes and spaces included.
+func shellLine(word string, params ...string) string {
+	quoted := make([]string, len(params))
+	for i, p := range params {
+		quoted[i] = strconv.Quote(p)
+	}
+	return strings.TrimSpace(word + " " + strings.Join(quoted, " , "))
+}
+
+// runLines opens the config, runs the shell lines in order up to a QUIT,
+// and exits as a script would.
+func runLines(cmd *cobra.Command, f *rootFlags, lines ...string) error {
+	if err := f.check(cmd); err != nil {
+		return err
+	}
+	s, err := f.open(cmd, "")
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for _, l := range lines {
+		s.sh.Execute(cmd.Context(), l)
+		if isQuit(l) {
+			break
+		}
+	}
+	if s.sh.Failures() > 0 {
+		return &exitError{code: exitFailures}
+	}
+	return nil
+}
+
+func isQuit(line string) bool {
+	l, err := repl.Parse(line)
+	return err == nil && (strings.EqualFold(l.Word, "QUIT") || strings.EqualFold(l.Word, "EXIT"))
+}
+
+func newGetCmd(f *rootFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get KEY",
+		Short: "Print the value of KEY, as the shell's GET does",
+		Long: `Print the value of KEY, as the shell's GET does. The value is the shared
+config's latest: a one-shot command loads the config when it starts.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return getCommandFunc(cmd, f, args) },
+	}
+}
+
+// getCommandFunc runs "get". Opening the config has just read it to the
+// end, so the value is as fresh as a REFRESH would make it.
+func getCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
+	return runLines(cmd, f, shellLine("GET", args[0]))
+}
+
+func newPutCmd(f *rootFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "put KEY VALUE",
+		Short: "Set KEY to VALUE, as the shell's PUT does",
+		Example: `  sharedconfig put db.url 'postgres://db:5432/app'
+  sharedconfig put list 'a, b, c'    # commas are part of the value
+  sharedconfig put k -- -1           # a value that starts with '-'`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error { return putCommandFunc(cmd, f, args) },
+	}
+}
+
+func putCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
+	return runLines(cmd, f, shellLine("PUT", args[0], args[1]))
+}
+
+func newRemoveCmd(f *rootFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:     "remove KEY",
+		Aliases: []string{"rm", "del"},
+		Short:   "Remove KEY, as the shell's REMOVE does",
+		Args:    cobra.ExactArgs(1),
+		RunE:    func(cmd *cobra.Command, args []string) error { return removeCommandFunc(cmd, f, args) },
+	}
+}
+
+func removeCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
+	return runLines(cmd, f, shellLine("REMOVE", args[0]))
+}
+
+func newGetAllCmd(f *rootFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get-all [PREFIX]",
+		Short: "Print every property (with PREFIX, those whose key starts with it), as GET_ALL does",
+		Args:  cobra.MaximumNArgs(1),
+		RunE:  func(cmd *cobra.Command, args []string) error { return getAllCommandFunc(cmd, f, args) },
+	}
+}
+
+func getAllCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
+	return runLines(cmd, f, shellLine("GET_ALL", args...))
+}
+
+func newWatchCmd(f *rootFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "watch [PREFIX]",
+		Short: "Print each change others make (with PREFIX, to keys that start with it) until Ctrl-C",
+		Long: `Print each change others make to the config as it lands, as FOLLOW ON does
+(with PREFIX, only changes to keys that start with it, and every CLEAR),
+until Ctrl-C or SIGTERM; then exit with status 0.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return watchCommandFunc(cmd, f, args) },
+	}
+}
+
+func watchCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
+	if err := f.check(cmd); err != nil {
+		return err
+	}
+	prefix := ""
+	if len(args) == 1 {
+		prefix = args[0]
+	}
+	s, err := f.open(cmd, prefix)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if err := s.sh.SetFollow(true); err != nil {
+		return &exitError{exitStartup, err}
+	}
+	// Say where watching starts, so that a reader knows every change after
+	// that revision will show.
+	if f.output == "json" {
+		b, _ := json.Marshal(map[string]any{"event": "watching", "scope": f.scope, "name": f.name, "prefix": prefix, "revision": s.cfg.Revision()})
+		fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+	} else {
+		what := "every key"
+		if prefix != "" {
+			what = fmt.Sprintf("keys starting '%s'", prefix)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "**** Watching %s of %s/%s from revision %d (Ctrl-C to stop)\n", what, f.scope, f.name, s.cfg.Revision())
+	}
+	<-cmd.Context().Done()
+	return nil
+}
+
+func newExecCmd(f *rootFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "exec LINE...",
+		Short: "Run shell command lines, one per argument, then exit",
+		Example: `  sharedconfig exec 'PUT a, 1' 'PUT b, 2' 'GET_ALL'
+  sharedconfig -o json exec 'REPLACE a, 2, 1'`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return execCommandFunc(cmd, f, args) },
+	}
+}
+
+func execCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
+	return runLines(cmd, f, args...)
+}

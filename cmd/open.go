@@ -1,0 +1,171 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/repl"
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+)
+
+// register adds the flags every command that opens a config shares: the
+// shell and each one-shot command take the same ones.
+func (f *rootFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVarP(&f.scope, "scope", "s", "example", "the config's scope")
+	fl.StringVarP(&f.name, "name", "n", "someConfig", "the config's name")
+	fl.DurationVar(&f.timeout, "timeout", 5*time.Second, "how long one command may wait for the server")
+	fl.StringVarP(&f.output, "output", "o", "text", "answers as `text` or json (one JSON object per command)")
+	fl.BoolVar(&f.trace, "trace", false, "start with TRACE ON: show every try of every write")
+	fl.BoolVar(&f.revisions, "revisions", false, "GET and GET_ALL show the revision that set each value")
+	fl.IntVar(&f.replicas, "replicas", 0, "replicas of a config's stream when this creates it (default: 1 on a standalone server, 3 on a cluster)")
+	fl.StringVar(&f.writer, "writer", defaultWriter(), "the `NAME` others see on this process's changes (LOG, follow mode)")
+	f.conn.register(cmd)
+	f.source.register(cmd)
+}
+
+// check refuses bad flag values before any I/O, with exit status 2.
+func (f *rootFlags) check(cmd *cobra.Command) error {
+	for _, n := range []struct{ kind, value string }{{"scope", f.scope}, {"name", f.name}} {
+		if err := jetstream.ValidateName(n.kind, n.value); err != nil {
+			return &exitError{exitStartup, err}
+		}
+	}
+	if f.output != "text" && f.output != "json" {
+		return &exitError{exitStartup, fmt.Errorf("--output %q: use text or json", f.output)}
+	}
+	if f.timeout <= 0 {
+		return &exitError{exitStartup, fmt.Errorf("--timeout %s: give a duration above zero, such as 5s", f.timeout)}
+	}
+	if cmd.Flags().Changed("replicas") && f.replicas < 1 {
+		return &exitError{exitStartup, fmt.Errorf("--replicas %d: a stream has at least 1 replica", f.replicas)}
+	}
+	return nil
+}
+
+// session is one config, open: the connection, its log, the shell that
+// answers commands on it, and the config.
+type session struct {
+	nc  *nats.Conn
+	log *jetstream.Log
+	sh  *repl.Shell
+	cfg *sharedconfig.Config
+	// damaged is set when the config holds an entry that does not read:
+	// cfg is then its last good state, read-only.
+	damaged *sharedconfig.DamagedError
+}
+
+// Close stops following and closes the connection.
+func (s *session) Close() {
+	s.sh.Close()
+	s.nc.Close()
+}
+
+// dial connects as the flags, the NATS context and the environment say,
+// and describes how for STATUS.
+func (f *rootFlags) dial(ctx context.Context) (*nats.Conn, string, error) {
+	conn := f.conn // the flags as given: a command may dial twice
+	via, err := f.source.apply(&conn.opts)
+	if err != nil {
+		return nil, "", &exitError{exitStartup, err}
+	}
+	nc, err := conn.connect(ctx)
+	if err != nil {
+		return nil, "", &exitError{exitStartup, err}
+	}
+	return nc, via, nil
+}
+
+// open connects and opens the config the flags name. watchPrefix, if not
+// empty, limits the changes follow mode shows to keys with that prefix.
+// Errors are exitErrors with status 2: the command could not start.
+func (f *rootFlags) open(cmd *cobra.Command, watchPrefix string) (*session, error) {
+	ctx := cmd.Context()
+	nc, via, err := f.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	openCtx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	log, err := jetstream.OpenLog(openCtx, nc, f.scope, f.name, jetstream.LogOptions{
+		Writer: f.writer, Replicas: f.replicasFor(nc),
+		Waiting: func(reason string) { fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig: %s; trying for up to %s\n", reason, f.timeout) },
+	})
+	if err != nil {
+		nc.Close()
+		return nil, &exitError{exitStartup, err}
+	}
+	server := nc.ConnectedUrlRedacted
+	if via != "" {
+		server = func() string { return nc.ConnectedUrlRedacted() + " (" + via + ")" }
+	}
+	sh := repl.New(repl.Options{
+		Scope: f.scope, Name: f.name, Out: cmd.OutOrStdout(), Timeout: f.timeout,
+		Server:    server,
+		JSON:      f.output == "json",
+		Trace:     f.trace,
+		Revisions: f.revisions,
+	})
+	s := &session{nc: nc, log: log, sh: sh}
+	changed := sh.Changed
+	if watchPrefix != "" {
+		changed = func(ch sharedconfig.Change) {
+			if ch, ok := onlyPrefix(ch, watchPrefix); ok {
+				sh.Changed(ch)
+			}
+		}
+	}
+	s.cfg, err = sharedconfig.Open(openCtx, log, sharedconfig.Options{
+		Compaction:       sharedconfig.DefaultCompactionPolicy,
+		CompactionFailed: sh.CompactionFailed,
+		Trace:            sh.Attempt,
+		Changed:          changed,
+		CatchingUp:       catchUpProgress(cmd.ErrOrStderr()),
+	})
+	if errors.As(err, &s.damaged) && s.cfg != nil {
+		// Readable up to the damage: open read-only there, and say so.
+		fmt.Fprintf(cmd.ErrOrStderr(), "!!!! %s/%s is damaged at entry %d (%v): read-only at revision %d, its last good state; writes fail until 'sharedconfig repair'\n",
+			f.scope, f.name, s.damaged.Entry.Revision, s.damaged.Entry.Err, s.damaged.GoodRevision)
+	} else if err != nil {
+		s.Close()
+		return nil, &exitError{exitStartup, fmt.Errorf("opening %s/%s: %w", f.scope, f.name, err)}
+	}
+	sh.Attach(s.cfg)
+	return s, nil
+}
+
+// replicasFor is --replicas, or by default 1 on a standalone server and up
+// to 3 on a cluster.
+func (f *rootFlags) replicasFor(nc *nats.Conn) int {
+	if f.replicas != 0 {
+		return f.replicas
+	}
+	if nc.ConnectedClusterName() != "" {
+		return min(3, len(nc.Servers()))
+	}
+	return 1
+}
+
+// onlyPrefix keeps the operations of ch that touch keys starting with
+// prefix; a CLEAR touches them all. Snapshots and foreign entries stay: a
+// watcher that fell behind a compaction sees changes only as the snapshot
+// that replaced them.
+func onlyPrefix(ch sharedconfig.Change, prefix string) (sharedconfig.Change, bool) {
+	if ch.Snapshot || ch.Foreign != "" {
+		return ch, true
+	}
+	var ops []sharedconfig.Op
+	for _, op := range ch.Ops {
+		if op.Kind == "clear" || len(op.Key) >= len(prefix) && op.Key[:len(prefix)] == prefix {
+			ops = append(ops, op)
+		}
+	}
+	ch.Ops = ops
+	return ch, len(ops) > 0
+}

@@ -1,0 +1,123 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+)
+
+func newRepairCmd(f *rootFlags) *cobra.Command {
+	var yes bool
+	c := &cobra.Command{
+		Use:   "repair",
+		Short: "Write a damaged config's last good state past the entries that do not read",
+		Long: `A config whose stream holds an entry that claims to be sharedconfig's but
+does not decode stops every write: nothing after it can be applied. repair
+lists the entries after the last good state (revision, time, writer, and what
+each holds where it reads), then writes that state as a snapshot after the
+stream's last entry, which drops them all. The snapshot is conditional: if
+anyone writes meanwhile, nothing changes. On a terminal it asks first;
+otherwise it needs --yes. Export the config first to keep a copy.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return repairCommandFunc(cmd, f, yes) },
+	}
+	c.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
+	return c
+}
+
+func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
+	s, err := openExisting(cmd, f, "REPAIR")
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	plan, err := s.cfg.PlanRepair(ctx)
+	if err != nil {
+		return failed(cmd, f, "REPAIR", err)
+	}
+	if !plan.Damaged() {
+		answer(cmd, f, "REPAIR", true, map[string]any{"repaired": false}, plan.LastRevision,
+			fmt.Sprintf("**** %s/%s reads to its end (revision %d): nothing to repair", f.scope, f.name, plan.LastRevision))
+		return nil
+	}
+	if f.output == "text" {
+		out := cmd.OutOrStdout()
+		fmt.Fprintf(out, "**** Repair writes the last good state of %s/%s (revision %d, %d %s) as a snapshot after revision %d, discarding these entries:\n",
+			f.scope, f.name, plan.GoodRevision, s.cfg.State().Len(), plural(s.cfg.State().Len(), "property", "properties"), plan.LastRevision)
+		rows := [][]string{}
+		for _, d := range plan.Discarded {
+			rows = append(rows, []string{strconv.FormatUint(d.Revision, 10), formatTime(d.Time), shown(d.Writer), describeDiscarded(d)})
+		}
+		printTable(out, []string{"Revision", "Time", "Writer", "Entry"}, rows)
+	}
+	if !yes {
+		if !isTerminal(cmd.InOrStdin()) {
+			return &exitError{exitStartup, errors.New("repair discards entries for good: give --yes to confirm when the input is not a terminal")}
+		}
+		if !confirm(cmd, "Repair?") {
+			answer(cmd, f, "REPAIR", true, map[string]any{"repaired": false}, plan.LastRevision, "**** Not repaired")
+			return nil
+		}
+	}
+	ctx, cancel = context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	rev, err := s.cfg.Repair(ctx, plan)
+	if err != nil {
+		return failed(cmd, f, "REPAIR", err)
+	}
+	discarded := []map[string]any{}
+	for _, d := range plan.Discarded {
+		item := map[string]any{"revision": d.Revision, "writer": d.Writer, "entry": describeDiscarded(d)}
+		if d.Damage != "" {
+			item["damage"] = d.Damage
+		}
+		discarded = append(discarded, item)
+	}
+	answer(cmd, f, "REPAIR", true, map[string]any{"repaired": true, "snapshot_revision": rev, "good_revision": plan.GoodRevision, "discarded": discarded}, rev,
+		fmt.Sprintf("**** Repaired %s/%s: the snapshot at revision %d holds the state of revision %d; entries %d to %d are discarded",
+			f.scope, f.name, rev, plan.GoodRevision, plan.GoodRevision+1, plan.LastRevision))
+	return nil
+}
+
+// describeDiscarded says what an entry repair discards held.
+func describeDiscarded(d sharedconfig.Change) string {
+	switch {
+	case d.Damage != "":
+		return "DAMAGED: " + shown(d.Damage)
+	case d.Foreign != "":
+		return "FOREIGN: " + d.Foreign
+	case d.Snapshot:
+		return fmt.Sprintf("SNAPSHOT of %d properties", d.Properties)
+	}
+	ops := make([]string, len(d.Ops))
+	for i, op := range d.Ops {
+		ops[i] = shown(op.String())
+	}
+	return strings.Join(ops, "; ")
+}
+
+// shown is text from a stream as a terminal may show it: as is when every
+// character is printable, else quoted, so that nothing stored can drive the
+// terminal (the shell's rule for keys, values and names).
+func shown(s string) string {
+	if q := strconv.Quote(s); q[1:len(q)-1] != s {
+		return q
+	}
+	return s
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Local().Format(time.DateTime)
+}

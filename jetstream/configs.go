@@ -1,0 +1,98 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ConfigInfo describes the stream of one config.
+type ConfigInfo struct {
+	Scope, Name, Stream string
+	// LastRevision is the stream's last sequence; LastChange when it was
+	// written.
+	LastRevision uint64
+	LastChange   time.Time
+	// Entries and Bytes are what the stream holds now.
+	Entries, Bytes uint64
+	Replicas       int
+}
+
+// ListConfigs describes every config on the server that nc reaches, in
+// scope and name order.
+func ListConfigs(ctx context.Context, nc *nats.Conn) ([]ConfigInfo, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	lister := js.ListStreams(ctx, jetstream.WithStreamListSubject("sharedconfig.>"))
+	var out []ConfigInfo
+	for info := range lister.Info() {
+		scope, name, ok := ParseStreamName(info.Config.Name)
+		if !ok || len(info.Config.Subjects) != 1 || info.Config.Subjects[0] != Subject(scope, name) {
+			continue // not a stream sharedconfig made
+		}
+		out = append(out, ConfigInfo{
+			Scope: scope, Name: name, Stream: info.Config.Name,
+			LastRevision: info.State.LastSeq, LastChange: info.State.LastTime,
+			Entries: info.State.Msgs, Bytes: info.State.Bytes, Replicas: max(info.Config.Replicas, 1),
+		})
+	}
+	if err := lister.Err(); err != nil {
+		return nil, fmt.Errorf("listing streams: %w", describeJSError(err))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Scope != out[j].Scope {
+			return out[i].Scope < out[j].Scope
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// ErrNoConfig: the server holds no stream for the config.
+var ErrNoConfig = errors.New("no such config on the server")
+
+// StatConfig describes the stream of scope/name, or returns ErrNoConfig.
+func StatConfig(ctx context.Context, nc *nats.Conn, scope, name string) (ConfigInfo, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return ConfigInfo{}, err
+	}
+	stream := StreamName(scope, name)
+	s, err := js.Stream(ctx, stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return ConfigInfo{}, fmt.Errorf("%s/%s (stream %s): %w", scope, name, stream, ErrNoConfig)
+	}
+	if err != nil {
+		return ConfigInfo{}, fmt.Errorf("opening stream %s: %w", stream, describeJSError(err))
+	}
+	info := s.CachedInfo()
+	return ConfigInfo{
+		Scope: scope, Name: name, Stream: stream,
+		LastRevision: info.State.LastSeq, LastChange: info.State.LastTime,
+		Entries: info.State.Msgs, Bytes: info.State.Bytes, Replicas: max(info.Config.Replicas, 1),
+	}, nil
+}
+
+// DeleteConfig deletes the stream of scope/name, and with it every entry.
+func DeleteConfig(ctx context.Context, nc *nats.Conn, scope, name string) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	stream := StreamName(scope, name)
+	err = js.DeleteStream(ctx, stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("%s/%s (stream %s): %w", scope, name, stream, ErrNoConfig)
+	}
+	if err != nil {
+		return fmt.Errorf("deleting stream %s: %w", stream, describeJSError(err))
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package repl
+
+import (
+	"bytes"
+	"unicode/utf8"
+
+	prompt "github.com/c-bata/go-prompt"
+)
+
+// Bracketed-paste markers: terminals wrap a paste in them when asked to.
+// go-prompt does not ask, but a terminal left in that mode sends them.
+var (
+	pasteStart = []byte("\x1b[200~")
+	pasteEnd   = []byte("\x1b[201~")
+)
+
+// splitKeys splits what one read of the terminal returned into keys, as
+// go-prompt takes them: an escape sequence, a control character, or a run
+// of text (which go-prompt inserts as if typed character by character).
+// "\r\n" is one Enter. Bracketed-paste markers are dropped. With more (the
+// read filled its buffer, so the rest may follow), an escape sequence or
+// UTF-8 character cut off at the end is returned as rest, to be put in
+// front of the next read.
+func splitKeys(b []byte, more bool) (keys [][]byte, rest []byte) {
+	for len(b) > 0 {
+		n, complete := keyLen(b)
+		if !complete && more {
+			return keys, b
+		}
+		k := b[:n]
+		b = b[n:]
+		switch {
+		case bytes.Equal(k, pasteStart), bytes.Equal(k, pasteEnd):
+			continue
+		case k[0] == '\r' && len(b) > 0 && b[0] == '\n':
+			b = b[1:]
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// keyLen is the length of the key b starts with, and whether it is whole.
+func keyLen(b []byte) (n int, complete bool) {
+	c := b[0]
+	switch {
+	case c == 0x1b:
+		return escapeLen(b)
+	case c < 0x20 || c == 0x7f:
+		return 1, true
+	}
+	for n < len(b) {
+		c := b[n]
+		if c < 0x20 || c == 0x7f {
+			return n, true
+		}
+		if !utf8.FullRune(b[n:]) {
+			return len(b), false
+		}
+		_, size := utf8.DecodeRune(b[n:])
+		n += size
+	}
+	return n, true
+}
+
+// escapeLen is the length of the escape sequence b starts with: one that
+// go-prompt knows (the longest), else a CSI ("ESC [" parameters, a final
+// byte) or SS3 ("ESC O" and one byte) sequence, else ESC alone.
+func escapeLen(b []byte) (n int, complete bool) {
+	for _, s := range prompt.ASCIISequences {
+		if len(s.ASCIICode) > n && bytes.HasPrefix(b, s.ASCIICode) {
+			n = len(s.ASCIICode)
+		}
+	}
+	switch {
+	case n > 1:
+		return n, true
+	case len(b) == 1:
+		return 1, false // the Escape key, or the start of a sequence
+	case b[1] == 'O':
+		if len(b) < 3 {
+			return len(b), false
+		}
+		return 3, true
+	case b[1] != '[':
+		return 1, true
+	}
+	for n = 2; n < len(b); n++ {
+		switch c := b[n]; {
+		case c >= 0x40 && c <= 0x7e:
+			return n + 1, true
+		case c < 0x20 || c > 0x7e: // not a parameter, intermediate or final byte
+			return n, true
+		}
+	}
+	return len(b), false
+}

@@ -1,0 +1,51 @@
+package statesync_test
+
+import (
+	"context"
+	"testing"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// foreignLog delivers the entries whose data is "foreign" as foreign ones,
+// as a log does for entries another program wrote.
+type foreignLog struct{ *statesync.MemLog }
+
+func (l foreignLog) Read(ctx context.Context, after, upTo uint64, fn func(statesync.Entry) error) error {
+	return l.MemLog.Read(ctx, after, upTo, func(e statesync.Entry) error {
+		if string(e.Data) == "foreign" {
+			e = statesync.Entry{Revision: e.Revision, Foreign: "written by someone else"}
+		}
+		return fn(e)
+	})
+}
+
+// A foreign entry holds no state: the synchronizer steps over it, tells
+// watchers, and writes go on after it.
+func TestForeignEntriesAreSteppedOver(t *testing.T) {
+	ctx := context.Background()
+	log := foreignLog{statesync.NewMemLog("t")}
+	var heard []statesync.Entry
+	s := newCounter(t, log, statesync.WithApplied(func(a statesync.Applied[counter]) { heard = append(heard, a.Entry) }))
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := log.Append(ctx, statesync.AnyRevision, []byte("foreign"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatalf("a write after a foreign entry: %v", err)
+	}
+	st, _ := s.State()
+	if st.Value != 2 || st.Revision != rev+1 {
+		t.Fatalf("state %d at revision %d; want 2 at %d", st.Value, st.Revision, rev+1)
+	}
+	found := false
+	for _, e := range heard {
+		found = found || e.Revision == rev && e.Foreign != ""
+	}
+	if !found {
+		t.Fatalf("watchers heard %+v; want the foreign entry %d", heard, rev)
+	}
+}
