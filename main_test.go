@@ -32,6 +32,11 @@ func runMain() int { return cmd.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr
 
 const runMainEnv = "SHAREDCONFIG_TEST_RUN_MAIN"
 
+// patience is how long a test waits for a process to print or exit before
+// it fails: generous, since a loaded machine can be slow, and a passing test
+// never waits it out.
+const patience = time.Minute
+
 func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
 		os.Exit(runMain())
@@ -201,8 +206,8 @@ func (r *repl) next() string {
 			r.t.Fatalf("%s exited", r.name)
 		}
 		return got
-	case <-time.After(15 * time.Second):
-		r.t.Fatalf("%s printed nothing for 15s", r.name)
+	case <-time.After(patience):
+		r.t.Fatalf("%s printed nothing for %s", r.name, patience)
 		return ""
 	}
 }
@@ -517,7 +522,7 @@ func scriptExpect(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: expect NAME TEXT")
 	}
 	sh := shellNamed(ts, args[0])
-	timeout := time.After(15 * time.Second)
+	timeout := time.After(patience)
 	for {
 		select {
 		case line, ok := <-sh.lines:
@@ -530,7 +535,7 @@ func scriptExpect(ts *testscript.TestScript, neg bool, args []string) {
 				return
 			}
 		case <-timeout:
-			ts.Fatalf("%s did not print %q within 15s; it printed:\n%s", args[0], args[1], strings.Join(sh.seen, "\n"))
+			ts.Fatalf("%s did not print %q within %s; it printed:\n%s", args[0], args[1], patience, strings.Join(sh.seen, "\n"))
 		}
 	}
 }

@@ -27,7 +27,8 @@ type ptyShell struct {
 	slave  *os.File
 	mu     sync.Mutex
 	out    bytes.Buffer
-	done   chan struct{}
+	done   chan struct{} // the output is read to its end
+	exited chan struct{} // the process has exited (cmd.Wait returned)
 }
 
 func startPTY(t *testing.T, args ...string) *ptyShell {
@@ -50,7 +51,10 @@ func startPTYCmd(t *testing.T, c *exec.Cmd) *ptyShell {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &ptyShell{t: t, cmd: c, master: master, slave: slave, done: make(chan struct{})}
+	p := &ptyShell{t: t, cmd: c, master: master, slave: slave, done: make(chan struct{}), exited: make(chan struct{})}
+	// One goroutine waits for the process, so that wait and the cleanup
+	// never call cmd.Wait at once.
+	go func() { c.Wait(); close(p.exited) }()
 	go func() {
 		defer close(p.done)
 		buf := make([]byte, 4096)
@@ -66,7 +70,7 @@ func startPTYCmd(t *testing.T, c *exec.Cmd) *ptyShell {
 	}()
 	t.Cleanup(func() {
 		c.Process.Kill()
-		c.Wait()
+		<-p.exited
 		slave.Close()
 		master.Close()
 		<-p.done
@@ -129,7 +133,7 @@ func (p *ptyShell) inOrder(want ...string) {
 // waitFor waits until the output since the start contains want n times.
 func (p *ptyShell) waitFor(want string, n int) {
 	p.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
 		p.mu.Lock()
 		got := strings.Count(p.out.String(), want)
@@ -146,13 +150,11 @@ func (p *ptyShell) waitFor(want string, n int) {
 
 func (p *ptyShell) wait() int {
 	p.t.Helper()
-	exited := make(chan struct{})
-	go func() { p.cmd.Wait(); close(exited) }()
 	select {
-	case <-exited:
+	case <-p.exited:
 		return p.cmd.ProcessState.ExitCode()
-	case <-time.After(15 * time.Second):
-		p.t.Fatal("the shell did not exit")
+	case <-time.After(patience):
+		p.t.Fatalf("the shell did not exit within %s", patience)
 		return -1
 	}
 }

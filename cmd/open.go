@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -93,9 +94,16 @@ func (f *rootFlags) open(cmd *cobra.Command, watchPrefix string) (*session, erro
 	}
 	openCtx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
+	// A shell opened during a leader election says why it waits; later
+	// commands just take longer, within their own --timeout.
+	var opened atomic.Bool
 	log, err := jetstream.OpenLog(openCtx, nc, f.scope, f.name, jetstream.LogOptions{
 		Writer: f.writer, Replicas: f.replicasFor(nc),
-		Waiting: func(reason string) { fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig: %s; trying for up to %s\n", reason, f.timeout) },
+		Waiting: func(reason string) {
+			if !opened.Load() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig: %s; trying for up to %s\n", reason, f.timeout)
+			}
+		},
 	})
 	if err != nil {
 		nc.Close()
@@ -136,6 +144,7 @@ func (f *rootFlags) open(cmd *cobra.Command, watchPrefix string) (*session, erro
 		s.Close()
 		return nil, &exitError{exitStartup, fmt.Errorf("opening %s/%s: %w", f.scope, f.name, err)}
 	}
+	opened.Store(true)
 	sh.Attach(s.cfg)
 	return s, nil
 }

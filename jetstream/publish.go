@@ -187,8 +187,13 @@ func (l *Log) settle(ctx context.Context, expected uint64, id string, cause erro
 		return unknown("an unconditional write cannot be looked for")
 	}
 	// Looking costs one request; do it even if ctx has just ended, so that
-	// a write that landed is reported as landed.
-	checkCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	// a write that landed is reported as landed, and give it what is left
+	// of ctx if that is more (a loaded server answers slowly).
+	wait := settleTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		wait = max(wait, time.Until(deadline))
+	}
+	checkCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 	defer cancel()
 	m, err := l.stream.GetMsg(checkCtx, expected+1)
 	switch {
