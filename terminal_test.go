@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
 // ptyShell is sharedconfig running on a pseudo-terminal, as in a real
@@ -160,11 +161,7 @@ func (p *ptyShell) wait() int {
 }
 
 func TestTerminal(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := jstest.Server(t)
 	for _, way := range []struct {
 		name, keys string
 	}{
@@ -205,11 +202,7 @@ func TestTerminal(t *testing.T) {
 }
 
 func TestTerminalSIGTERM(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := jstest.Server(t)
 	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "tty")
 	before, err := term.GetState(int(p.slave.Fd()))
 	if err != nil {
@@ -236,11 +229,7 @@ func TestTerminalSIGTERM(t *testing.T) {
 // In follow mode, a change made elsewhere prints above the prompt, and the
 // line being typed is drawn again below it, intact.
 func TestTerminalFollowPrintsAbove(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := jstest.Server(t)
 	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttyfollow", "--follow")
 	p.waitFor("someConfig > ", 1)
 	p.typeKeys("GET co")
@@ -275,14 +264,54 @@ func TestTerminalFollowPrintsAbove(t *testing.T) {
 	}
 }
 
-// A paste of several lines runs each line in order, as if typed: go-prompt
-// on its own takes one read as one key, and ran none of them.
-func TestTerminalPaste(t *testing.T) {
+// WATCH prefix prints changes under the prefix above the prompt, as follow
+// mode does, and nothing of other keys.
+func TestTerminalWatchPrintsAbove(t *testing.T) {
 	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Shutdown()
+	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttywatch")
+	p.waitFor("someConfig > ", 1)
+	p.typeKeys("WATCH app.\r")
+	p.waitFor("**** Watching keys starting 'app.' from revision 1", 1)
+	p.typeKeys("GET ap")
+	other := exec.Command(os.Args[0], "--server", srv.ClientURL(), "--scope", "ttywatch", "--writer", "bob")
+	other.Env = append(os.Environ(), runMainEnv+"=1")
+	other.Stdin = strings.NewReader("PUT other, 1\nPUT app.k, v\n")
+	if out, err := other.CombinedOutput(); err != nil {
+		t.Fatalf("the other shell: %v\n%s", err, out)
+	}
+	p.waitFor(">>>> revision 3 by bob: PUT app.k , v", 1)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.mu.Lock()
+		out := p.out.String()
+		p.mu.Unlock()
+		if strings.Contains(out, "PUT other") {
+			t.Fatalf("a change outside the prefix was shown:\n%q", out)
+		}
+		if msg := strings.LastIndex(out, ">>>> revision 3"); strings.Contains(out[msg:], "GET ap") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the typed line was not drawn again after the message:\n%q", out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.typeKeys("p.k\r")
+	p.waitFor("**** The value of property 'app.k' is 'v'", 1)
+	p.typeKeys("\x04")
+	if code := p.wait(); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+}
+
+// A paste of several lines runs each line in order, as if typed: go-prompt
+// on its own takes one read as one key, and ran none of them.
+func TestTerminalPaste(t *testing.T) {
+	srv := jstest.Server(t)
 	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttypaste")
 	before, err := term.GetState(int(p.slave.Fd()))
 	if err != nil {
@@ -373,21 +402,4 @@ func (p *ptyShell) lineWith(s string) string {
 	}
 	line, _, _ := strings.Cut(out[i:], "\r")
 	return line
-}
-
-// A terminal that hangs up ends the shell, as Ctrl-D does, when the hang-up
-// signal does not (here it is ignored, as under nohup).
-func TestTerminalHangUp(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	p := startPTYCmd(t, exec.Command("/bin/sh", "-c", `trap "" HUP; exec "$0" "$@"`, os.Args[0], "--server", srv.ClientURL(), "--scope", "ttyhup"))
-	p.waitFor("someConfig > ", 1)
-	p.typeKeys("GET a")
-	p.master.Close()
-	if code := p.wait(); code != 0 {
-		t.Fatalf("exit status %d", code)
-	}
 }

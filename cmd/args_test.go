@@ -4,8 +4,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
 
 func TestNormalizeArgs(t *testing.T) {
@@ -29,30 +27,6 @@ func TestNormalizeArgs(t *testing.T) {
 	for _, bad := range []string{"-sfoo", "-timeout 1s", "get -key", "--trace -server x"} {
 		if got, err := normalizeArgs(newRoot(), strings.Fields(bad)); err == nil {
 			t.Errorf("normalizeArgs(%s) = %q; want it refused", bad, got)
-		}
-	}
-}
-
-func TestOnlyPrefix(t *testing.T) {
-	ch := sharedconfig.Change{Revision: 3, Ops: []sharedconfig.Op{{Kind: "put", Key: "app.x"}, {Kind: "put", Key: "other"}, {Kind: "remove", Key: "app.y"}}}
-	got, ok := onlyPrefix(ch, "app.")
-	if !ok || len(got.Ops) != 2 || got.Ops[0].Key != "app.x" || got.Ops[1].Key != "app.y" {
-		t.Errorf("onlyPrefix: %+v, %v", got, ok)
-	}
-	if _, ok := onlyPrefix(sharedconfig.Change{Ops: []sharedconfig.Op{{Kind: "put", Key: "other"}}}, "app."); ok {
-		t.Error("a change to other keys passed")
-	}
-	for _, keep := range []sharedconfig.Change{{Ops: []sharedconfig.Op{{Kind: "clear"}}}, {Snapshot: true}, {Foreign: "why"}} {
-		if _, ok := onlyPrefix(keep, "app."); !ok {
-			t.Errorf("%+v was dropped", keep)
-		}
-	}
-}
-
-func TestShownQuotesWhatCouldDriveATerminal(t *testing.T) {
-	for in, want := range map[string]string{"plain text": "plain text", "a\x1b]0;x\a": `"a\x1b]0;x\a"`, "\u202eevil": `"\u202eevil"`, "bad\xff": `"bad\xff"`} {
-		if got := shown(in); got != want {
-			t.Errorf("shown(%q) = %s, want %s", in, got, want)
 		}
 	}
 }

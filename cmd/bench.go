@@ -36,7 +36,9 @@ func newBenchCmd() *cobra.Command {
 on the same server in the same run, and prints both and their ratio:
 uncontended PUT latency against a raw conditional publish, PUT with a large
 state against a small one, contended throughput against NATS KV
-compare-and-set, REFRESH against a request round trip, catch-up against a raw
+compare-and-set (with how evenly the commits were shared out), 16
+goroutines on one config against 16 configs (group commit), REFRESH against
+a request round trip, catch-up against a raw
 ordered consumer, joining after compaction against joining a whole history,
 GET's allocations, and memory per key.
 

@@ -15,8 +15,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"github.com/sharedconfig/sharedconfig/internal/asciitable"
 	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/repl"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
 
@@ -34,8 +34,7 @@ func answer(cmd *cobra.Command, f *rootFlags, command string, ok bool, result ma
 		if !ok && len(lines) > 0 {
 			r["error"] = strings.TrimPrefix(lines[0], "!!!! Error: ")
 		}
-		b, _ := json.Marshal(r)
-		fmt.Fprintf(out, "%s\n", b)
+		repl.WriteJSON(out, r)
 		return
 	}
 	for _, l := range lines {
@@ -47,13 +46,6 @@ func answer(cmd *cobra.Command, f *rootFlags, command string, ok bool, result ma
 func failed(cmd *cobra.Command, f *rootFlags, command string, err error) error {
 	answer(cmd, f, command, false, nil, 0, "!!!! Error: "+err.Error())
 	return &exitError{code: exitFailures}
-}
-
-// printTable prints a table as the shell does, or a warning if it cannot.
-func printTable(w io.Writer, header []string, rows [][]string) {
-	if err := asciitable.Render(w, header, rows); err != nil {
-		fmt.Fprintf(w, "!!!! Error: %v\n", err)
-	}
 }
 
 func newListCmd(f *rootFlags) *cobra.Command {
@@ -104,7 +96,7 @@ func listCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 	answer(cmd, f, "LIST", true, map[string]any{"configs": list}, 0,
 		fmt.Sprintf("**** %d %s on %s", len(configs), plural(len(configs), "config", "configs"), nc.ConnectedUrlRedacted()))
 	if f.output == "text" && len(rows) > 0 {
-		printTable(cmd.OutOrStdout(), []string{"Scope", "Name", "Properties", "Revision", "Last change"}, rows)
+		repl.PrintTable(cmd.OutOrStdout(), []string{"Scope", "Name", "Properties", "Revision", "Last change"}, rows)
 	}
 	return nil
 }
@@ -146,18 +138,18 @@ func openExisting(cmd *cobra.Command, f *rootFlags, command string) (*session, e
 	if err := f.check(cmd); err != nil {
 		return nil, err
 	}
-	nc, _, err := f.dial(cmd.Context())
+	nc, via, err := f.dial(cmd.Context())
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	_, err = jetstream.StatConfig(ctx, nc, f.scope, f.name)
 	cancel()
-	nc.Close()
 	if err != nil {
+		nc.Close()
 		return nil, failed(cmd, f, command, err)
 	}
-	return f.open(cmd, "")
+	return f.openOn(cmd, nc, via)
 }
 
 func newExportCmd(f *rootFlags) *cobra.Command {
@@ -177,11 +169,17 @@ func exportCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 		return err
 	}
 	defer s.Close()
-	b, err := json.MarshalIndent(s.cfg.Export(f.scope, f.name), "", "  ")
+	// Indented for people and diffs; on one line with -o json, as every
+	// answer is there.
+	exported := s.cfg.Export(f.scope, f.name)
+	b, err := json.MarshalIndent(exported, "", "  ")
+	if f.output == "json" {
+		b, err = json.Marshal(exported)
+	}
 	if err != nil {
 		return failed(cmd, f, "EXPORT", err)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+	fmt.Fprintf(cmd.OutOrStdout(), "%s\n", repl.SafeJSON(b))
 	return nil
 }
 
@@ -219,7 +217,7 @@ func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bo
 	if err != nil {
 		return &exitError{exitStartup, fmt.Errorf("%s: %w", file, err)}
 	}
-	s, err := f.open(cmd, "")
+	s, err := f.open(cmd)
 	if err != nil {
 		return err
 	}
@@ -285,12 +283,24 @@ func destroyCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 }
 
 // confirm asks a yes/no question on the terminal; only yes or y agrees.
+// Ctrl-C (or SIGTERM) while it waits is a no, at once: the line read would
+// otherwise wait for Enter. The read it leaves behind ends with the process.
 func confirm(cmd *cobra.Command, question string) bool {
 	fmt.Fprintf(cmd.ErrOrStderr(), "%s [y/N] ", question)
-	line, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-		return true
+	answer := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+		answer <- line
+	}()
+	select {
+	case line := <-answer:
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "y", "yes":
+			return true
+		}
+		return false
+	case <-cmd.Context().Done():
+		fmt.Fprintln(cmd.ErrOrStderr()) // off the question's line
+		return false
 	}
-	return false
 }

@@ -31,7 +31,7 @@ type connFlags struct {
 func (c *connFlags) register(cmd *cobra.Command) {
 	c.stderr = cmd.ErrOrStderr
 	fl := cmd.Flags()
-	fl.StringVar(&c.opts.URLs, "server", "", "NATS server `URLS`, comma-separated (default: $NATS_URL, else a local server at 127.0.0.1:4222, started if needed)")
+	fl.StringVar(&c.opts.URLs, "server", "", "NATS server `URLS`, comma-separated (default: the NATS context's, else $NATS_URL, else your local server at 127.0.0.1:4222, started if needed)")
 	fl.StringVar(&c.dataDir, "data-dir", "", "the local server's data directory: the one it is started on, and whose keys the shell uses to reach it (default: "+defaultDataDirHelp()+")")
 	fl.StringVar(&c.opts.Creds, "creds", "", "NATS credentials `FILE`")
 	fl.StringVar(&c.opts.User, "user", "", "NATS user name")
@@ -64,6 +64,11 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 			return nil, err
 		}
 	}
+	if c.opts.HasAuth() || c.opts.CACert != "" || c.opts.Cert != "" || c.opts.Key != "" {
+		// Said here, before anything is sent: whatever listens on the port
+		// is not to blame.
+		return nil, fmt.Errorf("the authentication and TLS options are for a server given with --server, NATS_URL or a context's url; the local server admits only its owner, by the keys in %s", dir)
+	}
 	if err := jetstream.PrepareDataDir(dir, true); err != nil {
 		return nil, err
 	}
@@ -74,7 +79,7 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 	local := c.opts
 	local.URLs = "nats://" + ls.listen
 	local.LocalDataDir = dir
-	local.Timeout = 2 * time.Second
+	local.Timeout = localConnectTimeout
 	local.ReconnectFailed = ls.restart
 	nc, err := jetstream.Connect(local)
 	if err == nil {
@@ -93,7 +98,7 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 		if err == nil {
 			if jetstream.ServerPID(dir) == pid {
 				fmt.Fprintf(c.stderr(), "sharedconfig: started a local server on %s (data in %s, log in %s; it exits %s after its last client)\n",
-					ls.listen, dir, filepath.Join(dir, jetstream.ServerLogFile), idleExit)
+					ls.listen, visible(dir), visible(filepath.Join(dir, jetstream.ServerLogFile)), idleExit)
 			}
 			return nc, nil
 		}
@@ -113,6 +118,10 @@ func listening(addr string) bool {
 	c.Close()
 	return true
 }
+
+// localConnectTimeout bounds connecting to the local server, TLS and
+// authentication included.
+const localConnectTimeout = 2 * time.Second
 
 // idleExit is how long an auto-started server waits after its last client
 // leaves before it exits.
@@ -139,7 +148,9 @@ func (ls *localServer) notYours(err error) error {
 	case strings.Contains(msg, "certificate"):
 		reason = "its TLS certificate is not the one in " + ls.dir
 	case strings.Contains(msg, "timeout"):
-		reason = "it does not answer as one"
+		// Yours too may be this slow (stopped, or on a loaded machine):
+		// say what was seen, not more.
+		return fmt.Errorf("%s does not answer as your sharedconfig server for %s (no answer within %s): if yours is busy, try again; otherwise stop what listens there, or give --server", ls.listen, ls.dir, localConnectTimeout)
 	}
 	return fmt.Errorf("%s is not your sharedconfig server for %s (%s): stop it, or give --server", ls.listen, ls.dir, reason)
 }

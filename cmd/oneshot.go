@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -45,7 +44,7 @@ func runLines(cmd *cobra.Command, f *rootFlags, lines ...string) error {
 	if err := f.check(cmd); err != nil {
 		return err
 	}
-	s, err := f.open(cmd, "")
+	s, err := f.open(cmd)
 	if err != nil {
 		return err
 	}
@@ -132,7 +131,7 @@ func newWatchCmd(f *rootFlags) *cobra.Command {
 		Use:   "watch [PREFIX]",
 		Short: "Print each change others make (with PREFIX, to keys that start with it) until Ctrl-C",
 		Long: `Print each change others make to the config as it lands, as FOLLOW ON does
-(with PREFIX, only changes to keys that start with it, and every CLEAR),
+(with PREFIX, narrowed to keys that start with it, as the shell's WATCH),
 until Ctrl-C or SIGTERM; then exit with status 0.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return watchCommandFunc(cmd, f, args) },
@@ -147,23 +146,22 @@ func watchCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
 	if len(args) == 1 {
 		prefix = args[0]
 	}
-	s, err := f.open(cmd, prefix)
+	s, err := f.open(cmd)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if err := s.sh.SetFollow(true); err != nil {
+	if err := s.sh.SetWatch(prefix); err != nil {
 		return &exitError{exitStartup, err}
 	}
 	// Say where watching starts, so that a reader knows every change after
 	// that revision will show.
 	if f.output == "json" {
-		b, _ := json.Marshal(map[string]any{"event": "watching", "scope": f.scope, "name": f.name, "prefix": prefix, "revision": s.cfg.Revision()})
-		fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+		repl.WriteJSON(cmd.OutOrStdout(), map[string]any{"event": "watching", "scope": f.scope, "name": f.name, "prefix": prefix, "revision": s.cfg.Revision()})
 	} else {
 		what := "every key"
 		if prefix != "" {
-			what = fmt.Sprintf("keys starting '%s'", prefix)
+			what = fmt.Sprintf("keys starting '%s'", repl.Shown(prefix))
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "**** Watching %s of %s/%s from revision %d (Ctrl-C to stop)\n", what, f.scope, f.name, s.cfg.Revision())
 	}

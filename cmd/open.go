@@ -50,16 +50,12 @@ func (f *rootFlags) check(cmd *cobra.Command) error {
 	return nil
 }
 
-// session is one config, open: the connection, its log, the shell that
-// answers commands on it, and the config.
+// session is one config, open: the connection, the shell that answers
+// commands on it, and the config.
 type session struct {
 	nc  *nats.Conn
-	log *jetstream.Log
 	sh  *repl.Shell
 	cfg *sharedconfig.Config
-	// damaged is set when the config holds an entry that does not read:
-	// cfg is then its last good state, read-only.
-	damaged *sharedconfig.DamagedError
 }
 
 // Close stops following and closes the connection.
@@ -71,7 +67,7 @@ func (s *session) Close() {
 // dial connects as the flags, the NATS context and the environment say,
 // and describes how for STATUS.
 func (f *rootFlags) dial(ctx context.Context) (*nats.Conn, string, error) {
-	conn := f.conn // the flags as given: a command may dial twice
+	conn := f.conn // f keeps the flags as given
 	via, err := f.source.apply(&conn.opts)
 	if err != nil {
 		return nil, "", &exitError{exitStartup, err}
@@ -83,16 +79,20 @@ func (f *rootFlags) dial(ctx context.Context) (*nats.Conn, string, error) {
 	return nc, via, nil
 }
 
-// open connects and opens the config the flags name. watchPrefix, if not
-// empty, limits the changes follow mode shows to keys with that prefix.
-// Errors are exitErrors with status 2: the command could not start.
-func (f *rootFlags) open(cmd *cobra.Command, watchPrefix string) (*session, error) {
-	ctx := cmd.Context()
-	nc, via, err := f.dial(ctx)
+// open connects and opens the config the flags name. Errors are exitErrors
+// with status 2: the command could not start.
+func (f *rootFlags) open(cmd *cobra.Command) (*session, error) {
+	nc, via, err := f.dial(cmd.Context())
 	if err != nil {
 		return nil, err
 	}
-	openCtx, cancel := context.WithTimeout(ctx, f.timeout)
+	return f.openOn(cmd, nc, via)
+}
+
+// openOn is open on a connection made by dial, which the session then owns:
+// it is closed with the session, or at once if the config does not open.
+func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*session, error) {
+	openCtx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
 	// A shell opened during a leader election says why it waits; later
 	// commands just take longer, within their own --timeout.
@@ -101,7 +101,7 @@ func (f *rootFlags) open(cmd *cobra.Command, watchPrefix string) (*session, erro
 		Writer: f.writer, Replicas: f.replicasFor(nc),
 		Waiting: func(reason string) {
 			if !opened.Load() {
-				fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig: %s; trying for up to %s\n", reason, f.timeout)
+				fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig: %s; trying for up to %s\n", visible(reason), f.timeout)
 			}
 		},
 	})
@@ -120,26 +120,19 @@ func (f *rootFlags) open(cmd *cobra.Command, watchPrefix string) (*session, erro
 		Trace:     f.trace,
 		Revisions: f.revisions,
 	})
-	s := &session{nc: nc, log: log, sh: sh}
-	changed := sh.Changed
-	if watchPrefix != "" {
-		changed = func(ch sharedconfig.Change) {
-			if ch, ok := onlyPrefix(ch, watchPrefix); ok {
-				sh.Changed(ch)
-			}
-		}
-	}
+	s := &session{nc: nc, sh: sh}
 	s.cfg, err = sharedconfig.Open(openCtx, log, sharedconfig.Options{
 		Compaction:       sharedconfig.DefaultCompactionPolicy,
 		CompactionFailed: sh.CompactionFailed,
 		Trace:            sh.Attempt,
-		Changed:          changed,
+		Changed:          sh.Changed,
 		CatchingUp:       catchUpProgress(cmd.ErrOrStderr()),
 	})
-	if errors.As(err, &s.damaged) && s.cfg != nil {
+	var damaged *sharedconfig.DamagedError
+	if errors.As(err, &damaged) && s.cfg != nil {
 		// Readable up to the damage: open read-only there, and say so.
-		fmt.Fprintf(cmd.ErrOrStderr(), "!!!! %s/%s is damaged at entry %d (%v): read-only at revision %d, its last good state; writes fail until 'sharedconfig repair'\n",
-			f.scope, f.name, s.damaged.Entry.Revision, s.damaged.Entry.Err, s.damaged.GoodRevision)
+		fmt.Fprintf(cmd.ErrOrStderr(), "!!!! %s/%s is damaged at entry %d (%s): read-only at revision %d, its last good state; writes fail until 'sharedconfig repair'\n",
+			f.scope, f.name, damaged.Entry.Revision, repl.Shown(damaged.Entry.Err.Error()), damaged.GoodRevision)
 	} else if err != nil {
 		s.Close()
 		return nil, &exitError{exitStartup, fmt.Errorf("opening %s/%s: %w", f.scope, f.name, err)}
@@ -159,22 +152,4 @@ func (f *rootFlags) replicasFor(nc *nats.Conn) int {
 		return min(3, len(nc.Servers()))
 	}
 	return 1
-}
-
-// onlyPrefix keeps the operations of ch that touch keys starting with
-// prefix; a CLEAR touches them all. Snapshots and foreign entries stay: a
-// watcher that fell behind a compaction sees changes only as the snapshot
-// that replaced them.
-func onlyPrefix(ch sharedconfig.Change, prefix string) (sharedconfig.Change, bool) {
-	if ch.Snapshot || ch.Foreign != "" {
-		return ch, true
-	}
-	var ops []sharedconfig.Op
-	for _, op := range ch.Ops {
-		if op.Kind == "clear" || len(op.Key) >= len(prefix) && op.Key[:len(prefix)] == prefix {
-			ops = append(ops, op)
-		}
-	}
-	ch.Ops = ops
-	return ch, len(ops) > 0
 }

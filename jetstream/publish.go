@@ -187,14 +187,16 @@ func (l *Log) settle(ctx context.Context, expected uint64, id string, cause erro
 		return unknown("an unconditional write cannot be looked for")
 	}
 	// Looking costs one request; do it even if ctx has just ended, so that
-	// a write that landed is reported as landed, and give it what is left
-	// of ctx if that is more (a loaded server answers slowly).
+	// a write that landed is reported as landed. It may take what is left
+	// of ctx (a loaded server answers slowly), but once ctx ends at most
+	// settleTimeout more: a cancelled command is not held up.
 	wait := settleTimeout
 	if deadline, ok := ctx.Deadline(); ok {
 		wait = max(wait, time.Until(deadline))
 	}
 	checkCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 	defer cancel()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(settleTimeout, cancel) })()
 	m, err := l.stream.GetMsg(checkCtx, expected+1)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):

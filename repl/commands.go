@@ -53,6 +53,8 @@ func init() {
 			params: []param{key, {name: "currentValue", optional: true, kind: valueParam}}, run: runRemove},
 		{name: "REPLACE", help: "update the value of the property.  If {currentValue} is given, update only if the property's current value matches {currentValue}.",
 			params: []param{key, {name: "newValue", kind: valueParam}, {name: "currentValue", optional: true, kind: valueParam}}, run: runReplace},
+		{name: "REPLACE_IF_REVISION", help: "update the value of the property only if it was last set at {revision} (GET with --revisions shows it).",
+			params: []param{key, {name: "newValue", kind: valueParam}, {name: "revision", kind: countParam, noun: "revision"}}, run: runReplaceIfRevision},
 		{name: "CLEAR", help: "remove all the keys from the Shared Config.", run: runClear},
 		{name: "REFRESH", help: "force an update from the Synchronized State.", run: runRefresh},
 		{name: "LOG", help: "print the last n entries of the stream (default 10): revision, time, writer, operation; snapshots marked.",
@@ -63,6 +65,8 @@ func init() {
 		{name: "COMPACT", help: "write a snapshot now, dropping the history before it.", run: runCompact},
 		{name: "FOLLOW", help: "keep the local copy current without REFRESH, printing each change others make as it lands.",
 			params: []param{onOff}, run: runFollow},
+		{name: "WATCH", help: "keep the local copy current, printing each change others make to keys that start with {prefix} as it lands; WATCH alone is FOLLOW ON, WATCH OFF stops.",
+			params: []param{{name: "prefix", optional: true, kind: prefixParam}}, run: runWatch},
 		{name: "TRACE", help: "print every try of every write: the revision it was based on, conflicts, catching up, the commit.",
 			params: []param{onOff}, run: runTrace},
 		{name: "HELP", help: "print out a list of commands.", run: runHelp},
@@ -239,6 +243,26 @@ func runReplace(ctx context.Context, sh *Shell, args []string) reply {
 	return answer(say("Property '%s' is undefined", key), fields{"key": key, "replaced": false})
 }
 
+func runReplaceIfRevision(ctx context.Context, sh *Shell, args []string) reply {
+	key, newValue := args[0], args[1]
+	n, _ := strconv.Atoi(args[2]) // checked: 1 or more
+	revision := uint64(n)
+	replaced, current, found, err := sh.cfg.ReplaceIfRevision(ctx, key, newValue, revision)
+	if err != nil {
+		return sh.failure(err)
+	}
+	f := fields{"key": key, "value": newValue, "expected_revision": revision, "replaced": replaced, "found": found}
+	switch {
+	case replaced:
+		f["previous"] = current.Value
+		return answer(say("Property '%s' had revision %d, now replaced with new value '%s'", key, revision, newValue), f)
+	case found:
+		f["current"], f["current_revision"] = current.Value, current.Revision
+		return answer(warn("Property '%s' was NOT replaced -- it was last set at revision %d, not %d", key, current.Revision, revision), f)
+	}
+	return answer(warn("Property '%s' was NOT replaced -- it is undefined", key), f)
+}
+
 func runClear(ctx context.Context, sh *Shell, _ []string) reply {
 	n, err := sh.cfg.Clear(ctx)
 	if err != nil {
@@ -269,6 +293,9 @@ func changeFields(ch sharedconfig.Change) fields {
 	if ch.Snapshot {
 		f["snapshot"] = true
 		f["properties"] = ch.Properties
+		if len(ch.Ops) > 0 { // a watch's: what it implies under the prefix
+			f["ops"] = opsFields(ch.Ops)
+		}
 		return f
 	}
 	if ch.Foreign != "" {
@@ -279,8 +306,13 @@ func changeFields(ch sharedconfig.Change) fields {
 		f["damage"] = ch.Damage
 		return f
 	}
-	ops := []fields{}
-	for _, op := range ch.Ops {
+	f["ops"] = opsFields(ch.Ops)
+	return f
+}
+
+func opsFields(ops []sharedconfig.Op) []fields {
+	list := []fields{}
+	for _, op := range ops {
 		o := fields{"op": op.Kind}
 		if op.Kind != "clear" {
 			o["key"] = op.Key
@@ -288,14 +320,21 @@ func changeFields(ch sharedconfig.Change) fields {
 		if op.Kind == "put" {
 			o["value"] = op.Value
 		}
-		ops = append(ops, o)
+		list = append(list, o)
 	}
-	f["ops"] = ops
-	return f
+	return list
 }
 
-// describeChange is a change as LOG and follow mode show it.
+// describeChange is a change as LOG, follow mode and WATCH show it.
 func describeChange(ch sharedconfig.Change) (operation, arguments string) {
+	if ch.Snapshot && len(ch.Ops) > 0 { // a watch's: what it implies under the prefix
+		implied := make([]string, len(ch.Ops))
+		for i, op := range ch.Ops {
+			o, a := describeChange(sharedconfig.Change{Ops: []sharedconfig.Op{op}})
+			implied[i] = strings.TrimSpace(o + " " + a)
+		}
+		return "SNAPSHOT", counted(ch.Properties, "property", "properties") + " under the prefix, implying " + strings.Join(implied, "; ")
+	}
 	if ch.Snapshot {
 		return "SNAPSHOT", counted(ch.Properties, "property", "properties") + "; replaces all before it"
 	}
@@ -388,6 +427,14 @@ func runStatus(ctx context.Context, sh *Shell, _ []string) reply {
 		return sh.failure(err)
 	}
 	lag := int64(st.LastRevision) - int64(st.Revision)
+	on, prefix := sh.watching()
+	watched := "off"
+	switch {
+	case on && prefix == "":
+		watched = "every key"
+	case on:
+		watched = "keys starting '" + prefix + "'" // escaped by say
+	}
 	replicas := 1
 	if r, ok := sh.cfg.Log().(interface{ Replicas() int }); ok {
 		replicas = r.Replicas()
@@ -399,14 +446,15 @@ func runStatus(ctx context.Context, sh *Shell, _ []string) reply {
 		say("Revision:  %d local, %d in the stream (%d behind)", st.Revision, st.LastRevision, max(lag, 0)),
 		say("History:   %s since the last compaction", counted(st.EntriesSinceCompaction, "entry", "entries")),
 		say("State:     %s, %s of keys and values", counted(st.Properties, "property", "properties"), counted(st.Bytes, "byte", "bytes")),
-		say("Follow:    %s", yesNo(sh.following())),
+		say("Follow:    %s", yesNo(on)),
+		say("Watch:     %s", watched),
 		say("Trace:     %s", yesNo(sh.tracing.Load())),
 	}}
 	r.result = fields{
 		"scope": sh.scope, "name": sh.name, "stream": st.Stream, "replicas": replicas, "server": sh.server(),
 		"local_revision": st.Revision, "stream_revision": st.LastRevision, "lag": max(lag, 0),
 		"entries_since_compaction": st.EntriesSinceCompaction, "properties": st.Properties, "bytes": st.Bytes,
-		"follow": sh.following(), "trace": sh.tracing.Load(),
+		"follow": on, "watching": on, "watch_prefix": prefix, "trace": sh.tracing.Load(),
 	}
 	return r
 }
@@ -421,10 +469,35 @@ func runCompact(ctx context.Context, sh *Shell, _ []string) reply {
 
 func runFollow(_ context.Context, sh *Shell, args []string) reply {
 	on := strings.EqualFold(args[0], "ON") // checked: ON or OFF
-	if err := sh.setFollow(on); err != nil {
+	if err := sh.setWatch(on, ""); err != nil {
 		return sh.failure(err)
 	}
 	return answer(say("Follow is %s", yesNo(on)), fields{"follow": on})
+}
+
+// runWatch is WATCH [prefix]: the shell watches one prefix at a time, and
+// WATCH alone (or with an empty prefix) is FOLLOW ON. "OFF" stops, so keys
+// starting with OFF cannot be watched on their own.
+func runWatch(_ context.Context, sh *Shell, args []string) reply {
+	prefix := ""
+	if len(args) == 1 {
+		prefix = args[0]
+	}
+	if strings.EqualFold(prefix, "OFF") {
+		if err := sh.setWatch(false, ""); err != nil {
+			return sh.failure(err)
+		}
+		return answer(say("Watch is off"), fields{"watching": false})
+	}
+	if err := sh.setWatch(true, prefix); err != nil {
+		return sh.failure(err)
+	}
+	rev := sh.cfg.Revision()
+	f := fields{"watching": true, "prefix": prefix, "from_revision": rev}
+	if prefix == "" {
+		return answer(say("Watching every key from revision %d (FOLLOW ON)", rev), f)
+	}
+	return answer(say("Watching keys starting '%s' from revision %d", prefix, rev), f)
 }
 
 func runTrace(_ context.Context, sh *Shell, args []string) reply {

@@ -62,6 +62,11 @@ func (s *Script) ReadLine() (string, error) {
 			return "", &LineTooLongError{Length: length}
 		}
 		text := bytes.TrimRight(line, "\r\n")
+		if s.n == 1 {
+			// Editors on Windows start a UTF-8 file with a byte order mark;
+			// it is not part of the first command.
+			text = bytes.TrimPrefix(text, []byte("\ufeff"))
+		}
 		return string(text), nil
 	}
 }

@@ -95,3 +95,15 @@ func TestScriptSkipsOverlongLinesWithoutHoldingThem(t *testing.T) {
 		t.Errorf("reading the %d MiB line allocated %d MiB", huge>>20, alloc>>20)
 	}
 }
+
+// A byte order mark (Windows editors write one) starts the file, not the
+// first command; one anywhere else is left as it is.
+func TestScriptDropsALeadingByteOrderMark(t *testing.T) {
+	s := NewScript(strings.NewReader("\ufeffPUT k, v\n\ufeffGET k\n"))
+	for _, want := range []string{"PUT k, v", "\ufeffGET k"} {
+		got, err := s.ReadLine()
+		if err != nil || got != want {
+			t.Fatalf("ReadLine: %q, %v; want %q", got, err, want)
+		}
+	}
+}

@@ -101,6 +101,11 @@ func writeJSON(w io.Writer, v any) {
 	fmt.Fprintf(w, "%s\n", escapeNonPrintable(b))
 }
 
+// SafeJSON is JSON text b with every non-ASCII character that is not
+// printable written as a \u escape, as every JSON answer of the shell is:
+// for the JSON other commands print.
+func SafeJSON(b []byte) []byte { return escapeNonPrintable(b) }
+
 // escapeNonPrintable writes every non-ASCII character that is not printable
 // (C1 controls, bidi overrides and other format characters) as a JSON \u
 // escape. encoding/json escapes only the ASCII controls and U+2028/U+2029,
@@ -121,6 +126,23 @@ func escapeNonPrintable(b []byte) []byte {
 	}
 	return out
 }
+
+// Shown is s as text output shows a key, a value, a name or anything else
+// from a user, a stream or a server: as is when every character is
+// printable, else as a quoted string (see shown).
+func Shown(s string) string { return shown(s) }
+
+// PrintTable prints a table as the shell prints its own: every cell as
+// Shown shows it, and a warning line if the table cannot be drawn.
+func PrintTable(w io.Writer, header []string, rows [][]string) {
+	if err := renderTable(w, &table{header: header, rows: rows}); err != nil {
+		fmt.Fprintln(w, warn("Error: %v", err))
+	}
+}
+
+// WriteJSON prints v as one line of JSON, escaped as the shell's -o json
+// output is (see escapeNonPrintable).
+func WriteJSON(w io.Writer, v any) { writeJSON(w, v) }
 
 func yesNo(on bool) string {
 	if on {

@@ -1,8 +1,18 @@
-// Package repl is the sharedconfig command shell: a line is parsed, looked up
-// in one command table (which also drives the argument checks, HELP and
-// completion), run against a shared config, and its reply rendered as text
-// or JSON. Terminal and piped input go through the same loop behind the
-// Input interface.
+// Package repl is the sharedconfig command shell: a line is parsed
+// (parse.go), looked up in one command table whose parameters are stated
+// once and drive the argument checks, HELP and completion (commands.go,
+// params.go, complete.go), run against a shared config, and its reply
+// rendered as text or JSON (reply.go). Everything printed that came from a
+// user, a stream or a server is escaped there, in one place; the one-shot
+// commands outside the shell print through Shown, PrintTable and WriteJSON
+// for the same reason.
+//
+// Terminal and piped input go through the same loop (shell.go) behind the
+// Input interface: a Script reads lines of bounded length (input.go); a
+// Terminal keeps the terminal raw for the session, reads its keys itself
+// and hands them to go-prompt one at a time (terminal.go, keys.go,
+// console_*.go), so that a paste runs line by line, type-ahead waits, and
+// Ctrl-C cancels the running command.
 package repl
 
 import (
@@ -74,8 +84,9 @@ type Shell struct {
 	tracing  atomic.Bool
 	attempts []jsonTrace // JSON mode: the current command's tries
 
-	followMu   sync.Mutex
-	stopFollow func()
+	followMu    sync.Mutex
+	stopFollow  func() // set while following: FOLLOW ON or WATCH
+	watchPrefix string // WATCH's prefix; empty: every key
 
 	cancelled atomic.Bool // Ctrl-C cancelled the command running
 }
@@ -97,8 +108,8 @@ func New(o Options) *Shell {
 // Attach sets the config the shell works on.
 func (sh *Shell) Attach(cfg *sharedconfig.Config) { sh.cfg = cfg }
 
-// Close stops following, if on.
-func (sh *Shell) Close() { sh.setFollow(false) }
+// Close stops following or watching, if on.
+func (sh *Shell) Close() { sh.setWatch(false, "") }
 
 // Failures is how many lines failed: could not be parsed or run, or ran into
 // an error. A command that answers "no" ("was NOT replaced") did not fail.
@@ -273,6 +284,13 @@ func (sh *Shell) printAsync(lines []string) {
 	sh.print(lines)
 }
 
+// printJSONAsync prints v as one line of JSON, as printAsync prints lines.
+func (sh *Shell) printJSONAsync(v any) {
+	var b strings.Builder
+	writeJSON(&b, v)
+	sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
+}
+
 // Attempt is the config's trace hook: with TRACE ON it shows every try of a
 // write as it happens.
 func (sh *Shell) Attempt(a statesync.Attempt) {
@@ -316,26 +334,31 @@ func describeAttempt(a statesync.Attempt) string {
 // a command: a warning, since nothing is lost.
 func (sh *Shell) CompactionFailed(err error) {
 	if sh.json {
-		var b strings.Builder
-		writeJSON(&b, fields{"event": "compaction_failed", "error": describeError(err, sh.timeout)})
-		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
+		sh.printJSONAsync(fields{"event": "compaction_failed", "error": describeError(err, sh.timeout)})
 		return
 	}
 	sh.printAsync([]string{warn("Compaction failed (nothing is lost; it will be tried again): %s", describeError(err, sh.timeout))})
 }
 
-// Changed is the config's change hook: with FOLLOW ON it shows each change
-// made by others as it lands.
+// Changed is the config's change hook: with FOLLOW ON (or WATCH with no
+// prefix) it shows each change made by others as it lands.
 func (sh *Shell) Changed(ch sharedconfig.Change) {
-	if ch.Local || !sh.following() {
+	if on, prefix := sh.watching(); ch.Local || !on || prefix != "" {
 		return
 	}
+	sh.showChange(ch, "")
+}
+
+// showChange prints a change others made: a ">>>> " line, or a JSON event;
+// prefix is the watch's, if it has one.
+func (sh *Shell) showChange(ch sharedconfig.Change, prefix string) {
 	if sh.json {
-		var b strings.Builder
 		f := changeFields(ch)
 		f["event"] = "change"
-		writeJSON(&b, f)
-		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
+		if prefix != "" {
+			f["prefix"] = prefix
+		}
+		sh.printJSONAsync(f)
 		return
 	}
 	if ch.Foreign != "" {
@@ -350,35 +373,71 @@ func (sh *Shell) Changed(ch sharedconfig.Change) {
 	sh.printAsync([]string{">>>> " + safef("revision %d by %s: %s %s", []any{ch.Revision, ch.Writer, op, args})})
 }
 
-func (sh *Shell) following() bool {
+// watching says what the shell shows of others' changes as they land:
+// nothing, every change (FOLLOW ON, or WATCH alone), or those to keys under
+// a prefix (WATCH prefix). Either way the local copy is kept current.
+func (sh *Shell) watching() (on bool, prefix string) {
 	sh.followMu.Lock()
 	defer sh.followMu.Unlock()
-	return sh.stopFollow != nil
+	return sh.stopFollow != nil, sh.watchPrefix
 }
 
 // SetFollow turns follow mode on or off.
-func (sh *Shell) SetFollow(on bool) error { return sh.setFollow(on) }
+func (sh *Shell) SetFollow(on bool) error { return sh.setWatch(on, "") }
 
-func (sh *Shell) setFollow(on bool) error {
+// SetWatch shows the changes others make to keys starting with prefix as
+// they land (every change if prefix is empty), as WATCH does.
+func (sh *Shell) SetWatch(prefix string) error { return sh.setWatch(true, prefix) }
+
+// setWatch stops what the shell watches and, if on, watches prefix (the
+// whole config if empty). One watch per shell: a new one replaces the last.
+func (sh *Shell) setWatch(on bool, prefix string) error {
 	sh.followMu.Lock()
 	defer sh.followMu.Unlock()
-	switch {
-	case on && sh.stopFollow == nil:
-		stop, err := sh.cfg.Follow(func(err error) {
-			sh.printAsync([]string{warn("Follow: %s", describeError(err, 0))})
-		})
-		if err != nil {
-			return err
-		}
-		sh.stopFollow = stop
-	case !on && sh.stopFollow != nil:
-		stop := sh.stopFollow
-		sh.stopFollow = nil
+	if on && sh.stopFollow != nil && sh.watchPrefix == prefix {
+		return nil
+	}
+	if stop := sh.stopFollow; stop != nil {
+		sh.stopFollow, sh.watchPrefix = nil, ""
 		sh.followMu.Unlock()
-		stop() // may wait for a fetch whose changes call following()
+		stop() // may wait for a fetch whose changes call watching()
 		sh.followMu.Lock()
 	}
+	if !on {
+		return nil
+	}
+	onError := sh.followFailed
+	var stop func()
+	var err error
+	if prefix == "" {
+		stop, err = sh.cfg.Follow(onError)
+	} else {
+		// The watch hears of changes only until stop returns, so it
+		// need not ask watching().
+		stop, err = sh.cfg.Watch(prefix, func(ch sharedconfig.Change) {
+			if !ch.Local {
+				sh.showChange(ch, prefix)
+			}
+		}, onError)
+	}
+	if err != nil {
+		return err
+	}
+	sh.stopFollow, sh.watchPrefix = stop, prefix
 	return nil
+}
+
+// followFailed reports a catch-up that failed in follow mode: a warning,
+// or with -o json an event, so that the output stays JSON.
+func (sh *Shell) followFailed(err error) {
+	msg := "Follow: " + describeError(err, 0)
+	if sh.json {
+		var b strings.Builder
+		writeJSON(&b, fields{"event": "error", "error": msg})
+		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
+		return
+	}
+	sh.printAsync([]string{warn("%s", msg)})
 }
 
 // describeError is an error as one line says it.

@@ -6,9 +6,16 @@
 // is a conditional append that lands only if the writer's copy was the
 // latest; otherwise the writer catches up and decides again. Unlike the
 // original, a conditional operation that decides not to write (a
-// put-if-absent on an existing key, a remove or replace whose value does not
-// match, a clear of an empty config) checks that its copy was current, so
+// put-if-absent on an existing key, a remove or replace whose value or
+// revision does not match, a clear of an empty config) checks that its copy was current, so
 // its answer was true of the shared config at some instant during the call.
+//
+// Besides the operations: History and KeyHistory read the log back as
+// changes (LOG, HISTORY), and Options.Changed is told of each change as it
+// lands (follow mode). Export and Import move a config to and from a file
+// (export.go). An entry another program published is stepped over; one that
+// claims to be sharedconfig's and does not decode leaves the config readable
+// at its last good state, which Repair writes past the damage (repair.go).
 package sharedconfig
 
 import (
@@ -16,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
@@ -68,6 +76,10 @@ type Config struct {
 
 	mu          sync.Mutex
 	removesLeft int
+
+	watchMu  sync.Mutex
+	watchers map[*watcher]struct{}
+	watching atomic.Int32 // len(watchers), read without the lock
 }
 
 // ErrNotUTF8: keys and values must be UTF-8 text.
@@ -85,16 +97,9 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	if o.CatchingUp != nil {
 		syncOpts = append(syncOpts, statesync.WithProgress(o.CatchingUp))
 	}
-	if o.Changed != nil {
-		syncOpts = append(syncOpts, statesync.WithApplied(func(a statesync.Applied[State]) {
-			o.Changed(changeOf(a.Entry, a.Updates, a.Snapshot, a.Local))
-		}))
-	}
-	c := &Config{
-		sync:        statesync.New[State](log, Codec{}, syncOpts...),
-		opts:        o,
-		removesLeft: o.Compaction.RemovesBeforeCompaction,
-	}
+	c := &Config{opts: o, removesLeft: o.Compaction.RemovesBeforeCompaction}
+	syncOpts = append(syncOpts, statesync.WithApplied(c.applied)) // Changed and Watch
+	c.sync = statesync.New[State](log, Codec{}, syncOpts...)
 	if err := c.sync.Initialize(ctx, Snapshot{EmptyState()}); err != nil {
 		var entryErr *statesync.EntryError
 		if _, ok := c.sync.State(); ok && errors.As(err, &entryErr) {
@@ -255,6 +260,26 @@ func (c *Config) ReplaceIfValue(ctx context.Context, key, currentValue, newValue
 		}
 		return updates{Put{key, newValue}}, true
 	}, key, currentValue, newValue)
+}
+
+// ReplaceIfRevision sets key to newValue only if the key was last set at
+// revision (as Lookup, GET with --revisions and etcd's mod_revision tell),
+// and returns the property the decision was made on: the one replaced, or
+// the one that did not match. found is false if key has no value; nothing is
+// then written.
+func (c *Config) ReplaceIfRevision(ctx context.Context, key, newValue string, revision uint64) (replaced bool, current Property, found bool, err error) {
+	type decision struct {
+		replaced, found bool
+		current         Property
+	}
+	d, err := update(ctx, c, func(s State) (updates, decision) {
+		p, ok := s.Lookup(key)
+		if !ok || p.Revision != revision {
+			return nil, decision{false, ok, p}
+		}
+		return updates{Put{key, newValue}}, decision{true, true, p}
+	}, key, newValue)
+	return d.replaced, d.current, d.found, err
 }
 
 // Clear deletes every key of the shared config, even when the local copy

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"time"
+	"unicode/utf8"
 )
 
 // ExportFormat marks a file that Export wrote.
@@ -35,17 +38,26 @@ func (c *Config) Export(scope, name string) Exported {
 	st, _ := c.sync.State()
 	e := Exported{Format: ExportFormat, Scope: scope, Name: name, Revision: st.Revision, Exported: time.Now().UTC(), Properties: map[string]ExportedProperty{}}
 	for k, p := range st.Value.All() {
-		e.Properties[k] = ExportedProperty{p.Value, p.Revision}
+		e.Properties[k] = ExportedProperty(p)
 	}
 	return e
 }
 
 // ParseImport reads what Export writes, or a plain JSON object of keys to
-// string values, and returns the keys and values.
+// string values, and returns the keys and values. It refuses what would
+// import something other than what the file seems to say: text that is not
+// UTF-8 (the decoder would replace bytes silently), a key given twice (the
+// decoder would keep the last silently), an empty key (the shell never
+// writes one), and null or an export without its properties (with
+// --replace, either would empty the config).
 func ParseImport(data []byte) (map[string]string, error) {
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %w", err)
+	if !utf8.Valid(data) {
+		return nil, errors.New("not UTF-8 text, as JSON must be")
+	}
+	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a byte order mark, as Windows editors write
+	probe, err := objectMembers(data)
+	if err != nil {
+		return nil, err
 	}
 	var format string
 	if raw, ok := probe["format"]; ok && json.Unmarshal(raw, &format) == nil && format == ExportFormat {
@@ -55,8 +67,18 @@ func ParseImport(data []byte) (map[string]string, error) {
 		if err := dec.Decode(&e); err != nil {
 			return nil, fmt.Errorf("a %s file that does not read: %w", ExportFormat, err)
 		}
+		raw, ok := probe["properties"]
+		if !ok {
+			return nil, fmt.Errorf("a %s file without properties", ExportFormat)
+		}
+		if _, err := objectMembers(raw); err != nil {
+			return nil, fmt.Errorf("a %s file whose properties do not read: %w", ExportFormat, err)
+		}
 		props := make(map[string]string, len(e.Properties))
 		for k, p := range e.Properties {
+			if k == "" {
+				return nil, errors.New("a key is empty: keys are never empty")
+			}
 			props[k] = p.Value
 		}
 		return props, nil
@@ -67,9 +89,60 @@ func ParseImport(data []byte) (map[string]string, error) {
 		if err := json.Unmarshal(raw, &v); err != nil || string(raw) == "null" {
 			return nil, fmt.Errorf("key %q: its value is %s, not a string (quote numbers and booleans)", k, abbreviate(raw))
 		}
+		if k == "" {
+			return nil, errors.New("a key is empty: keys are never empty")
+		}
 		props[k] = v
 	}
 	return props, nil
+}
+
+// objectMembers reads one JSON object into its members, refusing anything
+// else (null included) and a member name given twice.
+func objectMembers(data []byte) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	notObject := func(err error) error { return fmt.Errorf("not a JSON object: %w", err) }
+	if tok, err := dec.Token(); err != nil {
+		return nil, notObject(err)
+	} else if tok != json.Delim('{') {
+		return nil, notObject(fmt.Errorf("it starts with %s", tokenText(tok)))
+	}
+	members := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, notObject(err)
+		}
+		key := tok.(string) // inside an object, the decoder yields only string names
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, notObject(err)
+		}
+		if _, twice := members[key]; twice {
+			return nil, fmt.Errorf("key %q is given twice", key)
+		}
+		members[key] = raw
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, notObject(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, notObject(errors.New("more follows the object"))
+	}
+	return members, nil
+}
+
+func tokenText(tok json.Token) string {
+	switch tok := tok.(type) {
+	case nil:
+		return "null"
+	case json.Delim:
+		return string(tok)
+	case string:
+		return "a string"
+	default:
+		return fmt.Sprint(tok)
+	}
 }
 
 func abbreviate(b []byte) string {

@@ -57,11 +57,26 @@ func TestExportReadsBack(t *testing.T) {
 	if err != nil || !maps.Equal(got, contents(c)) {
 		t.Fatalf("ParseImport(Export): %v, %v; want %v", got, err, contents(c))
 	}
+	if got, err := sharedconfig.ParseImport([]byte(`{"format": "sharedconfig-export/1", "properties": {}}`)); err != nil || len(got) != 0 {
+		t.Fatalf("an export of an empty config: %v, %v", got, err)
+	}
+	if got, err := sharedconfig.ParseImport([]byte("\ufeff{\"k\": \"v\"}")); err != nil || !maps.Equal(got, map[string]string{"k": "v"}) {
+		t.Fatalf("a file starting with a byte order mark: %v, %v", got, err)
+	}
 	got, err = sharedconfig.ParseImport([]byte(`{"format": "mine", "x": "y"}`))
 	if err != nil || !maps.Equal(got, map[string]string{"format": "mine", "x": "y"}) {
 		t.Fatalf("a plain object: %v, %v", got, err)
 	}
-	for _, bad := range []string{`[]`, `{"a": 1}`, `{"a": null}`, `{"format": "sharedconfig-export/1", "properties": {"a": "v"}}`, `nope`} {
+	for _, bad := range []string{`[]`, `{"a": 1}`, `{"a": null}`, `{"format": "sharedconfig-export/1", "properties": {"a": "v"}}`, `nope`,
+		// Each of these would import something the file does not say: a
+		// value lost to its twin, bytes replaced, an empty key, or (with
+		// --replace) an emptied config.
+		`{"a": "1", "a": "2"}`, `{5: "x"}`, `{"a"}`, `{"a": }`, `{`, "{\"a\": \"\xff\"}", `{"": "x"}`, `null`, `{"a": "b"} {"c": "d"}`,
+		`{"format": "sharedconfig-export/1", "properties": null}`,
+		`{"format": "sharedconfig-export/1"}`,
+		`{"format": "sharedconfig-export/1", "properties": {"a": {"value": "1"}, "a": {"value": "2"}}}`,
+		`{"format": "sharedconfig-export/1", "properties": {"": {"value": "1"}}}`,
+	} {
 		if got, err := sharedconfig.ParseImport([]byte(bad)); err == nil {
 			t.Errorf("ParseImport(%s) = %v; want an error", bad, got)
 		}

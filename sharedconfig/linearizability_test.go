@@ -45,16 +45,18 @@ type lzState [3]struct {
 }
 
 type lzInput struct {
-	op       string // get put putIfAbsent remove removeIfValue replace replaceIfValue clear
+	op       string // get put putIfAbsent remove removeIfValue replace replaceIfValue replaceIfRevision clear
 	key      int
 	value    string // put's value, the new value of replace*, removeIfValue's expected
-	expected string // replaceIfValue's expected value
+	expected string // replaceIfValue's expected value; replaceIfRevision's: the value its copy had at revision
+	revision uint64 // replaceIfRevision's expected revision
 }
 
 type lzOutput struct {
 	value   string
 	ok      bool // found, existed, removed or replaced
 	n       int  // clear: how many were removed
+	found   bool // replaceIfRevision: the key had a value (then in value)
 	unknown bool // failed: may or may not have taken effect
 }
 
@@ -101,6 +103,15 @@ var lzModel = porcupine.Model{
 				s[in.key].v = in.value
 			}
 			return out.unknown || out.ok == replaced, s
+		case "replaceIfRevision":
+			// Every write writes a value no other write of the key
+			// writes, so the key was last set at the revision the client
+			// saw it at exactly when it still has the value it saw.
+			replaced := cur.ok && cur.v == in.expected
+			if replaced {
+				s[in.key].v = in.value
+			}
+			return out.unknown || out.ok == replaced && out.found == cur.ok && out.value == cur.v, s
 		case "clear":
 			n := 0
 			for _, e := range s {
@@ -122,6 +133,9 @@ var lzModel = porcupine.Model{
 		if out.unknown {
 			res = "unknown"
 		}
+		if in.op == "replaceIfRevision" {
+			return fmt.Sprintf("%s(%s, %q, %d (%q)) -> %s", in.op, lzKeys[in.key], in.value, in.revision, in.expected, res)
+		}
 		return fmt.Sprintf("%s(%s, %q, %q) -> %s", in.op, lzKeys[in.key], in.value, in.expected, res)
 	},
 	DescribeState: func(state interface{}) string {
@@ -140,7 +154,7 @@ var lzModel = porcupine.Model{
 var lzMix = []struct {
 	op     string
 	weight int
-}{{"get", 25}, {"put", 30}, {"putIfAbsent", 10}, {"remove", 6}, {"removeIfValue", 6}, {"replace", 12}, {"replaceIfValue", 9}, {"clear", 2}}
+}{{"get", 25}, {"put", 30}, {"putIfAbsent", 10}, {"remove", 6}, {"removeIfValue", 6}, {"replace", 12}, {"replaceIfValue", 5}, {"replaceIfRevision", 4}, {"clear", 2}}
 
 func lzPick(rng *rand.Rand) string {
 	n := rng.IntN(100)
@@ -208,6 +222,14 @@ func lzRun(t *testing.T, connect func() (*nats.Conn, error), name string, replic
 						in.value = guess
 					} else {
 						in.expected = guess
+					}
+				}
+				if in.op == "replaceIfRevision" {
+					// Expect the revision the local copy has, which may be
+					// stale; for a key it lacks, one no key is ever set at.
+					in.revision, in.expected = 1, "(none)"
+					if p, ok := c.State().Lookup(lzKeys[in.key]); ok {
+						in.revision, in.expected = p.Revision, p.Value
 					}
 				}
 				// A pause, so that every client's operations spread over the
@@ -279,6 +301,10 @@ func lzDo(c *sharedconfig.Config, in lzInput) (lzOutput, error) {
 		out.value, out.ok, err = c.Replace(ctx, k, in.value)
 	case "replaceIfValue":
 		out.ok, err = c.ReplaceIfValue(ctx, k, in.expected, in.value)
+	case "replaceIfRevision":
+		var cur sharedconfig.Property
+		out.ok, cur, out.found, err = c.ReplaceIfRevision(ctx, k, in.value, in.revision)
+		out.value = cur.Value
 	case "clear":
 		out.n, err = c.Clear(ctx)
 	}

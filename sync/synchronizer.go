@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -22,8 +21,11 @@ type Synchronizer[S any] struct {
 	applied  func(Applied[S])
 	progress func(done, total uint64)
 
-	mu    sync.Mutex // serialises Fetch, UpdateState, Initialize and Compact
+	mu    sync.Mutex // serialises Fetch, UpdateState's batches, Initialize and Compact
 	local atomic.Pointer[local[S]]
+	queue queue[S] // UpdateState calls waiting for the batch in flight
+
+	contention contention // guarded by mu
 }
 
 // local is what the synchronizer knows: a state, and where it came from.
@@ -273,8 +275,9 @@ func (s *Synchronizer[S]) notifyApplied(a Applied[S]) {
 // UpdateState is the one way to change the state conditionally. It calls fn
 // with the local state; if fn returns updates, they are appended to the log
 // only if the log is still at the revision fn saw. When the log has moved on,
-// UpdateState catches up and calls fn again (backing off with jitter after
-// many tries, see backoff), until the append lands or ctx ends. fn may
+// UpdateState catches up and calls fn again at once, until the append lands
+// or ctx ends (a writer that keeps winning lets others in, see
+// contention.go). fn may
 // therefore run several times and must have no side effects; its result from
 // the last run is returned.
 //
@@ -283,33 +286,26 @@ func (s *Synchronizer[S]) notifyApplied(a Applied[S]) {
 // and runs fn again), so a decision not to write was true of the shared state
 // at some instant during the call, not only of a stale local copy.
 //
+// Calls that arrive while another call's append is in flight are committed
+// together, as one entry (group commit, see groupcommit.go): each fn sees
+// the state the calls before it in the batch produced, and each call gets
+// its own result. A call that finds no append in flight runs at once.
+//
 // The shape is etcd's runSTM: run fn on the local copy, then commit (or
 // confirm that the copy is current), and on a conflict catch up and repeat.
 func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(state S) ([]Update[S], R)) (R, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var result R
-	var try Attempt
-	err := s.retryOnConflictLocked(ctx, func(attempt int) error {
-		cur := *s.local.Load()
+	r := &request[S]{ctx: ctx, done: make(chan struct{}), turn: make(chan struct{})}
+	r.run = func(state S) []Update[S] {
 		var updates []Update[S]
-		updates, result = fn(cur.Value)
-		try = Attempt{N: attempt, Base: cur.Revision, Updates: len(updates)}
-		if len(updates) == 0 {
-			return s.confirmCurrentLocked(ctx, cur.Revision)
-		}
-		var err error
-		try.Revision, err = s.commitLocked(ctx, cur, updates)
-		return err
-	}, func(conflict *ConflictError, caughtUp uint64) {
-		try.Conflict, try.CaughtUp = conflict, caughtUp
-		s.traceAttempt(try)
-	})
-	if err != nil {
-		var zero R
-		return zero, err
+		updates, result = fn(state)
+		return updates
 	}
-	s.traceAttempt(try)
+	s.submit(r)
+	if r.err != nil {
+		var zero R
+		return zero, r.err
+	}
 	return result, nil
 }
 
@@ -328,6 +324,7 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 	for _, u := range updates {
 		cur.Value = u.Apply(cur.Value, rev)
 	}
+	s.contention.landed(cur.Revision, rev, time.Now())
 	cur.Revision = rev
 	s.local.Store(&cur)
 	s.notifyApplied(Applied[S]{Entry: Entry{Revision: rev, Data: data, Time: time.Now()}, Updates: updates, Local: true})
@@ -351,26 +348,36 @@ func (s *Synchronizer[S]) confirmCurrentLocked(ctx context.Context, base uint64)
 // retryOnConflictLocked runs try, one conditional write based on the local
 // copy, until it succeeds or fails with anything but a conflict. After each
 // conflict it catches up to the revision the log reported, tells caughtUp
-// (if set) how far it got, and backs off (see backoff) before the next try.
+// (if set) how far it got, and tries again at once.
 func (s *Synchronizer[S]) retryOnConflictLocked(ctx context.Context, try func(attempt int) error, caughtUp func(*ConflictError, uint64)) error {
+	lost, err := s.retryLocked(ctx, try, caughtUp)
+	return gaveUp(ctx, lost, err)
+}
+
+// retryLocked is retryOnConflictLocked without the naming of the error: it
+// returns the error that stopped it and how many tries in a row it had lost.
+func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int) error, caughtUp func(*ConflictError, uint64)) (lost int, err error) {
 	if err := s.ensureInitializedLocked(ctx); err != nil {
-		return err
+		return 0, err
 	}
 	for attempt := 1; ; attempt++ {
 		err := try(attempt)
 		var conflict *ConflictError
 		if !errors.As(err, &conflict) {
-			return gaveUp(ctx, attempt-1, err)
+			return attempt - 1, err
 		}
+		s.contention.lost(time.Now())
 		rev, err := s.fetchLocked(ctx, conflict.Current)
 		if caughtUp != nil {
 			caughtUp(conflict, rev)
 		}
 		if err != nil {
-			return gaveUp(ctx, attempt, err)
+			return attempt, err
 		}
-		if err := backoff(ctx, attempt); err != nil {
-			return gaveUp(ctx, attempt, err)
+		// A writer that lost is current again: it tries at once (see
+		// contention.go), while its context lasts.
+		if err := ctx.Err(); err != nil {
+			return attempt, err
 		}
 	}
 }
@@ -392,29 +399,6 @@ func gaveUp(ctx context.Context, lost int, err error) error {
 	}
 	return &ContendedError{Lost: lost, Err: err}
 }
-
-// backoff waits before try attempt+1. A writer that lost has just caught
-// up, so it tries again at once: sleeping only lets the writer that won,
-// which is already current, win again. After many losses in a row it waits
-// a random time, up to a bound that doubles per try and is capped at 10ms,
-// to spread out a crowd of writers.
-func backoff(ctx context.Context, attempt int) error {
-	if attempt < backoffAfter {
-		return ctx.Err()
-	}
-	limit := min(100*time.Microsecond<<min(attempt-backoffAfter, 7), 10*time.Millisecond)
-	t := time.NewTimer(rand.N(limit) + 1)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// backoffAfter is the try after which backoff starts to wait.
-const backoffAfter = 8
 
 // progressEvery is how often, in entries, a long catch-up reports.
 const progressEvery = 1024

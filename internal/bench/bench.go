@@ -101,6 +101,7 @@ var Phases = []Phase{
 	{"put", (*runner).putLatency},
 	{"state-size", (*runner).stateSize},
 	{"contended", (*runner).contended},
+	{"group commit", (*runner).groupCommit},
 	{"refresh", (*runner).refresh},
 	{"catch-up", (*runner).catchUp},
 	{"join", (*runner).join},
@@ -369,7 +370,7 @@ func (r *runner) contended(ctx context.Context) ([]Row, error) {
 			return rows, err
 		}
 		x := row(fmt.Sprintf("contended, %d writers: commits/s", w), "commits/s", ours.rate(r.o.Duration), kv.rate(r.o.Duration), "NATS KV Update").atLeast(1.0)
-		x.Note = fmt.Sprintf("tries per commit %.2f (KV %.2f); most tries for one commit %d (KV %d)", ours.perCommit(), kv.perCommit(), ours.worst, kv.worst)
+		x.Note = fmt.Sprintf("tries per commit %.2f (KV %.2f); most tries for one commit %d (KV %d); %s (KV: %s)", ours.perCommit(), kv.perCommit(), ours.worst, kv.worst, ours.fairness(), kv.fairness())
 		rows = append(rows, x)
 	}
 	return rows, nil
@@ -378,6 +379,17 @@ func (r *runner) contended(ctx context.Context) ([]Row, error) {
 type contention struct {
 	commits, tries int
 	worst          int
+	perWriter      []int           // commits by each writer
+	latencies      []time.Duration // of every commit
+}
+
+// fairness says how the commits were shared out and how long the slowest
+// took.
+func (c contention) fairness() string {
+	if len(c.perWriter) == 0 {
+		return "no writers"
+	}
+	return fmt.Sprintf("commits per writer %d–%d, p99 %.0f µs", slices.Min(c.perWriter), slices.Max(c.perWriter), percentile(c.latencies, 0.99))
 }
 
 func (c contention) rate(d time.Duration) float64 { return float64(c.commits) / d.Seconds() }
@@ -394,13 +406,15 @@ func (r *runner) runWriters(ctx context.Context, w int, write func(i int) (int, 
 	ctx, cancel := context.WithTimeout(ctx, r.o.Duration)
 	defer cancel()
 	var mu sync.Mutex
-	var total contention
+	total := contention{perWriter: make([]int, w)}
 	var firstErr error
 	var wg sync.WaitGroup
 	for i := range w {
 		wg.Go(func() {
 			for ctx.Err() == nil {
+				start := time.Now()
 				tries, err := write(i)
+				took := time.Since(start)
 				if err != nil {
 					if ctx.Err() == nil {
 						mu.Lock()
@@ -413,6 +427,8 @@ func (r *runner) runWriters(ctx context.Context, w int, write func(i int) (int, 
 				total.commits++
 				total.tries += tries
 				total.worst = max(total.worst, tries)
+				total.perWriter[i]++
+				total.latencies = append(total.latencies, took)
 				mu.Unlock()
 			}
 		})

@@ -1,0 +1,60 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// groupWriters is how many goroutines share one config in the group commit
+// figure, and how many configs the anchor runs.
+const groupWriters = 16
+
+// groupCommit: groupWriters goroutines updating one key through one config
+// (one synchronizer, one connection) for Duration, against as many configs on
+// as many connections: calls that queue while an append is in flight share
+// the next append.
+func (r *runner) groupCommit(ctx context.Context) ([]Row, error) {
+	r.progress("group commit", 0, 2)
+	shared, appends, err := r.sharedWriters(ctx, groupWriters)
+	if err != nil {
+		return nil, err
+	}
+	r.progress("group commit", 1, 2)
+	separate, err := r.contendedOurs(ctx, groupWriters)
+	if err != nil {
+		return nil, err
+	}
+	x := row(fmt.Sprintf("group commit, %d goroutines on one connection: commits/s", groupWriters), "commits/s",
+		shared.rate(r.o.Duration), separate.rate(r.o.Duration), fmt.Sprintf("%d synchronizers on %d connections", groupWriters, groupWriters)).atLeast(4)
+	if appends > 0 {
+		x.Note = fmt.Sprintf("%.1f commits per append; %s (separate: %s)", float64(shared.commits)/float64(appends), shared.fairness(), separate.fairness())
+	}
+	return []Row{x}, nil
+}
+
+// sharedWriters runs w goroutines putting one key through one config and
+// returns what they did and how many appends landed.
+func (r *runner) sharedWriters(ctx context.Context, w int) (contention, int64, error) {
+	defer r.closeAll()
+	var appends atomic.Int64
+	c, err := r.open(ctx, uniqueName("group"), sharedconfig.Options{Trace: func(a statesync.Attempt) {
+		if a.Revision != 0 {
+			appends.Add(1)
+		}
+	}})
+	if err != nil {
+		return contention{}, 0, err
+	}
+	got, err := r.runWriters(ctx, w, func(i int) (int, error) {
+		if _, _, err := c.Put(ctx, "key", strconv.Itoa(i)); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	})
+	return got, appends.Load(), err
+}

@@ -1,0 +1,180 @@
+package sharedconfig
+
+import (
+	"iter"
+	"strings"
+	"sync"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// Watch calls fn with each change to keys that start with prefix (every
+// key if prefix is empty) as the local copy takes it in, and keeps the
+// local copy current in the background, as Follow does, until stop is
+// called. onError, if set, hears of background reads that failed; the
+// watch goes on.
+//
+// Each Change fn gets is narrowed to its operations on keys under prefix;
+// an operation with no key (CLEAR) shows when there were keys under prefix
+// for it to remove. Entries that change nothing under prefix are not
+// reported. A snapshot the local copy caught up through (another process
+// compacted history this one had not read) comes as one Change with
+// Snapshot set, Properties the keys it holds under prefix (State is all it
+// holds), and Ops the puts and removes it implies there; a snapshot that
+// changes nothing there is not reported. Changes this process makes come
+// too, with Local set.
+//
+// fn runs while the local copy is being updated: it must not call back into
+// the Config or call stop. Once stop returns, fn is not called again.
+// Several watches may run at once; each follows the log on its own.
+func (c *Config) Watch(prefix string, fn func(Change), onError func(error)) (stop func(), err error) {
+	w := &watcher{prefix: prefix, fn: fn}
+	c.watchMu.Lock()
+	// Entries up to the copy's revision are in seen; the hook skips them if
+	// it is still telling of them.
+	st, _ := c.sync.State()
+	w.seen, w.from = st.Value, st.Revision
+	if c.watchers == nil {
+		c.watchers = map[*watcher]struct{}{}
+	}
+	c.watchers[w] = struct{}{}
+	c.watching.Add(1)
+	c.watchMu.Unlock()
+	unregister := func() {
+		c.watchMu.Lock()
+		delete(c.watchers, w)
+		c.watching.Add(-1)
+		c.watchMu.Unlock()
+	}
+	stopFollow, err := c.sync.Follow(onError)
+	if err != nil {
+		unregister()
+		return nil, err
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			stopFollow()
+			unregister()
+		})
+	}, nil
+}
+
+// watcher is one Watch: its prefix, its callback, and the state as of the
+// last entry it took in, which a snapshot is compared with.
+type watcher struct {
+	prefix string
+	fn     func(Change)
+	seen   State
+	from   uint64
+}
+
+// applied is the synchronizer's hook: every entry the local copy takes in,
+// in order, once reads show it.
+func (c *Config) applied(a statesync.Applied[State]) {
+	if c.opts.Changed == nil && c.watching.Load() == 0 {
+		return
+	}
+	ch := changeOf(a.Entry, a.Updates, a.Snapshot, a.Local)
+	if c.opts.Changed != nil {
+		c.opts.Changed(ch)
+	}
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if len(c.watchers) == 0 {
+		return
+	}
+	// After the last entry of a read the watchers' state is the copy's:
+	// share it, rather than keep a copy of every node they applied.
+	st, _ := c.sync.State()
+	for w := range c.watchers {
+		w.take(a, ch)
+		if st.Revision == w.from {
+			w.seen = st.Value
+		}
+	}
+}
+
+// take tells w of one entry, narrowed to its prefix.
+func (w *watcher) take(a statesync.Applied[State], ch Change) {
+	if a.Revision <= w.from {
+		return
+	}
+	w.from = a.Revision
+	switch {
+	case a.Foreign != "":
+		return
+	case a.Entry.Snapshot:
+		ch.Ops = diffUnder(w.seen, a.Snapshot, w.prefix)
+		ch.Properties = countUnder(a.Snapshot, w.prefix)
+		w.seen = a.Snapshot
+	default:
+		ch.Ops = opsUnder(ch.Ops, w.seen, w.prefix)
+		for _, u := range a.Updates {
+			w.seen = u.Apply(w.seen, a.Revision)
+		}
+	}
+	if len(ch.Ops) > 0 {
+		w.fn(ch)
+	}
+}
+
+// opsUnder keeps the ops that touch keys under prefix: those on such a key,
+// and those on no key (a CLEAR) when before holds a key under prefix or an
+// earlier op of the entry put one there.
+func opsUnder(ops []Op, before State, prefix string) []Op {
+	var kept []Op
+	for _, op := range ops {
+		switch {
+		case op.Key != "" && strings.HasPrefix(op.Key, prefix),
+			op.Key == "" && (len(kept) > 0 || anyUnder(before, prefix)):
+			kept = append(kept, op)
+		}
+	}
+	return kept
+}
+
+func anyUnder(s State, prefix string) bool {
+	for range s.WithPrefix(prefix) {
+		return true
+	}
+	return false
+}
+
+func countUnder(s State, prefix string) int {
+	n := 0
+	for range s.WithPrefix(prefix) {
+		n++
+	}
+	return n
+}
+
+// diffUnder is the puts and removes that turn before into after, for keys
+// under prefix, in key order. A key set again to the same value at another
+// revision counts as a put.
+func diffUnder(before, after State, prefix string) []Op {
+	nextOld, stopOld := iter.Pull2(before.WithPrefix(prefix))
+	defer stopOld()
+	nextNew, stopNew := iter.Pull2(after.WithPrefix(prefix))
+	defer stopNew()
+	var ops []Op
+	oldKey, oldProp, hasOld := nextOld()
+	newKey, newProp, hasNew := nextNew()
+	for hasOld || hasNew {
+		switch {
+		case hasOld && (!hasNew || oldKey < newKey): // gone
+			ops = append(ops, Op{Kind: "remove", Key: oldKey})
+			oldKey, oldProp, hasOld = nextOld()
+		case hasNew && (!hasOld || newKey < oldKey): // new
+			ops = append(ops, Op{Kind: "put", Key: newKey, Value: newProp.Value})
+			newKey, newProp, hasNew = nextNew()
+		default: // in both
+			if oldProp != newProp {
+				ops = append(ops, Op{Kind: "put", Key: newKey, Value: newProp.Value})
+			}
+			oldKey, oldProp, hasOld = nextOld()
+			newKey, newProp, hasNew = nextNew()
+		}
+	}
+	return ops
+}

@@ -1,0 +1,271 @@
+package statesync
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Group commit: UpdateState calls that arrive while another call's append is
+// in flight queue up, and the next of them to run takes the whole queue as
+// one batch: it runs their functions in arrival order, each on the state its
+// predecessors produced, and appends all their updates as one conditional
+// entry. A conflict re-runs the batch; each caller gets its own result. A
+// lone caller finds no append in flight and runs at once, on its own
+// goroutine, exactly as before: nothing waits for a batch to fill.
+
+// request is one UpdateState call.
+type request[S any] struct {
+	ctx context.Context
+	// run calls the caller's function and keeps its result in the caller's
+	// frame; it returns the function's updates.
+	run  func(S) []Update[S]
+	err  error         // the call's outcome, once done is closed
+	done chan struct{} // closed when the call has its outcome
+	turn chan struct{} // closed when the call is to run the next batch
+
+	// Guarded by the queue's mu.
+	promoted bool // turn is closed
+	taken    bool // a batch holds the request
+}
+
+// queue holds the calls waiting for the batch in flight to finish.
+type queue[S any] struct {
+	mu      sync.Mutex
+	pending []*request[S]
+	leading bool // some call runs a batch, or has been given the turn to
+}
+
+// enqueue adds r and says whether r runs the next batch itself at once.
+func (q *queue[S]) enqueue(r *request[S]) (lead bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pending = append(q.pending, r)
+	if q.leading {
+		return false
+	}
+	q.leading = true
+	return true
+}
+
+// take empties the queue into a batch.
+func (q *queue[S]) take() []*request[S] {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	batch := q.pending
+	q.pending = nil
+	for _, r := range batch {
+		r.taken = true
+	}
+	return batch
+}
+
+// handOff gives the turn to the first call that queued up while the batch
+// before ran, if any.
+func (q *queue[S]) handOff() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.pending) == 0 {
+		q.leading = false
+		return
+	}
+	next := q.pending[0]
+	next.promoted = true
+	close(next.turn)
+}
+
+// withdraw removes r, whose context ended, if no batch has it yet and it has
+// not been given the turn; then nothing of it was tried.
+func (q *queue[S]) withdraw(r *request[S]) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if r.taken || r.promoted {
+		return false
+	}
+	q.pending = slices.DeleteFunc(q.pending, func(p *request[S]) bool { return p == r })
+	return true
+}
+
+// submit runs r, in a batch of its own or with the calls queued beside it,
+// and returns once r has its outcome.
+func (s *Synchronizer[S]) submit(r *request[S]) {
+	if s.queue.enqueue(r) {
+		s.lead(r)
+		return
+	}
+	ctxDone := r.ctx.Done()
+	for {
+		select {
+		case <-r.done:
+			return
+		case <-r.turn:
+			s.lead(r)
+			return
+		case <-ctxDone:
+			if s.queue.withdraw(r) {
+				r.err = r.ctx.Err()
+				return
+			}
+			// A batch holds r, or r has the turn: see it through. A batch
+			// lets r go at its next try (see runBatchLocked).
+			ctxDone = nil
+		}
+	}
+}
+
+// lead runs the next batch, which holds self. A batch of one runs on the
+// caller's goroutine; a larger one runs on its own, so that a caller whose
+// context ends can leave it without stopping the others.
+func (s *Synchronizer[S]) lead(self *request[S]) {
+	s.mu.Lock()
+	batch := s.queue.take()
+	run := func() {
+		// Deferred, so that a caller that recovers from a panic in its
+		// function leaves the synchronizer usable.
+		defer s.queue.handOff()
+		defer s.mu.Unlock()
+		s.runBatchLocked(batch)
+	}
+	if len(batch) == 1 {
+		run()
+		return
+	}
+	go run()
+	<-self.done
+}
+
+// runBatchLocked commits the batch's updates as one conditional append,
+// retrying on conflict, and gives each call its outcome. Before each try
+// after the first, the calls whose context has ended leave the batch with
+// what their own write would have got (a ContendedError if they lost); the
+// others go on. If every call's context has ended, the try runs anyway and
+// fails as a lone write would.
+func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
+	ctx, stop := batchContext(batch)
+	defer stop()
+	members := batch
+	var try Attempt
+	lost, err := s.retryLocked(ctx, func(attempt int) error {
+		members = s.leaveEnded(members, attempt-1)
+		if attempt == 1 {
+			if err := s.yieldLocked(ctx); err != nil {
+				return err
+			}
+		}
+		cur := *s.local.Load()
+		updates := runAll(members, cur)
+		try = Attempt{N: attempt, Base: cur.Revision, Updates: len(updates)}
+		if len(updates) == 0 {
+			return s.confirmCurrentLocked(ctx, cur.Revision)
+		}
+		var err error
+		try.Revision, err = s.commitLocked(ctx, cur, updates)
+		return err
+	}, func(conflict *ConflictError, caughtUp uint64) {
+		try.Conflict, try.CaughtUp = conflict, caughtUp
+		s.traceAttempt(try)
+	})
+	if err == nil {
+		s.traceAttempt(try)
+	} else if len(members) > 1 && try.Updates > 0 && !s.outcomeShared(err) {
+		// The combined entry was refused for what one call's updates are
+		// (say, one does not encode, or together they are too large): give
+		// each call its own try, and its own answer.
+		for _, m := range members {
+			s.runBatchLocked([]*request[S]{m})
+		}
+		return
+	}
+	for _, m := range members {
+		m.err = memberError(m, ctx, lost, err)
+		close(m.done)
+	}
+}
+
+// outcomeShared: err is the same for every call of a batch, whatever their
+// updates: the append may have landed, or the calls ran out of time.
+func (s *Synchronizer[S]) outcomeShared(err error) bool {
+	return errors.Is(err, ErrUnknownOutcome) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// leaveEnded lets the calls whose context has ended leave the batch, as long
+// as one call is still waiting; lost is how many tries they lost.
+func (s *Synchronizer[S]) leaveEnded(members []*request[S], lost int) []*request[S] {
+	if len(members) == 1 || !slices.ContainsFunc(members, func(m *request[S]) bool { return m.ctx.Err() != nil }) {
+		return members
+	}
+	if !slices.ContainsFunc(members, func(m *request[S]) bool { return m.ctx.Err() == nil }) {
+		return members // all are done: the try fails on the batch's context
+	}
+	var stay []*request[S]
+	for _, m := range members {
+		if m.ctx.Err() == nil {
+			stay = append(stay, m)
+			continue
+		}
+		m.err = gaveUp(m.ctx, lost, m.ctx.Err())
+		close(m.done)
+	}
+	return stay
+}
+
+// runAll runs each call's function on the state its predecessors' updates
+// produce, as of the revision the entry will land at, and returns all the
+// updates in order.
+func runAll[S any](members []*request[S], cur local[S]) []Update[S] {
+	if len(members) == 1 {
+		return members[0].run(cur.Value)
+	}
+	state := cur.Value
+	var all []Update[S]
+	for i, m := range members {
+		updates := m.run(state)
+		all = append(all, updates...)
+		if i < len(members)-1 {
+			for _, u := range updates {
+				state = u.Apply(state, cur.Revision+1)
+			}
+		}
+	}
+	return all
+}
+
+// memberError is a call's share of the batch's outcome. When the batch's
+// context ended because every call's did, each call sees its own context's
+// error (a deadline stays a deadline).
+func memberError[S any](m *request[S], batchCtx context.Context, lost int, err error) error {
+	if err == nil {
+		return nil
+	}
+	if batchCtx != m.ctx && m.ctx.Err() != nil && errors.Is(err, context.Canceled) && !errors.Is(err, ErrUnknownOutcome) {
+		err = m.ctx.Err()
+	}
+	return gaveUp(m.ctx, lost, err)
+}
+
+// batchContext is the context a batch's I/O runs under: a lone call's own,
+// or one that ends once every call's context has ended.
+func batchContext[S any](batch []*request[S]) (context.Context, func()) {
+	if len(batch) == 1 {
+		return batch[0].ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var left atomic.Int64
+	left.Store(int64(len(batch)))
+	stops := make([]func() bool, len(batch))
+	for i, r := range batch {
+		stops[i] = context.AfterFunc(r.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}

@@ -1,0 +1,348 @@
+package statesync_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// gateLog holds the next append until the test releases it, and can let a
+// rival writer append just before appends, so that tests decide what is in
+// flight and what conflicts.
+type gateLog struct {
+	*statesync.MemLog
+	gated   atomic.Bool   // the next append waits
+	entered chan struct{} // an append is held
+	release chan struct{}
+	rivals  atomic.Int64 // appends, after the held one, that a rival's entry goes just before
+	appends atomic.Int64 // appends tried
+}
+
+func newGateLog() *gateLog {
+	return &gateLog{MemLog: statesync.NewMemLog("t"), entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (l *gateLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
+	l.appends.Add(1)
+	if l.gated.CompareAndSwap(true, false) {
+		l.entered <- struct{}{}
+		<-l.release
+		return l.MemLog.Append(ctx, expected, data)
+	}
+	if l.rivals.Add(-1) >= 0 {
+		l.AppendRaw([]byte(`{"add":[100]}`), false)
+	}
+	return l.MemLog.Append(ctx, expected, data)
+}
+
+// waitFor polls cond until it holds, failing the test after a long while.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// call is one UpdateState call made in the background.
+type call struct {
+	saw  counter
+	err  error
+	runs int
+	done chan struct{}
+}
+
+// holdOne starts an increment through s whose append the log holds, and
+// returns a function that releases it and waits for it.
+func holdOne(t *testing.T, log *gateLog, s *statesync.Synchronizer[counter]) func() {
+	t.Helper()
+	log.gated.Store(true)
+	first := make(chan error, 1)
+	go func() {
+		_, err := increment(context.Background(), s)
+		first <- err
+	}()
+	<-log.entered
+	return func() {
+		t.Helper()
+		log.release <- struct{}{}
+		if err := <-first; err != nil {
+			t.Fatalf("the held write: %v", err)
+		}
+	}
+}
+
+// queue starts fn as an UpdateState call on s, once the calls before it are
+// queued behind the held append, so that the calls queue in order.
+func queue(t *testing.T, ctx context.Context, s *statesync.Synchronizer[counter], fn func(counter) []statesync.Update[counter]) *call {
+	t.Helper()
+	before := statesync.Queued(s)
+	c := &call{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		c.saw, c.err = statesync.UpdateState(ctx, s, func(v counter) ([]statesync.Update[counter], counter) {
+			c.runs++
+			return fn(v), v
+		})
+	}()
+	waitFor(t, "the call is queued", func() bool { return statesync.Queued(s) == before+1 })
+	return c
+}
+
+func adding(n int64) func(counter) []statesync.Update[counter] {
+	return func(counter) []statesync.Update[counter] { return []statesync.Update[counter]{add{N: n}} }
+}
+
+// entrySizes is how many updates each entry after revision after holds.
+func entrySizes(t *testing.T, log statesync.Log, after uint64) []int {
+	t.Helper()
+	var sizes []int
+	last, _ := log.LastRevision(context.Background())
+	err := log.Read(context.Background(), after, last, func(e statesync.Entry) error {
+		us, err := counterCodec.DecodeUpdates(e.Data)
+		sizes = append(sizes, len(us))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sizes
+}
+
+// Calls that queue while an append is in flight land as one entry; each
+// function sees what the calls before it added, and each call gets its own
+// result.
+func TestQueuedCallsCommitAsOneEntry(t *testing.T) {
+	log := newGateLog()
+	s := newCounter(t, log)
+	ctx := context.Background()
+	releaseFirst := holdOne(t, log, s)
+	b := queue(t, ctx, s, adding(1))
+	c := queue(t, ctx, s, adding(10))
+	d := queue(t, ctx, s, adding(100))
+	releaseFirst()
+	for _, x := range []*call{b, c, d} {
+		<-x.done
+		if x.err != nil {
+			t.Fatal(x.err)
+		}
+	}
+	if b.saw != 1 || c.saw != 2 || d.saw != 12 {
+		t.Fatalf("the calls saw %d, %d, %d; want 1, 2, 12: each sees its predecessors' updates", b.saw, c.saw, d.saw)
+	}
+	if got := entrySizes(t, log, 1); len(got) != 2 || got[0] != 1 || got[1] != 3 {
+		t.Fatalf("entries after the initial state hold %v updates; want [1 3]: the queued calls as one entry", got)
+	}
+	if v := value(t, s); v != 112 {
+		t.Fatalf("counter = %d, want 112", v)
+	}
+}
+
+// A batch that conflicts catches up and runs every function again, in order,
+// each on the fresh state and its predecessors' updates.
+func TestBatchRerunsOnConflict(t *testing.T) {
+	log := newGateLog()
+	s := newCounter(t, log)
+	ctx := context.Background()
+	releaseFirst := holdOne(t, log, s)
+	b := queue(t, ctx, s, adding(1))
+	c := queue(t, ctx, s, adding(10))
+	log.rivals.Store(1) // a rival's +100 lands just before the batch's append
+	releaseFirst()
+	<-b.done
+	<-c.done
+	if b.err != nil || c.err != nil {
+		t.Fatal(b.err, c.err)
+	}
+	if b.runs != 2 || c.runs != 2 || b.saw != 101 || c.saw != 102 {
+		t.Fatalf("runs %d and %d, saw %d and %d; want each run twice, the second time seeing 101 and 102", b.runs, c.runs, b.saw, c.saw)
+	}
+	if v := value(t, s); v != 112 {
+		t.Fatalf("counter = %d, want 112", v)
+	}
+}
+
+// unencodable is an update the counter's codec refuses.
+type unencodable struct{}
+
+func (unencodable) Apply(c counter, _ uint64) counter { return c }
+
+// One call's bad update fails that call alone; the others land.
+func TestBatchErrorsArePerCall(t *testing.T) {
+	log := newGateLog()
+	s := newCounter(t, log)
+	ctx := context.Background()
+	releaseFirst := holdOne(t, log, s)
+	b := queue(t, ctx, s, adding(1))
+	bad := queue(t, ctx, s, func(counter) []statesync.Update[counter] { return []statesync.Update[counter]{unencodable{}} })
+	d := queue(t, ctx, s, adding(100))
+	releaseFirst()
+	for _, x := range []*call{b, bad, d} {
+		<-x.done
+	}
+	if b.err != nil || d.err != nil || bad.err == nil {
+		t.Fatalf("errors %v, %v, %v; want only the unencodable call to fail", b.err, bad.err, d.err)
+	}
+	if v := value(t, s); v != 102 {
+		t.Fatalf("counter = %d, want 102", v)
+	}
+}
+
+// A call whose function writes nothing gets its answer from the batch's
+// append, which shows that the state it decided on was the latest.
+func TestBatchedDecisionToWriteNothing(t *testing.T) {
+	log := newGateLog()
+	s := newCounter(t, log)
+	ctx := context.Background()
+	releaseFirst := holdOne(t, log, s)
+	onlyIfZero := func(c counter) []statesync.Update[counter] {
+		if c != 0 {
+			return nil
+		}
+		return []statesync.Update[counter]{add{N: 1}}
+	}
+	b := queue(t, ctx, s, onlyIfZero)
+	c := queue(t, ctx, s, adding(10))
+	releaseFirst()
+	<-b.done
+	<-c.done
+	if b.err != nil || c.err != nil || b.saw != 1 || c.saw != 1 {
+		t.Fatalf("b: %v saw %d; c: %v saw %d; want both to succeed on the value 1", b.err, b.saw, c.err, c.saw)
+	}
+	if got := entrySizes(t, log, 1); len(got) != 2 || got[1] != 1 {
+		t.Fatalf("entries hold %v updates; want [1 1]", got)
+	}
+
+	// A batch in which nobody writes writes nothing, and answers.
+	releaseFirst = holdOne(t, log, s)
+	d := queue(t, ctx, s, onlyIfZero)
+	e := queue(t, ctx, s, onlyIfZero)
+	releaseFirst()
+	<-d.done
+	<-e.done
+	if d.err != nil || e.err != nil || d.saw != 12 || e.saw != 12 {
+		t.Fatalf("d: %v saw %d; e: %v saw %d; want both to answer on 12", d.err, d.saw, e.err, e.saw)
+	}
+	if got := entrySizes(t, log, 1); len(got) != 3 {
+		t.Fatalf("entries hold %v updates; want 3 entries: the batch of no updates wrote nothing", got)
+	}
+}
+
+// A call whose context ends while it waits leaves without being tried; one
+// whose context ends while its batch retries leaves at the next try, with a
+// ContendedError; the rest of the batch lands.
+func TestCancelledCallLeavesTheBatch(t *testing.T) {
+	log := newGateLog()
+	s := newCounter(t, log)
+	ctx := context.Background()
+	releaseFirst := holdOne(t, log, s)
+	waiting, cancelWaiting := context.WithCancel(ctx)
+	w := queue(t, waiting, s, adding(1000))
+	cancelWaiting()
+	<-w.done
+	if !errors.Is(w.err, context.Canceled) || w.runs != 0 {
+		t.Fatalf("a call cancelled while queued: %v after %d runs; want context.Canceled, never run", w.err, w.runs)
+	}
+	var contended *statesync.ContendedError
+	if errors.As(w.err, &contended) {
+		t.Fatalf("a call that never tried is called contended: %v", w.err)
+	}
+
+	leaving, cancelLeaving := context.WithCancel(ctx)
+	defer cancelLeaving()
+	b := queue(t, ctx, s, adding(1))
+	c := queue(t, leaving, s, func(counter) []statesync.Update[counter] {
+		cancelLeaving() // ends while its batch's first try is under way
+		return []statesync.Update[counter]{add{N: 10}}
+	})
+	log.rivals.Store(1) // the first try loses
+	releaseFirst()
+	<-b.done
+	<-c.done
+	if b.err != nil {
+		t.Fatalf("the call that stayed: %v", b.err)
+	}
+	if !errors.As(c.err, &contended) || contended.Lost != 1 || !errors.Is(c.err, context.Canceled) {
+		t.Fatalf("the call that left: %v; want a ContendedError after 1 lost try, wrapping context.Canceled", c.err)
+	}
+	if v := value(t, s); v != 102 {
+		t.Fatalf("counter = %d, want 102: the first write, the rival's 100 and b's 1", v)
+	}
+}
+
+// When every call of a batch runs out of time losing, each says so with a
+// ContendedError that wraps its own context's error.
+func TestStarvedBatchIsContended(t *testing.T) {
+	log := newGateLog()
+	conflicts := 0
+	var mu sync.Mutex
+	s := newCounter(t, log, statesync.WithTrace(func(a statesync.Attempt) {
+		mu.Lock()
+		defer mu.Unlock()
+		if a.Conflict != nil {
+			conflicts++
+		}
+	}))
+	releaseFirst := holdOne(t, log, s)
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	b := queue(t, short, s, adding(1))
+	c := queue(t, short, s, adding(10))
+	log.rivals.Store(1 << 40) // every later append loses
+	releaseFirst()
+	<-b.done
+	<-c.done
+	mu.Lock()
+	defer mu.Unlock()
+	for _, x := range []*call{b, c} {
+		var contended *statesync.ContendedError
+		if !errors.As(x.err, &contended) || !errors.Is(x.err, context.DeadlineExceeded) || contended.Lost < 1 || contended.Lost != conflicts {
+			t.Fatalf("a starved batched call: %v; want a ContendedError after the %d conflicts traced, wrapping the deadline", x.err, conflicts)
+		}
+	}
+}
+
+// Many goroutines on one synchronizer lose nothing, and share appends.
+func TestConcurrentCallsOnOneSynchronizer(t *testing.T) {
+	log := newGateLog()
+	s := newCounter(t, log)
+	const callers, each = 16, 50
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			for range each {
+				if _, err := increment(context.Background(), s); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if v := value(t, newCounter(t, log)); v != callers*each {
+		t.Fatalf("counter = %d, want %d", v, callers*each)
+	}
+}
+
+// A caller that recovers from a panic in its own function leaves the
+// synchronizer usable.
+func TestPanickingFunctionLeavesTheSynchronizerUsable(t *testing.T) {
+	s := newCounter(t, statesync.NewMemLog("t"))
+	func() {
+		defer func() { _ = recover() }()
+		statesync.UpdateState(context.Background(), s, func(counter) ([]statesync.Update[counter], int) { panic("boom") })
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatalf("a write after a recovered panic: %v", err)
+	}
+}
