@@ -24,6 +24,7 @@ type benchFlags struct {
 	conn    connFlags
 	output  string
 	writers string
+	cluster bool
 }
 
 func newBenchCmd() *cobra.Command {
@@ -42,7 +43,13 @@ ordered consumer, joining after compaction against joining a whole history,
 GET's allocations, and memory per key.
 
 Without --server it starts its own server on a temporary store, so nothing
-else shares the machine's server during the run.`,
+else shares the machine's server during the run.
+
+With --cluster it measures replication instead: uncontended PUT and
+contended throughput on R3 streams, beside a raw conditional publish on the
+same R3 stream and NATS KV on an R3 bucket. It starts its own 3-node cluster
+on loopback ports and temporary stores, or measures the cluster --server
+names.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, f) },
 	}
@@ -53,6 +60,7 @@ else shares the machine's server during the run.`,
 	fl.StringVar(&f.writers, "writers", "1,2,4,8,16", "writer counts for the contended figures")
 	fl.DurationVar(&f.o.Duration, "duration", f.o.Duration, "how long each contended figure runs")
 	fl.StringVarP(&f.output, "output", "o", "text", "`text` (a table) or json")
+	fl.BoolVar(&f.cluster, "cluster", false, "measure on R3 streams of a 3-node cluster (its own, or the one --server names)")
 	fl.StringVar(&f.conn.opts.URLs, "server", "", "measure against these NATS server `URLS` (default: $NATS_URL, else an embedded server)")
 	return c
 }
@@ -67,18 +75,32 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	connOpts := f.conn.opts
 	connOpts.Name = "sharedconfig-bench"
 	where := "an embedded server on a temporary store"
+	phases := bench.Phases
+	if f.cluster {
+		o.Replicas, phases = benchClusterSize, bench.ClusterPhases
+		where = fmt.Sprintf("a %d-node cluster of embedded servers on temporary stores", benchClusterSize)
+	}
 	if connOpts.URLs == "" && os.Getenv("NATS_URL") == "" {
 		dir, err := os.MkdirTemp("", "sharedconfig-bench-")
 		if err != nil {
 			return &exitError{exitStartup, err}
 		}
 		defer os.RemoveAll(dir)
-		srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
-		if err != nil {
-			return &exitError{exitStartup, err}
+		if f.cluster {
+			urls, stop, err := startBenchCluster(dir, benchClusterSize)
+			if err != nil {
+				return &exitError{exitStartup, err}
+			}
+			defer stop()
+			connOpts.URLs = urls
+		} else {
+			srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
+			if err != nil {
+				return &exitError{exitStartup, err}
+			}
+			defer srv.Shutdown()
+			connOpts.URLs = srv.ClientURL()
 		}
-		defer srv.Shutdown()
-		connOpts.URLs = srv.ClientURL()
 	} else {
 		where = jetstream.RedactURLs(connOpts.ResolveURLs())
 	}
@@ -88,10 +110,14 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	if err != nil {
 		return &exitError{exitStartup, err}
 	}
+	cluster := nc.ConnectedClusterName()
 	nc.Close()
+	if f.cluster && cluster == "" {
+		return &exitError{exitStartup, fmt.Errorf("--cluster: the server at %s is not a node of a cluster; name a cluster's servers, or leave out --server and $NATS_URL to start one", where)}
+	}
 	o.Progress = progressLine(cmd.ErrOrStderr())
 	start := time.Now()
-	rows, err := bench.Run(cmd.Context(), o)
+	rows, err := bench.RunPhases(cmd.Context(), phases, o)
 	o.Progress("", 0, 0)
 	if f.output == "json" {
 		writeBenchJSON(cmd.OutOrStdout(), rows, where, time.Since(start))

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"sync"
@@ -42,6 +43,9 @@ type Options struct {
 	Writers []int
 	// Duration is how long each contended figure runs.
 	Duration time.Duration
+	// Replicas is the replication factor of every stream and KV bucket the
+	// phases create; 0 means 1. Above 1 the server must be a cluster.
+	Replicas int
 	// Progress, if set, hears what is being measured.
 	Progress func(phase string, done, total int)
 }
@@ -106,10 +110,21 @@ var Phases = []Phase{
 	{"memory", (*runner).memory},
 }
 
+// ClusterPhases are the measurements of a run on a cluster (Options.Replicas
+// above 1): what replication changes, each beside its anchor on streams and
+// buckets of the same replication.
+var ClusterPhases = []Phase{
+	{"put", (*runner).putLatency},
+	{"contended", (*runner).contended},
+}
+
 // Run measures everything, in order, and returns the rows.
-func Run(ctx context.Context, o Options) ([]Row, error) {
+func Run(ctx context.Context, o Options) ([]Row, error) { return RunPhases(ctx, Phases, o) }
+
+// RunPhases takes the measurements of phases, in order, and returns the rows.
+func RunPhases(ctx context.Context, phases []Phase, o Options) ([]Row, error) {
 	var rows []Row
-	for _, p := range Phases {
+	for _, p := range phases {
 		got, err := p.Run(ctx, o)
 		rows = append(rows, got...)
 		if err != nil {
@@ -119,9 +134,16 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 	return rows, nil
 }
 
-// Run takes the measurement.
+// Run takes the measurement. On replicated streams each figure's name says
+// the replication ("R3 uncontended PUT, p50").
 func (p Phase) Run(ctx context.Context, o Options) ([]Row, error) {
-	return p.run(&runner{o: o}, ctx)
+	rows, err := p.run(&runner{o: o}, ctx)
+	if o.Replicas > 1 {
+		for i := range rows {
+			rows[i].Name = fmt.Sprintf("R%d %s", o.Replicas, rows[i].Name)
+		}
+	}
+	return rows, err
 }
 
 type runner struct {
@@ -158,19 +180,24 @@ func (r *runner) open(ctx context.Context, name string, o sharedconfig.Options) 
 	if err != nil {
 		return nil, err
 	}
-	return openOn(ctx, nc, name, o)
+	return openReplicated(ctx, nc, name, r.o.Replicas, o)
 }
 
 func openOn(ctx context.Context, nc *nats.Conn, name string, o sharedconfig.Options) (*sharedconfig.Config, error) {
-	l, err := scjs.OpenLog(ctx, nc, benchScope, name, scjs.LogOptions{Writer: "bench"})
+	return openReplicated(ctx, nc, name, 1, o)
+}
+
+func openReplicated(ctx context.Context, nc *nats.Conn, name string, replicas int, o sharedconfig.Options) (*sharedconfig.Config, error) {
+	l, err := scjs.OpenLog(ctx, nc, benchScope, name, scjs.LogOptions{Writer: benchWriter, Replicas: replicas})
 	if err != nil {
 		return nil, err
 	}
 	return sharedconfig.Open(ctx, l, o)
 }
 
-// benchScope is the scope of every config the bench opens.
-const benchScope = "bench"
+// benchScope is the scope of every config the bench opens, benchWriter
+// the writer its entries name.
+const benchScope, benchWriter = "bench", "bench"
 
 func uniqueName(what string) string { return what + "_" + nuid.Next()[:8] }
 
@@ -185,9 +212,14 @@ func percentile(ds []time.Duration, p float64) float64 {
 
 // putLatency: an uncontended PUT against a raw publish with
 // Nats-Expected-Last-Sequence, alternately, on one connection.
+//
+// On a cluster each stream has its own leader, which may sit on another
+// node than a second stream's: the raw stream's leader is moved to the
+// node that leads the config's stream, so that both pay the same hops.
 func (r *runner) putLatency(ctx context.Context) ([]Row, error) {
 	defer r.closeAll()
-	c, err := r.open(ctx, uniqueName("latency"), sharedconfig.Options{})
+	name := uniqueName("latency")
+	c, err := r.open(ctx, name, sharedconfig.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -197,8 +229,14 @@ func (r *runner) putLatency(ctx context.Context) ([]Row, error) {
 	}
 	js, _ := jetstream.New(nc)
 	subject := "perf." + uniqueName("raw")
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PERF_" + nuid.Next(), Subjects: []string{subject}}); err != nil {
+	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PERF_" + nuid.Next(), Subjects: []string{subject}, Replicas: r.o.Replicas})
+	if err != nil {
 		return nil, err
+	}
+	if r.o.Replicas > 1 {
+		if err := colocate(ctx, js, nc, stream.CachedInfo().Config.Name, scjs.StreamName(benchScope, name)); err != nil {
+			return nil, err
+		}
 	}
 	payload := []byte(`{"ops":[{"op":"put","key":"key","value":"value"}]}`)
 	var ours, raw []time.Duration
@@ -223,6 +261,37 @@ func (r *runner) putLatency(ctx context.Context) ([]Row, error) {
 		row("uncontended PUT, p50", "µs", percentile(ours, 0.5), percentile(raw, 0.5), anchor).atMost(1.2),
 		row("uncontended PUT, p99", "µs", percentile(ours, 0.99), percentile(raw, 0.99), anchor).atMost(1.2),
 	}, nil
+}
+
+// colocate moves the leader of stream raw to the node that leads stream
+// ours, by asking it to step down in favour of that node (nats-server 2.11
+// and later), and waits until it has.
+func colocate(ctx context.Context, js jetstream.JetStream, nc *nats.Conn, raw, ours string) error {
+	leader := func(name string) string {
+		s, err := js.Stream(ctx, name)
+		if err != nil || s.CachedInfo().Cluster == nil {
+			return ""
+		}
+		return s.CachedInfo().Cluster.Leader
+	}
+	for range 50 {
+		want, got := leader(ours), leader(raw)
+		if want != "" && want == got {
+			return nil
+		}
+		if want != "" && got != "" {
+			req := fmt.Sprintf(`{"placement":{"preferred":%q}}`, want)
+			if _, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.LEADER.STEPDOWN."+raw, []byte(req)); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond): // a new leader is elected in about this
+		}
+	}
+	return fmt.Errorf("the leader of stream %s did not move to the node that leads %s", raw, ours)
 }
 
 // withKeys opens a config that holds n keys, written as one snapshot.
@@ -411,7 +480,7 @@ func (r *runner) contendedKV(ctx context.Context, w int) (contention, error) {
 		}
 		js, _ := jetstream.New(nc)
 		if i == 0 {
-			kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket})
+			kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Replicas: r.o.Replicas})
 			if err != nil {
 				return contention{}, err
 			}
@@ -437,7 +506,9 @@ func (r *runner) contendedKV(ctx context.Context, w int) (contention, error) {
 			if err == nil {
 				return tries, nil
 			}
-			if !errors.Is(err, jetstream.ErrKeyExists) {
+			// ErrKeyExists matches only R1's error code; a replicated
+			// stream answers a conflict with another (nats.go's doc).
+			if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 				return 0, err
 			}
 		}
@@ -674,30 +745,42 @@ func (r *runner) get(ctx context.Context) ([]Row, error) {
 }
 
 // memory: heap bytes per key at Keys keys against the raw bytes of the keys
-// and values.
+// and values, the median of memorySamples weighings.
 //
-// The heap is weighed with the state alive and again just after it is
-// dropped, not before it is built: the embedded server shares the process,
-// and it frees caches of the phases before on its own schedule, which made a
-// before-and-after difference come out negative on a busy machine.
+// Each weighing builds the state as PUTs do, one key at a time, and weighs
+// the live heap with the state alive and again just after it is dropped,
+// each after a full collection, not before it is built: the embedded server
+// shares the process, and it frees caches of the phases before on its own
+// schedule, which made a before-and-after difference come out negative on a
+// busy machine. The median leaves out a weighing the server's own
+// allocations moved; the note gives the spread.
 func (r *runner) memory(context.Context) ([]Row, error) {
-	r.progress("memory", 0, 1)
-	s := stateOf(r.o.Keys)
+	var perKey []float64
 	raw := 0
-	for k, p := range s.All() {
-		raw += len(k) + len(p.Value)
+	for i := range memorySamples {
+		r.progress("memory", i, memorySamples)
+		s := stateOf(r.o.Keys)
+		if raw == 0 {
+			for k, p := range s.All() {
+				raw += len(k) + len(p.Value)
+			}
+		}
+		with := liveHeap()
+		runtime.KeepAlive(s)
+		perKey = append(perKey, (float64(with)-float64(liveHeap()))/float64(r.o.Keys))
 	}
-	with := liveHeap()
-	runtime.KeepAlive(s)
-	heap := float64(with) - float64(liveHeap())
-	n := float64(r.o.Keys)
-	return []Row{row(fmt.Sprintf("memory at %d keys", r.o.Keys), "bytes/key", heap/n, float64(raw)/n, "raw bytes of keys and values")}, nil
+	slices.Sort(perKey)
+	x := row(fmt.Sprintf("memory at %d keys", r.o.Keys), "bytes/key", perKey[len(perKey)/2], float64(raw)/float64(r.o.Keys), "raw bytes of keys and values").atMost(4)
+	x.Note = fmt.Sprintf("median of %d weighings after a full GC, %.1f to %.1f", memorySamples, perKey[0], perKey[len(perKey)-1])
+	return []Row{x}, nil
 }
 
-// liveHeap is the heap in use after a full collection.
+const memorySamples = 5
+
+// liveHeap is the heap the last full collection found live, just after one.
 func liveHeap() uint64 {
-	var m runtime.MemStats
 	runtime.GC()
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
 }

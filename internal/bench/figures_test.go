@@ -23,7 +23,22 @@ func BenchmarkFigures(b *testing.B) {
 		Connect: func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: srv.ClientURL()}) },
 		Ops:     500, Keys: 10_000, Entries: 10_000, Writers: []int{1, 4, 16}, Duration: time.Second,
 	}
-	for _, phase := range bench.Phases {
+	runFigures(b, bench.Phases, o)
+}
+
+// BenchmarkClusterFigures is the go test -bench form of "sharedconfig bench
+// --cluster": the cluster phases on R3 streams of a 3-node cluster.
+func BenchmarkClusterFigures(b *testing.B) {
+	urls := jstest.URLs(jstest.Cluster(b, 3))
+	o := bench.Options{
+		Connect: func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: urls}) },
+		Ops:     200, Writers: []int{1, 4, 16}, Duration: time.Second, Replicas: 3,
+	}
+	runFigures(b, bench.ClusterPhases, o)
+}
+
+func runFigures(b *testing.B, phases []bench.Phase, o bench.Options) {
+	for _, phase := range phases {
 		b.Run(phase.Name, func(b *testing.B) {
 			var rows []bench.Row
 			for b.Loop() {
@@ -46,18 +61,21 @@ func BenchmarkFigures(b *testing.B) {
 // The memory figure weighs the state: at least the bytes of its keys and
 // values, however the rest of the heap moves.
 func TestMemoryFigureWeighsTheState(t *testing.T) {
+	rows, err := memoryPhase(t).Run(context.Background(), bench.Options{Keys: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Ours < rows[0].Anchor {
+		t.Fatalf("memory figure %+v; want more bytes per key than the raw keys and values hold", rows)
+	}
+}
+
+func memoryPhase(t *testing.T) bench.Phase {
 	for _, p := range bench.Phases {
-		if p.Name != "memory" {
-			continue
+		if p.Name == "memory" {
+			return p
 		}
-		rows, err := p.Run(context.Background(), bench.Options{Keys: 10_000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rows) != 1 || rows[0].Ours < rows[0].Anchor {
-			t.Fatalf("memory figure %+v; want more bytes per key than the raw keys and values hold", rows)
-		}
-		return
 	}
 	t.Fatal("no memory phase")
+	return bench.Phase{}
 }
