@@ -19,20 +19,10 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
-func startServer(t *testing.T) *jetstream.Server {
-	t.Helper()
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	return srv
-}
-
 // Values over the server's max payload and bytes that are not UTF-8: one
 // clear line each, nothing written, and the shell goes on.
 func TestBadValues(t *testing.T) {
-	srv := startServer(t)
+	srv := jstest.Server(t)
 	p := startREPL(t, "p", "--server", srv.ClientURL(), "--scope", "bad")
 	p.wantExit = 1
 	p.send("PUT big, " + strings.Repeat("x", 1100<<10))
@@ -49,7 +39,7 @@ func TestBadValues(t *testing.T) {
 // subject) is stepped over: reads and writes go on. (Damaged entries, which
 // do stop writes, are in testdata/script/damage.txtar.)
 func TestGarbageInTheStream(t *testing.T) {
-	srv := startServer(t)
+	srv := jstest.Server(t)
 	p := startREPL(t, "p", "--server", srv.ClientURL(), "--scope", "garbage")
 	p.send("PUT k, v")
 	p.expect("**** Property 'k' added with value 'v'")
@@ -90,7 +80,7 @@ func runShellEnv(t *testing.T, env []string, stdin string, args ...string) (stdo
 }
 
 func TestIncompatibleStream(t *testing.T) {
-	srv := startServer(t)
+	srv := jstest.Server(t)
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
 		t.Fatal(err)
@@ -147,8 +137,7 @@ func TestShellOnACluster(t *testing.T) {
 	p.send("STATUS")
 	p.expect("**** Config:    cluster/someConfig")
 	p.expect("**** Stream:    SC_7_cluster_someConfig (3 replicas)")
-	for range 6 {
-		p.next()
+	for !strings.HasPrefix(p.next(), "**** Trace:") { // the rest of STATUS
 	}
 	nodes[0].Server.Shutdown()
 	p.send("PUT p1, v2")

@@ -5,16 +5,12 @@ package main
 import (
 	"testing"
 
-	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
 // On a terminal, destroy asks, and only a yes deletes.
 func TestDestroyAsksOnTerminal(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := jstest.Server(t)
 	args := []string{"--server", srv.ClientURL(), "-s", "asked"}
 	if _, stderr, code := runShell(t, "PUT k, v\n", args...); code != 0 {
 		t.Fatalf("PUT: exit %d, %s", code, stderr)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/cmd"
 	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
 // runMain is the sharedconfig binary inside the test binary: testscript
@@ -269,11 +270,7 @@ func TestServerGoesAway(t *testing.T) {
 // TestWalkthrough runs the original documentation's two-process walkthrough
 // with two processes on one server.
 func TestWalkthrough(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := jstest.Server(t)
 	args := []string{"--server", srv.ClientURL(), "--scope", "walkthrough"}
 	p1, p2 := startREPL(t, "p1", args...), startREPL(t, "p2", args...)
 
@@ -449,7 +446,9 @@ func stopServerOf(t *testing.T, dir string) {
 //	send NAME LINE      type LINE into it
 //	expect NAME TEXT    wait until it prints a line containing TEXT
 //	close NAME [CODE]   end its input and wait for it to exit with CODE (0)
+//	term NAME [CODE]    send it SIGTERM and wait likewise
 //
+// close and term leave all it printed in NAME.out.
 // The environment is the script's ($NATS_URL and so on).
 type replsKey struct{}
 
@@ -541,32 +540,23 @@ func scriptExpect(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func scriptClose(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) < 1 || len(args) > 2 {
-		ts.Fatalf("usage: close NAME [EXIT-CODE]")
-	}
-	sh := shellNamed(ts, args[0])
-	want := 0
-	if len(args) == 2 {
-		var err error
-		want, err = strconv.Atoi(args[1])
-		ts.Check(err)
-	}
-	sh.stdin.Close()
-	for range sh.lines { // drain, so that the process can finish writing
-	}
-	sh.cmd.Wait()
-	ts.Check(os.WriteFile(ts.MkAbs(args[0]+".out"), []byte(strings.Join(sh.seen, "\n")+"\n"), 0o644))
-	if got := sh.cmd.ProcessState.ExitCode(); got != want {
-		ts.Fatalf("%s exited with status %d, want %d", args[0], got, want)
-	}
+	endShell(ts, neg, args, "close", func(sh *scriptShell) { sh.stdin.Close() })
 }
 
 // term NAME [EXIT-CODE]: sends SIGTERM to a process started with repl,
 // checks how it exits (default 0), and leaves all it printed in the file
 // NAME.out for the script to check.
 func scriptTerm(ts *testscript.TestScript, neg bool, args []string) {
+	endShell(ts, neg, args, "term", func(sh *scriptShell) { ts.Check(sh.cmd.Process.Signal(syscall.SIGTERM)) })
+}
+
+// endShell serves "close" and "term": it ends the shell named args[0] as
+// end says, reads all it prints until it exits (so that it can finish
+// writing), leaves that in NAME.out and checks its exit status (args[1],
+// default 0).
+func endShell(ts *testscript.TestScript, neg bool, args []string, word string, end func(*scriptShell)) {
 	if neg || len(args) < 1 || len(args) > 2 {
-		ts.Fatalf("usage: term NAME [EXIT-CODE]")
+		ts.Fatalf("usage: %s NAME [EXIT-CODE]", word)
 	}
 	sh := shellNamed(ts, args[0])
 	want := 0
@@ -575,7 +565,7 @@ func scriptTerm(ts *testscript.TestScript, neg bool, args []string) {
 		want, err = strconv.Atoi(args[1])
 		ts.Check(err)
 	}
-	ts.Check(sh.cmd.Process.Signal(syscall.SIGTERM))
+	end(sh)
 	for line := range sh.lines {
 		sh.seen = append(sh.seen, line)
 		ts.Logf("%s: %s", args[0], line)

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
 // ptyShell is sharedconfig running on a pseudo-terminal, as in a real
@@ -160,11 +161,7 @@ func (p *ptyShell) wait() int {
 }
 
 func TestTerminal(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := jstest.Server(t)
 	for _, way := range []struct {
 		name, keys string
 	}{
@@ -205,11 +202,7 @@ func TestTerminal(t *testing.T) {
 }
 
 func TestTerminalSIGTERM(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := jstest.Server(t)
 	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "tty")
 	before, err := term.GetState(int(p.slave.Fd()))
 	if err != nil {
@@ -236,11 +229,7 @@ func TestTerminalSIGTERM(t *testing.T) {
 // In follow mode, a change made elsewhere prints above the prompt, and the
 // line being typed is drawn again below it, intact.
 func TestTerminalFollowPrintsAbove(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := jstest.Server(t)
 	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttyfollow", "--follow")
 	p.waitFor("someConfig > ", 1)
 	p.typeKeys("GET co")
@@ -322,11 +311,7 @@ func TestTerminalWatchPrintsAbove(t *testing.T) {
 // A paste of several lines runs each line in order, as if typed: go-prompt
 // on its own takes one read as one key, and ran none of them.
 func TestTerminalPaste(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := jstest.Server(t)
 	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttypaste")
 	before, err := term.GetState(int(p.slave.Fd()))
 	if err != nil {

@@ -30,11 +30,3 @@ func TestNormalizeArgs(t *testing.T) {
 		}
 	}
 }
-
-func TestShownQuotesWhatCouldDriveATerminal(t *testing.T) {
-	for in, want := range map[string]string{"plain text": "plain text", "a\x1b]0;x\a": `"a\x1b]0;x\a"`, "\u202eevil": `"\u202eevil"`, "bad\xff": `"bad\xff"`} {
-		if got := shown(in); got != want {
-			t.Errorf("shown(%q) = %s, want %s", in, got, want)
-		}
-	}
-}

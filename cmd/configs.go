@@ -15,7 +15,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"github.com/sharedconfig/sharedconfig/internal/asciitable"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/repl"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
@@ -35,8 +34,7 @@ func answer(cmd *cobra.Command, f *rootFlags, command string, ok bool, result ma
 		if !ok && len(lines) > 0 {
 			r["error"] = strings.TrimPrefix(lines[0], "!!!! Error: ")
 		}
-		b, _ := json.Marshal(r)
-		fmt.Fprintf(out, "%s\n", repl.SafeJSON(b))
+		repl.WriteJSON(out, r)
 		return
 	}
 	for _, l := range lines {
@@ -48,13 +46,6 @@ func answer(cmd *cobra.Command, f *rootFlags, command string, ok bool, result ma
 func failed(cmd *cobra.Command, f *rootFlags, command string, err error) error {
 	answer(cmd, f, command, false, nil, 0, "!!!! Error: "+err.Error())
 	return &exitError{code: exitFailures}
-}
-
-// printTable prints a table as the shell does, or a warning if it cannot.
-func printTable(w io.Writer, header []string, rows [][]string) {
-	if err := asciitable.Render(w, header, rows); err != nil {
-		fmt.Fprintf(w, "!!!! Error: %v\n", err)
-	}
 }
 
 func newListCmd(f *rootFlags) *cobra.Command {
@@ -105,7 +96,7 @@ func listCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 	answer(cmd, f, "LIST", true, map[string]any{"configs": list}, 0,
 		fmt.Sprintf("**** %d %s on %s", len(configs), plural(len(configs), "config", "configs"), nc.ConnectedUrlRedacted()))
 	if f.output == "text" && len(rows) > 0 {
-		printTable(cmd.OutOrStdout(), []string{"Scope", "Name", "Properties", "Revision", "Last change"}, rows)
+		repl.PrintTable(cmd.OutOrStdout(), []string{"Scope", "Name", "Properties", "Revision", "Last change"}, rows)
 	}
 	return nil
 }
@@ -147,18 +138,18 @@ func openExisting(cmd *cobra.Command, f *rootFlags, command string) (*session, e
 	if err := f.check(cmd); err != nil {
 		return nil, err
 	}
-	nc, _, err := f.dial(cmd.Context())
+	nc, via, err := f.dial(cmd.Context())
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	_, err = jetstream.StatConfig(ctx, nc, f.scope, f.name)
 	cancel()
-	nc.Close()
 	if err != nil {
+		nc.Close()
 		return nil, failed(cmd, f, command, err)
 	}
-	return f.open(cmd)
+	return f.openOn(cmd, nc, via)
 }
 
 func newExportCmd(f *rootFlags) *cobra.Command {

@@ -31,7 +31,7 @@ type connFlags struct {
 func (c *connFlags) register(cmd *cobra.Command) {
 	c.stderr = cmd.ErrOrStderr
 	fl := cmd.Flags()
-	fl.StringVar(&c.opts.URLs, "server", "", "NATS server `URLS`, comma-separated (default: $NATS_URL, else a local server at 127.0.0.1:4222, started if needed)")
+	fl.StringVar(&c.opts.URLs, "server", "", "NATS server `URLS`, comma-separated (default: the NATS context's, else $NATS_URL, else your local server at 127.0.0.1:4222, started if needed)")
 	fl.StringVar(&c.dataDir, "data-dir", "", "the local server's data directory: the one it is started on, and whose keys the shell uses to reach it (default: "+defaultDataDirHelp()+")")
 	fl.StringVar(&c.opts.Creds, "creds", "", "NATS credentials `FILE`")
 	fl.StringVar(&c.opts.User, "user", "", "NATS user name")
@@ -64,7 +64,7 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 			return nil, err
 		}
 	}
-	if hasAuth(&c.opts) || c.opts.CACert != "" || c.opts.Cert != "" || c.opts.Key != "" {
+	if c.opts.HasAuth() || c.opts.CACert != "" || c.opts.Cert != "" || c.opts.Key != "" {
 		// Said here, before anything is sent: whatever listens on the port
 		// is not to blame.
 		return nil, fmt.Errorf("the authentication and TLS options are for a server given with --server, NATS_URL or a context's url; the local server admits only its owner, by the keys in %s", dir)

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -158,12 +157,11 @@ func watchCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
 	// Say where watching starts, so that a reader knows every change after
 	// that revision will show.
 	if f.output == "json" {
-		b, _ := json.Marshal(map[string]any{"event": "watching", "scope": f.scope, "name": f.name, "prefix": prefix, "revision": s.cfg.Revision()})
-		fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+		repl.WriteJSON(cmd.OutOrStdout(), map[string]any{"event": "watching", "scope": f.scope, "name": f.name, "prefix": prefix, "revision": s.cfg.Revision()})
 	} else {
 		what := "every key"
 		if prefix != "" {
-			what = fmt.Sprintf("keys starting '%s'", prefix)
+			what = fmt.Sprintf("keys starting '%s'", repl.Shown(prefix))
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "**** Watching %s of %s/%s from revision %d (Ctrl-C to stop)\n", what, f.scope, f.name, s.cfg.Revision())
 	}

@@ -50,16 +50,12 @@ func (f *rootFlags) check(cmd *cobra.Command) error {
 	return nil
 }
 
-// session is one config, open: the connection, its log, the shell that
-// answers commands on it, and the config.
+// session is one config, open: the connection, the shell that answers
+// commands on it, and the config.
 type session struct {
 	nc  *nats.Conn
-	log *jetstream.Log
 	sh  *repl.Shell
 	cfg *sharedconfig.Config
-	// damaged is set when the config holds an entry that does not read:
-	// cfg is then its last good state, read-only.
-	damaged *sharedconfig.DamagedError
 }
 
 // Close stops following and closes the connection.
@@ -71,7 +67,7 @@ func (s *session) Close() {
 // dial connects as the flags, the NATS context and the environment say,
 // and describes how for STATUS.
 func (f *rootFlags) dial(ctx context.Context) (*nats.Conn, string, error) {
-	conn := f.conn // the flags as given: a command may dial twice
+	conn := f.conn // f keeps the flags as given
 	via, err := f.source.apply(&conn.opts)
 	if err != nil {
 		return nil, "", &exitError{exitStartup, err}
@@ -86,12 +82,17 @@ func (f *rootFlags) dial(ctx context.Context) (*nats.Conn, string, error) {
 // open connects and opens the config the flags name. Errors are exitErrors
 // with status 2: the command could not start.
 func (f *rootFlags) open(cmd *cobra.Command) (*session, error) {
-	ctx := cmd.Context()
-	nc, via, err := f.dial(ctx)
+	nc, via, err := f.dial(cmd.Context())
 	if err != nil {
 		return nil, err
 	}
-	openCtx, cancel := context.WithTimeout(ctx, f.timeout)
+	return f.openOn(cmd, nc, via)
+}
+
+// openOn is open on a connection made by dial, which the session then owns:
+// it is closed with the session, or at once if the config does not open.
+func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*session, error) {
+	openCtx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
 	// A shell opened during a leader election says why it waits; later
 	// commands just take longer, within their own --timeout.
@@ -119,7 +120,7 @@ func (f *rootFlags) open(cmd *cobra.Command) (*session, error) {
 		Trace:     f.trace,
 		Revisions: f.revisions,
 	})
-	s := &session{nc: nc, log: log, sh: sh}
+	s := &session{nc: nc, sh: sh}
 	s.cfg, err = sharedconfig.Open(openCtx, log, sharedconfig.Options{
 		Compaction:       sharedconfig.DefaultCompactionPolicy,
 		CompactionFailed: sh.CompactionFailed,
@@ -127,10 +128,11 @@ func (f *rootFlags) open(cmd *cobra.Command) (*session, error) {
 		Changed:          sh.Changed,
 		CatchingUp:       catchUpProgress(cmd.ErrOrStderr()),
 	})
-	if errors.As(err, &s.damaged) && s.cfg != nil {
+	var damaged *sharedconfig.DamagedError
+	if errors.As(err, &damaged) && s.cfg != nil {
 		// Readable up to the damage: open read-only there, and say so.
 		fmt.Fprintf(cmd.ErrOrStderr(), "!!!! %s/%s is damaged at entry %d (%s): read-only at revision %d, its last good state; writes fail until 'sharedconfig repair'\n",
-			f.scope, f.name, s.damaged.Entry.Revision, visible(s.damaged.Entry.Err.Error()), s.damaged.GoodRevision)
+			f.scope, f.name, damaged.Entry.Revision, repl.Shown(damaged.Entry.Err.Error()), damaged.GoodRevision)
 	} else if err != nil {
 		s.Close()
 		return nil, &exitError{exitStartup, fmt.Errorf("opening %s/%s: %w", f.scope, f.name, err)}

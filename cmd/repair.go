@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sharedconfig/sharedconfig/repl"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
 
@@ -55,9 +56,9 @@ func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 			f.scope, f.name, plan.GoodRevision, s.cfg.State().Len(), plural(s.cfg.State().Len(), "property", "properties"), plan.LastRevision)
 		rows := [][]string{}
 		for _, d := range plan.Discarded {
-			rows = append(rows, []string{strconv.FormatUint(d.Revision, 10), formatTime(d.Time), shown(d.Writer), describeDiscarded(d)})
+			rows = append(rows, []string{strconv.FormatUint(d.Revision, 10), formatTime(d.Time), d.Writer, describeDiscarded(d)})
 		}
-		printTable(out, []string{"Revision", "Time", "Writer", "Entry"}, rows)
+		repl.PrintTable(out, []string{"Revision", "Time", "Writer", "Entry"}, rows)
 	}
 	if !yes {
 		if !isTerminal(cmd.InOrStdin()) {
@@ -92,7 +93,7 @@ func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 func describeDiscarded(d sharedconfig.Change) string {
 	switch {
 	case d.Damage != "":
-		return "DAMAGED: " + shown(d.Damage)
+		return "DAMAGED: " + repl.Shown(d.Damage)
 	case d.Foreign != "":
 		return "FOREIGN: " + d.Foreign
 	case d.Snapshot:
@@ -100,19 +101,9 @@ func describeDiscarded(d sharedconfig.Change) string {
 	}
 	ops := make([]string, len(d.Ops))
 	for i, op := range d.Ops {
-		ops[i] = shown(op.String())
+		ops[i] = repl.Shown(op.String())
 	}
 	return strings.Join(ops, "; ")
-}
-
-// shown is text from a stream as a terminal may show it: as is when every
-// character is printable, else quoted, so that nothing stored can drive the
-// terminal (the shell's rule for keys, values and names).
-func shown(s string) string {
-	if q := strconv.Quote(s); q[1:len(q)-1] != s {
-		return q
-	}
-	return s
 }
 
 func formatTime(t time.Time) string {

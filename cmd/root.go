@@ -1,5 +1,17 @@
-// Package cmd is the sharedconfig command line: cobra wiring around the
-// REPL, the server, and connecting to NATS.
+// Package cmd is the sharedconfig command line, in cobra: the shell on one
+// config (root.go), the one-shot commands that run one shell command and
+// exit (oneshot.go), configs as things to list, export, import and destroy
+// (configs.go), repair of a damaged config (repair.go), and the server and
+// bench commands.
+//
+// Every command that opens a config takes the same flags (open.go):
+// connection flags, then a NATS CLI context, then the environment
+// (source.go); with none of them naming a server it uses the user's private
+// local server, started in the background when none answers (conn.go). The
+// original's single-dash options are rewritten before cobra sees them
+// (args.go). What the commands print goes through package repl, so that it
+// is escaped and shaped as the shell's answers are. Exit status: 0 ran, 1 a
+// command or script line failed, 2 could not start.
 package cmd
 
 import (
@@ -13,6 +25,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -123,8 +136,9 @@ change is appended to a JetStream stream only if the writer had the latest
 state (optimistic concurrency), and each process replays the stream to keep
 its own copy. Reads use that copy, so they may be stale until REFRESH.
 
-With no --server and no NATS_URL, sharedconfig uses the server at
-127.0.0.1:4222, starting one in the background if none answers.
+With no --server, no NATS context that names a server, and no NATS_URL,
+sharedconfig uses your own private server at 127.0.0.1:4222 (on --data-dir),
+starting one in the background if none answers.
 
 Input from a pipe or --file runs as a script: no banner or prompt, one answer
 per command. Exit status: 0 when every line ran, 1 when a line was unknown or
@@ -132,7 +146,7 @@ malformed or a command failed, 2 when the shell could not start.`,
 		Example: `  sharedconfig                       # the config example/someConfig
   sharedconfig -s myScope -n myConfig
   echo 'PUT p1, v1' | sharedconfig   # a one-line script
-  sharedconfig server --listen 127.0.0.1:4222 --data-dir ./data`,
+  sharedconfig --server nats://127.0.0.1:4333  # a server of your own (see 'sharedconfig server --help')`,
 		Version:       version(),
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
@@ -245,8 +259,10 @@ func catchUpProgress(w io.Writer) func(done, total uint64) {
 	}
 }
 
-// defaultWriter names this process: user@host:pid.
-func defaultWriter() string {
+// defaultWriter names this process: user@host:pid. Worked out once: every
+// command registers the flag, and the user may be looked up in the password
+// database.
+var defaultWriter = sync.OnceValue(func() string {
 	host, _ := os.Hostname()
 	name := os.Getenv("USER")
 	if name == "" {
@@ -258,7 +274,7 @@ func defaultWriter() string {
 		name = "someone"
 	}
 	return fmt.Sprintf("%s@%s:%d", name, host, os.Getpid())
-}
+})
 
 func isTerminal(stream any) bool {
 	f, ok := stream.(*os.File)

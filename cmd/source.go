@@ -100,10 +100,6 @@ func expandHome(p string) string {
 	return p
 }
 
-func hasAuth(o *jetstream.ConnectOptions) bool {
-	return o.Creds != "" || o.NKey != "" || o.User != "" || o.Password != "" || o.Token != ""
-}
-
 // apply fills in what the connection flags left empty: first from the NATS
 // context, then, for credentials, from NATS_CREDS, NATS_USER, NATS_PASSWORD
 // and NATS_TOKEN (which, unlike flags, do not show in ps). Credentials come
@@ -130,7 +126,7 @@ func (s *sourceFlags) apply(o *jetstream.ConnectOptions) (string, error) {
 		via = append(via, "server from "+ctxName)
 	}
 	switch {
-	case hasAuth(o):
+	case o.HasAuth():
 		fromFlags("credentials from flags")
 	case ctx.Creds != "" || ctx.NKey != "" || ctx.User != "" || ctx.Password != "" || ctx.Token != "":
 		o.Creds, o.NKey, o.User, o.Password, o.Token = ctx.Creds, ctx.NKey, ctx.User, ctx.Password, ctx.Token

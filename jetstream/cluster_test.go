@@ -14,11 +14,10 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
-// The reported bug (Issue 11): on a 3-node cluster, both followers killed
-// while the leader runs, then restarted. A write made meanwhile must be
-// reported as made, and made once; it was reported failed with 10158
-// "duplicate message id is in process".
-func TestWriteWhileFollowersRestart(t *testing.T) {
+// clusterLog starts a 3-node cluster and opens a log replicated on all
+// three, holding one entry.
+func clusterLog(t *testing.T, name string) ([]*jstest.Node, *jetstream.Log) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a 3-node cluster")
 	}
@@ -27,14 +26,23 @@ func TestWriteWhileFollowersRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer setup.Close()
-	l, err := jetstream.OpenLog(context.Background(), setup, "test", "followers", jetstream.LogOptions{Replicas: 3})
+	t.Cleanup(setup.Close)
+	l, err := jetstream.OpenLog(context.Background(), setup, "test", name, jetstream.LogOptions{Replicas: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Append(context.Background(), 0, []byte("first")); err != nil {
 		t.Fatal(err)
 	}
+	return nodes, l
+}
+
+// The reported bug (Issue 11): on a 3-node cluster, both followers killed
+// while the leader runs, then restarted. A write made meanwhile must be
+// reported as made, and made once; it was reported failed with 10158
+// "duplicate message id is in process".
+func TestWriteWhileFollowersRestart(t *testing.T) {
+	nodes, l := clusterLog(t, "followers")
 	info, err := l.Stream().Info(context.Background())
 	if err != nil || info.Cluster == nil {
 		t.Fatalf("stream info: %v", err)
@@ -112,22 +120,7 @@ func TestWriteWhileFollowersRestart(t *testing.T) {
 // waits for the election, saying so, instead of failing: here the nodes come
 // back while it waits.
 func TestOpenWaitsForALeader(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a 3-node cluster")
-	}
-	nodes := jstest.Cluster(t, 3)
-	setup, err := jetstream.Connect(jetstream.ConnectOptions{URLs: jstest.URLs(nodes)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer setup.Close()
-	l, err := jetstream.OpenLog(context.Background(), setup, "test", "election", jetstream.LogOptions{Replicas: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Append(context.Background(), 0, []byte("first")); err != nil {
-		t.Fatal(err)
-	}
+	nodes, l := clusterLog(t, "election")
 	// The survivor is a follower: once the leader and the other follower
 	// are down, nobody can answer for the stream until they are back.
 	info, err := l.Stream().Info(context.Background())

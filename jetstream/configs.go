@@ -37,11 +37,7 @@ func ListConfigs(ctx context.Context, nc *nats.Conn) ([]ConfigInfo, error) {
 		if !ok || len(info.Config.Subjects) != 1 || info.Config.Subjects[0] != Subject(scope, name) {
 			continue // not a stream sharedconfig made
 		}
-		out = append(out, ConfigInfo{
-			Scope: scope, Name: name, Stream: info.Config.Name,
-			LastRevision: info.State.LastSeq, LastChange: info.State.LastTime,
-			Entries: info.State.Msgs, Bytes: info.State.Bytes, Replicas: max(info.Config.Replicas, 1),
-		})
+		out = append(out, configInfo(scope, name, info))
 	}
 	if err := lister.Err(); err != nil {
 		return nil, fmt.Errorf("listing streams: %w", describeJSError(err))
@@ -67,17 +63,25 @@ func StatConfig(ctx context.Context, nc *nats.Conn, scope, name string) (ConfigI
 	stream := StreamName(scope, name)
 	s, err := js.Stream(ctx, stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return ConfigInfo{}, fmt.Errorf("%s/%s (stream %s): %w", scope, name, stream, ErrNoConfig)
+		return ConfigInfo{}, noConfig(scope, name, stream)
 	}
 	if err != nil {
 		return ConfigInfo{}, fmt.Errorf("opening stream %s: %w", stream, describeJSError(err))
 	}
-	info := s.CachedInfo()
+	return configInfo(scope, name, s.CachedInfo()), nil
+}
+
+func configInfo(scope, name string, info *jetstream.StreamInfo) ConfigInfo {
 	return ConfigInfo{
-		Scope: scope, Name: name, Stream: stream,
+		Scope: scope, Name: name, Stream: info.Config.Name,
 		LastRevision: info.State.LastSeq, LastChange: info.State.LastTime,
 		Entries: info.State.Msgs, Bytes: info.State.Bytes, Replicas: max(info.Config.Replicas, 1),
-	}, nil
+	}
+}
+
+// noConfig is ErrNoConfig for scope/name.
+func noConfig(scope, name, stream string) error {
+	return fmt.Errorf("%s/%s (stream %s): %w", scope, name, stream, ErrNoConfig)
 }
 
 // DeleteConfig deletes the stream of scope/name, and with it every entry.
@@ -89,7 +93,7 @@ func DeleteConfig(ctx context.Context, nc *nats.Conn, scope, name string) error 
 	stream := StreamName(scope, name)
 	err = js.DeleteStream(ctx, stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return fmt.Errorf("%s/%s (stream %s): %w", scope, name, stream, ErrNoConfig)
+		return noConfig(scope, name, stream)
 	}
 	if err != nil {
 		return fmt.Errorf("deleting stream %s: %w", stream, describeJSError(err))

@@ -62,12 +62,46 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 	if timeout == 0 {
 		timeout = 5 * time.Second
 	}
-	opts := []nats.Option{
+	security, err := securityOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	opts := append([]nats.Option{
 		nats.Name(o.Name),
 		nats.Timeout(timeout),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
+	}, security...)
+	if o.ReconnectFailed != nil {
+		opts = append(opts, nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { o.ReconnectFailed(err) }))
 	}
+	nc, err := nats.Connect(urls, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot connect to %s: %v", RedactURLs(urls), redact(err, o))
+	}
+	return nc, nil
+}
+
+// HasAuth says whether o names a way to authenticate.
+func (o ConnectOptions) HasAuth() bool {
+	return o.Creds != "" || o.NKey != "" || o.User != "" || o.Password != "" || o.Token != ""
+}
+
+// securityOptions are the authentication and TLS options o asks for: the
+// local data directory's keys, or at most one way to authenticate and the
+// TLS files given.
+func securityOptions(o ConnectOptions) ([]nats.Option, error) {
+	if o.LocalDataDir != "" {
+		if o.HasAuth() || o.CACert != "" || o.Cert != "" || o.Key != "" {
+			return nil, errors.New("the local server admits only its owner, by the keys in its data directory: give the authentication and TLS options with the server's address")
+		}
+		keys, err := loadLocalKeys(o.LocalDataDir)
+		if err != nil {
+			return nil, err
+		}
+		return keys.clientOptions()
+	}
+	var opts []nats.Option
 	auth := 0
 	if o.Creds != "" {
 		auth++
@@ -89,23 +123,6 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 		auth++
 		opts = append(opts, nats.Token(o.Token))
 	}
-	if o.LocalDataDir != "" {
-		if auth > 0 || o.CACert != "" || o.Cert != "" || o.Key != "" {
-			return nil, errors.New("the local server admits only its owner, by the keys in its data directory: give the authentication and TLS options with the server's address")
-		}
-		keys, err := loadLocalKeys(o.LocalDataDir)
-		if err != nil {
-			return nil, err
-		}
-		local, err := keys.clientOptions()
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, local...)
-	}
-	if o.ReconnectFailed != nil {
-		opts = append(opts, nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { o.ReconnectFailed(err) }))
-	}
 	if auth > 1 {
 		return nil, errors.New("give only one of a credentials file, an NKey seed file, a user and password, or a token")
 	}
@@ -118,11 +135,7 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 	if o.Cert != "" {
 		opts = append(opts, nats.ClientCert(o.Cert, o.Key))
 	}
-	nc, err := nats.Connect(urls, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("cannot connect to %s: %v", RedactURLs(urls), redact(err, o))
-	}
-	return nc, nil
+	return opts, nil
 }
 
 // RedactURLs hides passwords and tokens in a comma-separated URL list, so

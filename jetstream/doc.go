@@ -1,6 +1,15 @@
 // Package jetstream stores a statesync.Log in a NATS JetStream stream and runs
 // the embedded NATS server.
 //
+// The log: opening and checking a config's stream (log.go), conditional
+// appends and compaction (publish.go), reads by batched direct gets or an
+// ordered consumer (read.go), the headers below (wire.go), and JetStream's
+// errors said plainly (errors.go). Around it: the embedded server and
+// cluster node (server.go), its data directory and lock (datadir.go,
+// lock_*.go), the keys of a private server that admits only its owner
+// (localauth.go), connecting (connect.go), stream names and parsing them
+// back (names.go), and listing and deleting configs' streams (configs.go).
+//
 // One stream holds one shared state, named by a scope and a name. Each log
 // entry is one message; its revision is the message's stream sequence. A
 // conditional append is a publish with Nats-Expected-Last-Sequence, so it
@@ -32,7 +41,7 @@
 //
 // A message with neither Sharedconfig- header was published by another
 // program: reads deliver it as a foreign entry (statesync.Entry.Foreign),
-// which holds no state. One with them but an unknown format or kind, or a
-// body that does not decode, makes reads fail with an error naming the
-// stream and the sequence.
+// which holds no state. One with them but an unknown format or kind makes
+// reads fail with a statesync.EntryError naming the stream and the
+// sequence, as the codec does for a body that does not decode.
 package jetstream

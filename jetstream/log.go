@@ -171,65 +171,43 @@ func (l *Log) lookUpOrCreate(ctx context.Context, scope, name string, o LogOptio
 // checkStreamConfig names every setting of an existing stream under which
 // entries could be lost, dropped, refused or mixed with others.
 func checkStreamConfig(c jetstream.StreamConfig, subject string, maxPayload int) error {
-	var problems []string
-	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	if len(c.Subjects) != 1 || c.Subjects[0] != subject {
-		bad("subjects %v (want [%s])", c.Subjects, subject)
-	}
-	if c.Storage != jetstream.FileStorage {
-		bad("storage %s (entries vanish when the server restarts; want file)", strings.ToLower(c.Storage.String()))
-	}
-	if c.PersistMode == jetstream.AsyncPersistMode {
-		bad("persist mode async (acknowledged entries can be lost if the server dies; want default)")
-	}
-	if c.NoAck {
-		bad("no-ack (the server never confirms a write; want acks)")
-	}
-	if c.Retention != jetstream.LimitsPolicy {
-		bad("retention %s (drops entries once consumed; want limits)", strings.ToLower(c.Retention.String()))
-	}
 	limit := "drops the oldest entries"
 	if c.Discard == jetstream.DiscardNew {
 		limit = "refuses writes once reached"
 	}
-	if c.MaxMsgs > 0 {
-		bad("max messages %d (%s; want unlimited)", c.MaxMsgs, limit)
-	}
-	if c.MaxBytes > 0 {
-		bad("max bytes %d (%s; want unlimited)", c.MaxBytes, limit)
-	}
-	if c.MaxAge > 0 {
-		bad("max age %s (drops entries as they age; want unlimited)", c.MaxAge)
-	}
-	if c.MaxMsgsPerSubject > 0 {
-		bad("max messages per subject %d (drops or refuses entries; want unlimited)", c.MaxMsgsPerSubject)
-	}
-	if c.MaxMsgSize > 0 && int(c.MaxMsgSize) < maxPayload {
-		bad("max message size %d bytes (refuses entries the server's max payload of %d bytes allows; want unlimited)", c.MaxMsgSize, maxPayload)
-	}
-	if !c.AllowRollup {
-		bad("rollups not allowed (compaction writes its snapshot as a rollup; want allow_rollup_hdrs)")
-	}
-	if c.DenyPurge {
-		bad("deny purge (compaction drops entries with rollups and purges; want purges allowed)")
-	}
-	if c.Sealed {
-		bad("sealed (accepts no writes)")
-	}
+	mirror := ""
 	if c.Mirror != nil {
-		bad("a mirror of stream %s (accepts no writes)", c.Mirror.Name)
+		mirror = c.Mirror.Name
 	}
-	if len(c.Sources) > 0 {
-		bad("sources (messages copied from other streams would break the sequence of entries)")
+	// Each row: the setting is wrong, and what it is and does.
+	checks := []struct {
+		wrong bool
+		what  string
+	}{
+		{len(c.Subjects) != 1 || c.Subjects[0] != subject, fmt.Sprintf("subjects %v (want [%s])", c.Subjects, subject)},
+		{c.Storage != jetstream.FileStorage, fmt.Sprintf("storage %s (entries vanish when the server restarts; want file)", strings.ToLower(c.Storage.String()))},
+		{c.PersistMode == jetstream.AsyncPersistMode, "persist mode async (acknowledged entries can be lost if the server dies; want default)"},
+		{c.NoAck, "no-ack (the server never confirms a write; want acks)"},
+		{c.Retention != jetstream.LimitsPolicy, fmt.Sprintf("retention %s (drops entries once consumed; want limits)", strings.ToLower(c.Retention.String()))},
+		{c.MaxMsgs > 0, fmt.Sprintf("max messages %d (%s; want unlimited)", c.MaxMsgs, limit)},
+		{c.MaxBytes > 0, fmt.Sprintf("max bytes %d (%s; want unlimited)", c.MaxBytes, limit)},
+		{c.MaxAge > 0, fmt.Sprintf("max age %s (drops entries as they age; want unlimited)", c.MaxAge)},
+		{c.MaxMsgsPerSubject > 0, fmt.Sprintf("max messages per subject %d (drops or refuses entries; want unlimited)", c.MaxMsgsPerSubject)},
+		{c.MaxMsgSize > 0 && int(c.MaxMsgSize) < maxPayload, fmt.Sprintf("max message size %d bytes (refuses entries the server's max payload of %d bytes allows; want unlimited)", c.MaxMsgSize, maxPayload)},
+		{!c.AllowRollup, "rollups not allowed (compaction writes its snapshot as a rollup; want allow_rollup_hdrs)"},
+		{c.DenyPurge, "deny purge (compaction drops entries with rollups and purges; want purges allowed)"},
+		{c.Sealed, "sealed (accepts no writes)"},
+		{c.Mirror != nil, fmt.Sprintf("a mirror of stream %s (accepts no writes)", mirror)},
+		{len(c.Sources) > 0, "sources (messages copied from other streams would break the sequence of entries)"},
+		{c.AllowMsgCounter, "message counters (accepts only counter increments)"},
+		{c.SubjectDeleteMarkerTTL > 0, "subject delete markers (the server would add messages that are not entries)"},
+		{c.Duplicates > 0 && c.Duplicates < minDuplicates, fmt.Sprintf("duplicate window %s (a write retried after a lost answer could land twice; want at least %s)", c.Duplicates, minDuplicates)},
 	}
-	if c.AllowMsgCounter {
-		bad("message counters (accepts only counter increments)")
-	}
-	if c.SubjectDeleteMarkerTTL > 0 {
-		bad("subject delete markers (the server would add messages that are not entries)")
-	}
-	if c.Duplicates > 0 && c.Duplicates < minDuplicates {
-		bad("duplicate window %s (a write retried after a lost answer could land twice; want at least %s)", c.Duplicates, minDuplicates)
+	var problems []string
+	for _, check := range checks {
+		if check.wrong {
+			problems = append(problems, check.what)
+		}
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))

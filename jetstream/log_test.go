@@ -37,6 +37,17 @@ func openLog(t *testing.T, nc *nats.Conn) *jetstream.Log {
 	return l
 }
 
+// openOther opens a second writer on l's stream.
+func openOther(t *testing.T, nc *nats.Conn, l *jetstream.Log) *jetstream.Log {
+	t.Helper()
+	scope, name, _ := jetstream.ParseStreamName(l.Name())
+	other, err := jetstream.OpenLog(context.Background(), nc, scope, name, jetstream.LogOptions{})
+	if err != nil {
+		t.Fatalf("OpenLog: %v", err)
+	}
+	return other
+}
+
 func TestLogConformance(t *testing.T) {
 	srv := jstest.Server(t)
 	nc := jstest.Connect(t, srv)
@@ -149,10 +160,7 @@ func TestAmbiguousThenConflict(t *testing.T) {
 	srv := jstest.Server(t)
 	nc := jstest.Connect(t, srv)
 	l := openLog(t, nc)
-	other, err := jetstream.OpenLog(context.Background(), nc, "test", strings.TrimPrefix(l.Name(), "SC_4_test_"), jetstream.LogOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := openOther(t, nc, l)
 	calls := 0
 	l.WrapPublish(func(publish jetstream.PublishFunc) jetstream.PublishFunc {
 		return func(ctx context.Context, msg *nats.Msg, opts ...natsjs.PublishOpt) (*natsjs.PubAck, error) {
@@ -165,7 +173,7 @@ func TestAmbiguousThenConflict(t *testing.T) {
 			return publish(ctx, msg, opts...)
 		}
 	})
-	_, err = l.Append(context.Background(), 0, []byte("mine"))
+	_, err := l.Append(context.Background(), 0, []byte("mine"))
 	var conflict *statesync.ConflictError
 	if !errors.As(err, &conflict) || conflict.Current != 1 {
 		t.Fatalf("Append = %v; want a conflict at 1", err)

@@ -89,10 +89,7 @@ func TestAmbiguousPublishOutcomes(t *testing.T) {
 				t.Fatal(err)
 			}
 			if c.other {
-				other, err := jetstream.OpenLog(context.Background(), nc, "test", strings.TrimPrefix(l.Name(), "SC_4_test_"), jetstream.LogOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
+				other := openOther(t, nc, l)
 				if _, err := other.Append(context.Background(), 1, []byte("theirs")); err != nil {
 					t.Fatal(err)
 				}
@@ -219,10 +216,7 @@ func TestChunkedCompactionInterrupted(t *testing.T) {
 		if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
 			t.Fatal(err)
 		}
-		other, err := jetstream.OpenLog(context.Background(), nc, "test", strings.TrimPrefix(l.Name(), "SC_4_test_"), jetstream.LogOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		other := openOther(t, nc, l)
 		calls := 0
 		l.WrapPublish(func(publish jetstream.PublishFunc) jetstream.PublishFunc {
 			return func(ctx context.Context, msg *nats.Msg, opts ...natsjs.PublishOpt) (*natsjs.PubAck, error) {
@@ -234,7 +228,7 @@ func TestChunkedCompactionInterrupted(t *testing.T) {
 				return publish(ctx, msg, opts...)
 			}
 		})
-		_, err = l.Compact(context.Background(), 1, big)
+		_, err := l.Compact(context.Background(), 1, big)
 		var conflict *statesync.ConflictError
 		if !errors.As(err, &conflict) || conflict.Expected != 1 || conflict.Current != 3 {
 			t.Fatalf("Compact = %v; want a conflict expecting 1, at 3", err)

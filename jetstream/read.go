@@ -227,10 +227,10 @@ type reader struct {
 	chunks     [][]byte
 }
 
-func (r *reader) add(seq uint64, h nats.Header, data []byte) (statesync.Entry, bool, error) {
-	bad := func(format string, args ...any) (statesync.Entry, bool, error) {
-		return statesync.Entry{}, false, &statesync.EntryError{Log: r.log.name, Revision: seq, Err: fmt.Errorf(format, args...)}
-	}
+// add turns the message at seq into an entry; ok is false for a message
+// that holds none by itself (a foreign one after a gap, a chunk of a
+// snapshot not yet whole).
+func (r *reader) add(seq uint64, h nats.Header, data []byte) (e statesync.Entry, ok bool, err error) {
 	if seq != r.next {
 		r.gap = true
 		r.chunks = nil
@@ -247,10 +247,10 @@ func (r *reader) add(seq uint64, h nats.Header, data []byte) (statesync.Entry, b
 		return statesync.Entry{Revision: seq, Foreign: fmt.Sprintf("not a sharedconfig entry (no %s header), %d bytes", HeaderKind, len(data))}, true, nil
 	}
 	if h.Get(HeaderKind) == "" {
-		return bad("not a sharedconfig entry (it has no %s header)", HeaderKind)
+		return r.bad(seq, "not a sharedconfig entry (it has no %s header)", HeaderKind)
 	}
 	if v := h.Get(HeaderFormat); v != FormatVersion {
-		return bad("wire format %q is not one this program reads (it reads %s)", v, FormatVersion)
+		return r.bad(seq, "wire format %q is not one this program reads (it reads %s)", v, FormatVersion)
 	}
 	kind := h.Get(HeaderKind)
 	if kind != KindSnapshotChunk {
@@ -259,38 +259,49 @@ func (r *reader) add(seq uint64, h nats.Header, data []byte) (statesync.Entry, b
 	switch kind {
 	case KindUpdate:
 		if r.gap {
-			return bad("entries before it were dropped and no snapshot covers them: %w", statesync.ErrGap)
+			return r.bad(seq, "entries before it were dropped and no snapshot covers them: %w", statesync.ErrGap)
 		}
 		return statesync.Entry{Revision: seq, Data: data}, true, nil
 	case KindSnapshot:
 		r.gap = false
 		return statesync.Entry{Revision: seq, Snapshot: true, Data: data}, true, nil
 	case KindSnapshotChunk:
-		var i, n int
-		if _, err := fmt.Sscanf(h.Get(HeaderChunk), "%d/%d", &i, &n); err != nil || n < 1 || i < 0 || i >= n {
-			return bad("snapshot chunk header %q is not i/n", h.Get(HeaderChunk))
-		}
-		id := h.Get(HeaderSnapshot)
-		if i == 0 {
-			r.chunkID, r.chunkCount, r.chunks = id, n, nil
-		}
-		if id != r.chunkID || n != r.chunkCount || i != len(r.chunks) {
-			// Part of a run that was never finished, or whose start this
-			// reader is past: it holds no state.
-			r.chunks = nil
-			if r.gap {
-				return bad("entries before it were dropped and no whole snapshot covers them: %w", statesync.ErrGap)
-			}
-			return statesync.Entry{}, false, nil
-		}
-		r.chunks = append(r.chunks, data)
-		if len(r.chunks) < n {
-			return statesync.Entry{}, false, nil
-		}
-		whole := bytes.Join(r.chunks, nil)
-		r.chunks, r.gap = nil, false
-		return statesync.Entry{Revision: seq, Snapshot: true, Data: whole}, true, nil
+		return r.addChunk(seq, h, data)
 	default:
-		return bad("unknown entry kind %q", kind)
+		return r.bad(seq, "unknown entry kind %q", kind)
 	}
+}
+
+// addChunk adds one chunk of a snapshot; the last chunk of a whole run
+// yields the snapshot.
+func (r *reader) addChunk(seq uint64, h nats.Header, data []byte) (statesync.Entry, bool, error) {
+	var i, n int
+	if _, err := fmt.Sscanf(h.Get(HeaderChunk), "%d/%d", &i, &n); err != nil || n < 1 || i < 0 || i >= n {
+		return r.bad(seq, "snapshot chunk header %q is not i/n", h.Get(HeaderChunk))
+	}
+	id := h.Get(HeaderSnapshot)
+	if i == 0 {
+		r.chunkID, r.chunkCount, r.chunks = id, n, nil
+	}
+	if id != r.chunkID || n != r.chunkCount || i != len(r.chunks) {
+		// Part of a run that was never finished, or whose start this
+		// reader is past: it holds no state.
+		r.chunks = nil
+		if r.gap {
+			return r.bad(seq, "entries before it were dropped and no whole snapshot covers them: %w", statesync.ErrGap)
+		}
+		return statesync.Entry{}, false, nil
+	}
+	r.chunks = append(r.chunks, data)
+	if len(r.chunks) < n {
+		return statesync.Entry{}, false, nil
+	}
+	whole := bytes.Join(r.chunks, nil)
+	r.chunks, r.gap = nil, false
+	return statesync.Entry{Revision: seq, Snapshot: true, Data: whole}, true, nil
+}
+
+// bad is the answer for the entry at seq that does not read.
+func (r *reader) bad(seq uint64, format string, args ...any) (statesync.Entry, bool, error) {
+	return statesync.Entry{}, false, &statesync.EntryError{Log: r.log.name, Revision: seq, Err: fmt.Errorf(format, args...)}
 }

@@ -60,6 +60,48 @@ var ErrDataDirLocked = errors.New("the data directory is in use by another share
 
 // StartServer starts a server and waits until it takes connections.
 func StartServer(o ServerOptions) (*Server, error) {
+	opts, err := serverOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := PrepareDataDir(o.DataDir, o.Private); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(o.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if o.Private {
+		if err := privateOptions(opts, o); err != nil {
+			lock.Close()
+			return nil, err
+		}
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("starting the server: %w", err)
+	}
+	// A logger whose Fatalf does not exit, so that a failure to start
+	// JetStream comes back as an error.
+	logger := &captureLogger{out: o.Log}
+	ns.SetLogger(logger, false, false)
+	ns.Start()
+	if !ns.ReadyForConnections(10*time.Second) || !ns.JetStreamEnabled() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		lock.Close()
+		if msg := logger.failure(); msg != "" {
+			return nil, fmt.Errorf("starting the server: %s", msg)
+		}
+		return nil, fmt.Errorf("the server on %s did not start within 10s", o.Listen)
+	}
+	return &Server{ns: ns, lock: lock}, nil
+}
+
+// serverOptions checks o and turns it into nats-server's options, all but
+// the private part.
+func serverOptions(o ServerOptions) (*server.Options, error) {
 	host, portStr, err := net.SplitHostPort(o.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen address %q: %v (want host:port, e.g. 127.0.0.1:4222)", o.Listen, err)
@@ -82,14 +124,6 @@ func StartServer(o ServerOptions) (*Server, error) {
 		// negative interval), and anything that short is not an interval.
 		return nil, fmt.Errorf("sync interval %s: give 0 (sync every write) or 1ms or more", o.SyncInterval)
 	}
-	if err := PrepareDataDir(o.DataDir, o.Private); err != nil {
-		return nil, err
-	}
-	lock, err := lockDir(o.DataDir)
-	if err != nil {
-		return nil, err
-	}
-	logger := &captureLogger{out: o.Log}
 	opts := &server.Options{
 		ServerName: o.ServerName,
 		Host:       host,
@@ -104,34 +138,9 @@ func StartServer(o ServerOptions) (*Server, error) {
 		SyncInterval: o.SyncInterval,
 	}
 	if err := clusterOptions(opts, o); err != nil {
-		lock.Close()
 		return nil, err
 	}
-	if o.Private {
-		if err := privateOptions(opts, o); err != nil {
-			lock.Close()
-			return nil, err
-		}
-	}
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("starting the server: %w", err)
-	}
-	// A logger whose Fatalf does not exit, so that a failure to start
-	// JetStream comes back as an error.
-	ns.SetLogger(logger, false, false)
-	ns.Start()
-	if !ns.ReadyForConnections(10*time.Second) || !ns.JetStreamEnabled() {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-		lock.Close()
-		if msg := logger.failure(); msg != "" {
-			return nil, fmt.Errorf("starting the server: %s", msg)
-		}
-		return nil, fmt.Errorf("the server on %s did not start within 10s", o.Listen)
-	}
-	return &Server{ns: ns, lock: lock}, nil
+	return opts, nil
 }
 
 // clusterOptions fills in the cluster part of opts.
@@ -176,29 +185,43 @@ func privateOptions(opts *server.Options, o ServerOptions) error {
 	return keys.serverOptions(opts)
 }
 
-// WaitJetStreamReady waits until the JetStream cluster has a leader and
-// this node is current (a standalone server is ready at once).
+// WaitJetStreamReady waits until the JetStream cluster has a leader that
+// sees every peer current, and this node is current (a standalone server is
+// ready at once).
 func (s *Server) WaitJetStreamReady(timeout time.Duration) error {
 	if !s.ns.JetStreamIsClustered() {
 		return nil
 	}
 	deadline := time.Now().Add(timeout)
-	for !(s.hasMetaLeader() && s.ns.JetStreamIsCurrent()) {
+	for !(s.metaReady() && s.ns.JetStreamIsCurrent()) {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the JetStream cluster has no leader after %s", timeout)
+			return fmt.Errorf("the JetStream cluster is not ready (a leader seeing every peer) after %s", timeout)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	return nil
 }
 
-func (s *Server) hasMetaLeader() bool {
-	raft := s.ns.JetStreamIsLeader()
-	if raft {
+// metaReady: the cluster has a leader and, asked on the leader (the one
+// that knows), every peer is current, so that a stream can be placed on any
+// of them ("no suitable peers for placement" otherwise, under load).
+func (s *Server) metaReady() bool {
+	info, err := s.ns.Jsz(&server.JSzOptions{})
+	if err != nil || info.Meta == nil || info.Meta.Leader == "" {
+		return false
+	}
+	if info.Meta.Leader != s.ns.Name() {
 		return true
 	}
-	info, err := s.ns.Jsz(&server.JSzOptions{})
-	return err == nil && info.Meta != nil && info.Meta.Leader != ""
+	if len(info.Meta.Replicas) < info.Meta.Size-1 {
+		return false
+	}
+	for _, p := range info.Meta.Replicas {
+		if !p.Current || p.Offline {
+			return false
+		}
+	}
+	return true
 }
 
 // Name is the server's name.

@@ -82,3 +82,13 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// What a stream holds is shown quoted where a terminal would obey it (the
+// one-shot commands outside the shell use it through Shown).
+func TestShownQuotesWhatCouldDriveATerminal(t *testing.T) {
+	for in, want := range map[string]string{"plain text": "plain text", "a\x1b]0;x\a": `"a\x1b]0;x\a"`, "\u202eevil": `"\u202eevil"`, "bad\xff": `"bad\xff"`} {
+		if got := shown(in); got != want {
+			t.Errorf("shown(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

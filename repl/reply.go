@@ -127,6 +127,23 @@ func escapeNonPrintable(b []byte) []byte {
 	return out
 }
 
+// Shown is s as text output shows a key, a value, a name or anything else
+// from a user, a stream or a server: as is when every character is
+// printable, else as a quoted string (see shown).
+func Shown(s string) string { return shown(s) }
+
+// PrintTable prints a table as the shell prints its own: every cell as
+// Shown shows it, and a warning line if the table cannot be drawn.
+func PrintTable(w io.Writer, header []string, rows [][]string) {
+	if err := renderTable(w, &table{header: header, rows: rows}); err != nil {
+		fmt.Fprintln(w, warn("Error: %v", err))
+	}
+}
+
+// WriteJSON prints v as one line of JSON, escaped as the shell's -o json
+// output is (see escapeNonPrintable).
+func WriteJSON(w io.Writer, v any) { writeJSON(w, v) }
+
 func yesNo(on bool) string {
 	if on {
 		return "on"

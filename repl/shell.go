@@ -1,8 +1,18 @@
-// Package repl is the sharedconfig command shell: a line is parsed, looked up
-// in one command table (which also drives the argument checks, HELP and
-// completion), run against a shared config, and its reply rendered as text
-// or JSON. Terminal and piped input go through the same loop behind the
-// Input interface.
+// Package repl is the sharedconfig command shell: a line is parsed
+// (parse.go), looked up in one command table whose parameters are stated
+// once and drive the argument checks, HELP and completion (commands.go,
+// params.go, complete.go), run against a shared config, and its reply
+// rendered as text or JSON (reply.go). Everything printed that came from a
+// user, a stream or a server is escaped there, in one place; the one-shot
+// commands outside the shell print through Shown, PrintTable and WriteJSON
+// for the same reason.
+//
+// Terminal and piped input go through the same loop (shell.go) behind the
+// Input interface: a Script reads lines of bounded length (input.go); a
+// Terminal keeps the terminal raw for the session, reads its keys itself
+// and hands them to go-prompt one at a time (terminal.go, keys.go,
+// console_*.go), so that a paste runs line by line, type-ahead waits, and
+// Ctrl-C cancels the running command.
 package repl
 
 import (
@@ -274,6 +284,13 @@ func (sh *Shell) printAsync(lines []string) {
 	sh.print(lines)
 }
 
+// printJSONAsync prints v as one line of JSON, as printAsync prints lines.
+func (sh *Shell) printJSONAsync(v any) {
+	var b strings.Builder
+	writeJSON(&b, v)
+	sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
+}
+
 // Attempt is the config's trace hook: with TRACE ON it shows every try of a
 // write as it happens.
 func (sh *Shell) Attempt(a statesync.Attempt) {
@@ -317,9 +334,7 @@ func describeAttempt(a statesync.Attempt) string {
 // a command: a warning, since nothing is lost.
 func (sh *Shell) CompactionFailed(err error) {
 	if sh.json {
-		var b strings.Builder
-		writeJSON(&b, fields{"event": "compaction_failed", "error": describeError(err, sh.timeout)})
-		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
+		sh.printJSONAsync(fields{"event": "compaction_failed", "error": describeError(err, sh.timeout)})
 		return
 	}
 	sh.printAsync([]string{warn("Compaction failed (nothing is lost; it will be tried again): %s", describeError(err, sh.timeout))})
@@ -338,14 +353,12 @@ func (sh *Shell) Changed(ch sharedconfig.Change) {
 // prefix is the watch's, if it has one.
 func (sh *Shell) showChange(ch sharedconfig.Change, prefix string) {
 	if sh.json {
-		var b strings.Builder
 		f := changeFields(ch)
 		f["event"] = "change"
 		if prefix != "" {
 			f["prefix"] = prefix
 		}
-		writeJSON(&b, f)
-		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
+		sh.printJSONAsync(f)
 		return
 	}
 	if ch.Foreign != "" {

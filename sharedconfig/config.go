@@ -9,6 +9,13 @@
 // put-if-absent on an existing key, a remove or replace whose value or
 // revision does not match, a clear of an empty config) checks that its copy was current, so
 // its answer was true of the shared config at some instant during the call.
+//
+// Besides the operations: History and KeyHistory read the log back as
+// changes (LOG, HISTORY), and Options.Changed is told of each change as it
+// lands (follow mode). Export and Import move a config to and from a file
+// (export.go). An entry another program published is stepped over; one that
+// claims to be sharedconfig's and does not decode leaves the config readable
+// at its last good state, which Repair writes past the damage (repair.go).
 package sharedconfig
 
 import (

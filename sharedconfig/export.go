@@ -38,7 +38,7 @@ func (c *Config) Export(scope, name string) Exported {
 	st, _ := c.sync.State()
 	e := Exported{Format: ExportFormat, Scope: scope, Name: name, Revision: st.Revision, Exported: time.Now().UTC(), Properties: map[string]ExportedProperty{}}
 	for k, p := range st.Value.All() {
-		e.Properties[k] = ExportedProperty{p.Value, p.Revision}
+		e.Properties[k] = ExportedProperty(p)
 	}
 	return e
 }

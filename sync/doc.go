@@ -20,5 +20,8 @@
 // Every change is a conditional append at the revision the writer last saw
 // (optimistic concurrency). UpdateState runs the caller's function on the local
 // state; if the log moved on, it catches up and runs the function again, as
-// etcd's STM does, until the append lands or the context ends.
+// etcd's STM does, until the append lands or the context ends (a write that
+// kept losing to others ends in a ContendedError). A foreign entry in the
+// log (Entry.Foreign) holds no state and is stepped over; an entry that does
+// not decode stops reads there with an EntryError.
 package statesync
