@@ -106,7 +106,12 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 		removesLeft: o.Compaction.RemovesBeforeCompaction,
 		leases:      newLeaseClient(o.Holder),
 	}
-	syncOpts = append(syncOpts, statesync.WithApplied(c.applied)) // Changed, Watch and the server's time
+	// Changed and Watch hear every entry, the lease client this process's
+	// own (for the server's time); without either, a catch-up keeps no
+	// record of what it applies.
+	syncOpts = append(syncOpts, statesync.WithAppliedWhen(c.applied, func() bool {
+		return o.Changed != nil || c.watching.Load() > 0
+	}))
 	c.sync = statesync.New[State](log, Codec{}, syncOpts...)
 	if err := c.sync.Initialize(ctx, Snapshot{EmptyState()}); err != nil {
 		var entryErr *statesync.EntryError

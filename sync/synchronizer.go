@@ -19,6 +19,7 @@ type Synchronizer[S any] struct {
 	codec    Codec[S]
 	trace    func(Attempt)
 	applied  func(Applied[S])
+	wanted   func() bool // whether applied wants entries this process did not write
 	progress func(done, total uint64)
 
 	mu    sync.Mutex // serialises Fetch, UpdateState's batches, Initialize and Compact
@@ -56,6 +57,7 @@ type Option func(*options)
 type options struct {
 	trace    func(Attempt)
 	applied  any // func(Applied[S]) for the synchronizer's S
+	wanted   func() bool
 	progress func(done, total uint64)
 }
 
@@ -78,6 +80,16 @@ func WithApplied[S any](fn func(Applied[S])) Option {
 	return func(o *options) { o.applied = fn }
 }
 
+// WithAppliedWhen is WithApplied for a watcher that wants the entries others
+// wrote only while wanted reports true (it always hears this synchronizer's
+// own): a catch-up that starts while wanted is false keeps no record of the
+// entries it applies, which over a long catch-up costs more than reading
+// them. Whatever makes wanted true should do so inside Locked, so that no
+// catch-up is under way.
+func WithAppliedWhen[S any](fn func(Applied[S]), wanted func() bool) Option {
+	return func(o *options) { o.applied, o.wanted = fn, wanted }
+}
+
 // New returns a synchronizer over log. Its state is empty and uninitialized
 // until Initialize or Fetch loads it.
 //
@@ -91,7 +103,7 @@ func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace, progress: o.progress}
+	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace, wanted: o.wanted, progress: o.progress}
 	if o.applied != nil {
 		applied, ok := o.applied.(func(Applied[S]))
 		if !ok {
@@ -101,6 +113,16 @@ func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
 	}
 	s.local.Store(&local[S]{})
 	return s
+}
+
+// Locked calls fn with the local state while no catch-up, update or
+// compaction runs, so that what fn sets up (a watcher's starting point, say)
+// is in place before the next entry is taken in. fn must not call back into
+// the synchronizer.
+func (s *Synchronizer[S]) Locked(fn func(Revisioned[S])) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(s.local.Load().Revisioned)
 }
 
 // Log returns the log the synchronizer works on.
@@ -144,6 +166,7 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 		return cur.Revision, nil
 	}
 	c := &catchUp[S]{s: s, cur: cur, start: cur.Revision, total: target - cur.Revision}
+	c.record = s.applied != nil && (s.wanted == nil || s.wanted())
 	err := s.log.Read(ctx, cur.Revision, target, c.take)
 	c.finish()
 	if err == nil && c.cur.Revision < target {
@@ -169,6 +192,7 @@ type catchUp[S any] struct {
 	cur          local[S]
 	pending      []Pending[S]
 	applied      []Applied[S] // for watchers, once the copy is stored
+	record       bool         // keep every entry in applied, not only this process's own
 	start, total uint64       // where the read began, and how many entries it covers
 }
 
@@ -179,7 +203,7 @@ func (c *catchUp[S]) take(e Entry) error {
 		return err
 	}
 	a.Local = e.Revision == c.s.readingBack
-	if c.s.applied != nil {
+	if c.record || a.Local && c.s.applied != nil {
 		c.applied = append(c.applied, a)
 	}
 	if done := c.cur.Revision - c.start; c.reporting() && done%progressEvery == 0 {

@@ -3,8 +3,10 @@ package statesync_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -420,4 +422,45 @@ func TestWithAppliedOfAnotherStateIsRefused(t *testing.T) {
 	}()
 	statesync.New[counter](statesync.NewMemLog("t"), counterCodec, statesync.WithApplied(func(statesync.Applied[example.Set]) {}))
 	t.Fatal("New accepted a watcher of another state type")
+}
+
+// A watcher that wants others' entries only while it says so hears its own
+// writes always, others' only from a catch-up that starts once it wants them
+// (set up inside Locked, so that no catch-up is under way).
+func TestAppliedWhenWanted(t *testing.T) {
+	log := statesync.NewMemLog("t")
+	other := newCounter(t, log)
+	var wanted atomic.Bool
+	var heard []uint64
+	s := newCounter(t, log, statesync.WithAppliedWhen(func(a statesync.Applied[counter]) {
+		heard = append(heard, a.Revision)
+	}, wanted.Load))
+	ctx := context.Background()
+	if _, err := increment(ctx, other); err != nil { // revision 2
+		t.Fatal(err)
+	}
+	if err := s.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := increment(ctx, s); err != nil { // revision 3, its own
+		t.Fatal(err)
+	}
+	if !slices.Equal(heard, []uint64{3}) {
+		t.Fatalf("heard %v before wanting others' entries, want only its own write [3]", heard)
+	}
+	s.Locked(func(st statesync.Revisioned[counter]) {
+		if st.Revision != 3 {
+			t.Errorf("Locked sees revision %d, want 3", st.Revision)
+		}
+		wanted.Store(true)
+	})
+	if _, err := increment(ctx, other); err != nil { // revision 4
+		t.Fatal(err)
+	}
+	if err := s.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(heard, []uint64{3, 4}) {
+		t.Fatalf("heard %v, want [3 4]", heard)
+	}
 }
