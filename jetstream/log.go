@@ -126,7 +126,10 @@ const (
 func electing(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
-		return apiErr.ErrorCode == errCodeClusterNotAvailable || apiErr.Code == 503 && outOfStorage(err) == nil
+		// 10005: not enough peers for the stream's replicas yet, as while a
+		// cluster forms or a node restarts.
+		return apiErr.ErrorCode == errCodeClusterNotAvailable || apiErr.ErrorCode == errCodeNoPeers ||
+			apiErr.Code == 503 && outOfStorage(err) == nil
 	}
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }

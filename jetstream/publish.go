@@ -238,6 +238,7 @@ const (
 	errCodeAccountResourcesExceeded = 10002 // JSAccountResourcesExceededErr
 	errCodeStoreFailed              = 10077 // JSStreamStoreFailedF: the stream's store refused the message
 	errCodeClusterNotAvailable      = 10008 // JSClusterNotAvailErr: no leader (yet) to answer
+	errCodeNoPeers                  = 10005 // JSClusterNoPeersErrF: too few peers (yet) for the replicas
 )
 
 // inProcess reports whether the server refused a try because a message with
