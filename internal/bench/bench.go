@@ -447,7 +447,12 @@ func cmp(a, b error) error {
 
 func (r *runner) contendedOurs(ctx context.Context, w int) (contention, error) {
 	defer r.closeAll()
-	name := uniqueName("contended")
+	return r.putters(ctx, uniqueName("contended"), w)
+}
+
+// putters runs w writers, each on a config of its own named name, putting
+// one key as fast as they can, and counts the tries each commit took.
+func (r *runner) putters(ctx context.Context, name string, w int) (contention, error) {
 	configs := make([]*sharedconfig.Config, w)
 	tries := make([]atomic.Int64, w)
 	for i := range w {

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
-	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 // leasesKept is how many leases the leases figure keeps alive, and
@@ -62,23 +60,5 @@ func (r *runner) contendedWithLeases(ctx context.Context, w int) (contention, er
 		stop := holder.KeepLeases(nil)
 		defer stop()
 	}
-	configs := make([]*sharedconfig.Config, w)
-	tries := make([]atomic.Int64, w)
-	for i := range w {
-		var err error
-		configs[i], err = r.open(ctx, name, sharedconfig.Options{Trace: func(a statesync.Attempt) {
-			if a.Revision != 0 {
-				tries[i].Store(int64(a.N))
-			}
-		}})
-		if err != nil {
-			return contention{}, err
-		}
-	}
-	return r.runWriters(ctx, w, func(i int) (int, error) {
-		if _, _, err := configs[i].Put(ctx, "key", strconv.Itoa(i)); err != nil {
-			return 0, err
-		}
-		return int(tries[i].Load()), nil
-	})
+	return r.putters(ctx, name, w)
 }
