@@ -167,12 +167,9 @@ func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
 		before time.Time
 	}
 	f, err := update(ctx, c, func(s State) (updates, found) {
-		l, ok := s.Lease(name)
-		switch {
-		case !ok:
-			return nil, found{err: fmt.Errorf("'%s': %w", name, ErrUnknownLease)}
-		case l.Holder != c.leases.holder:
-			return nil, found{err: fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)}
+		l, err := c.held(s, name)
+		if err != nil {
+			return nil, found{err: err}
 		}
 		return updates{RefreshLease{name, c.leases.holder}}, found{before: l.Deadline}
 	}, name)
@@ -197,12 +194,9 @@ func (c *Config) RevokeLease(ctx context.Context, name string) (keys []string, e
 		keys []string
 	}
 	f, err := update(ctx, c, func(s State) (updates, found) {
-		l, ok := s.Lease(name)
-		switch {
-		case !ok:
-			return nil, found{err: fmt.Errorf("'%s': %w", name, ErrUnknownLease)}
-		case l.Holder != c.leases.holder:
-			return nil, found{err: fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)}
+		_, err := c.held(s, name)
+		if err != nil {
+			return nil, found{err: err}
 		}
 		return updates{RevokeLease{name, c.leases.holder}}, found{keys: s.LeaseKeys(name)}
 	}, name)
@@ -225,6 +219,18 @@ func (c *Config) RevokeHeld(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// held is lease name in s, if this process holds it.
+func (c *Config) held(s State, name string) (Lease, error) {
+	l, ok := s.Lease(name)
+	switch {
+	case !ok:
+		return l, fmt.Errorf("'%s': %w", name, ErrUnknownLease)
+	case l.Holder != c.leases.holder:
+		return l, fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)
+	}
+	return l, nil
+}
+
 // PutWithLease sets key to value attached to lease, which this process
 // holds: the key goes when the lease ends. It returns the value it
 // replaced, if any.
@@ -234,12 +240,9 @@ func (c *Config) PutWithLease(ctx context.Context, key, value, lease string) (ol
 		previous
 	}
 	f, err := update(ctx, c, func(s State) (updates, found) {
-		l, ok := s.Lease(lease)
-		switch {
-		case !ok:
-			return nil, found{err: fmt.Errorf("'%s': %w", lease, ErrUnknownLease)}
-		case l.Holder != c.leases.holder:
-			return nil, found{err: fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)}
+		_, err := c.held(s, lease)
+		if err != nil {
+			return nil, found{err: err}
 		}
 		old, had := s.Get(key)
 		return updates{PutWithLease{key, value, lease}}, found{previous: previous{old, had}}
