@@ -244,6 +244,20 @@ func (l *Log) Notify(fn func()) (stop func(), err error) {
 	return func() { sub.Unsubscribe() }, nil
 }
 
+// Announce implements statesync.Announcer with a plain publish on a subject
+// beside the config's (its subject plus ".turns", which no stream of a
+// config stores: names hold no '.').
+func (l *Log) Announce(word []byte) error { return l.nc.Publish(l.subject+".turns", word) }
+
+// Listen implements statesync.Announcer with a plain subscription.
+func (l *Log) Listen(fn func(word []byte)) (stop func(), err error) {
+	sub, err := l.nc.Subscribe(l.subject+".turns", func(m *nats.Msg) { fn(m.Data) })
+	if err != nil {
+		return nil, fmt.Errorf("%s: listening to other writers: %w", l.name, err)
+	}
+	return func() { sub.Unsubscribe() }, nil
+}
+
 // LastRevision implements statesync.Log. The stream's leader answers, so it
 // is current even on replicated streams.
 func (l *Log) LastRevision(ctx context.Context) (uint64, error) {

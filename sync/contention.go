@@ -2,84 +2,284 @@ package statesync
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 )
 
-// Contention management. A writer that has just won is already current, so
-// its next conditional append leaves before a loser has caught up, and in a
-// closed loop of back-to-back writes one writer can win hundreds of times in
-// a row. Losers cannot make themselves heard (they write nothing), so the
-// winner must notice: a synchronizer that has seen other writers get in
-// lately (a conflict, or others' entries between its own) and has won
-// yieldAfter times in a row, back to back, lets the others in before its
-// next write. It yields by looking at the log, one round trip, and catches
-// up if someone got in meanwhile: the round trip is about what a loser needs
-// to catch up and try again, and unlike a sleep it is not rounded up to the
-// scheduler's millisecond. Losers retry at once: a writer that lost is
-// current again after its catch-up, and any wait would only let the winner
-// win again.
+// Contention management: writers take turns once one keeps losing.
 //
-// Writers that pause between writes, as people and most programs do, never
-// yield; neither does a writer that has seen no one else lately.
-type contention struct {
-	lastLanded uint64    // revision of this synchronizer's last commit
-	landedAt   time.Time // when it landed
-	streak     int       // commits in a row with no other writer's entry between
-	seenOthers time.Time // when another writer last got in before this one
-}
+// A writer that has just won is already current, so its next conditional
+// append leaves before a loser has caught up: left alone, in a closed loop
+// of back-to-back writes one writer wins hundreds of times in a row. The
+// log cannot help (a loser writes nothing to it), so a loser speaks up
+// outside it, on the log's Announcer: after announceAfter lost tries in a
+// row it announces that it is waiting, and since which revision (the base
+// of its first try). Every writer that hears it holds back its next try
+// while a waiter that started before it has not said it is done; among
+// waiters the oldest goes first, ties broken by writer id. That is the
+// Greedy contention manager of the STM literature (the oldest transaction
+// wins), with its ages taken from the log rather than from clocks.
+//
+// The words are hints only. Every append stays conditional on the writer's
+// copy being the latest, so a lost, late or forged word can make a writer
+// wait or lose, never write on a stale copy. Waits are bounded: a waiter
+// not heard from for staleAfter is forgotten, and no write holds back for
+// longer than maxHoldBack in all, whatever it hears.
+//
+// A writer alone never hears a word and never waits; writers that pause
+// between writes, as people do, rarely lose twice in a row.
 
-// yieldAfter is how many wins in a row a writer takes under contention
-// before it lets the others in.
-const yieldAfter = 2
+// announceAfter is how many tries in a row a write loses before its writer
+// announces that it is waiting.
+const announceAfter = 2
 
 var (
-	// contendedFor is how long a sign of other writers counts.
-	contendedFor = 100 * time.Millisecond
-	// backToBack: a write that starts later than this after the last one
-	// landed is not part of a closed loop, and never yields.
-	backToBack = 5 * time.Millisecond
+	// staleAfter: a waiter not heard from for this long is forgotten (it
+	// may have died, or its "done" was lost). Waiters that hold back repeat
+	// their word every heartbeat.
+	staleAfter = 250 * time.Millisecond
+	heartbeat  = 80 * time.Millisecond
+	// maxHoldBack bounds the time one write spends holding back for others.
+	maxHoldBack = time.Second
 )
 
-// landed records a commit of this synchronizer based on base, at rev.
-func (c *contention) landed(base, rev uint64, now time.Time) {
-	if c.lastLanded != 0 && base == c.lastLanded {
-		c.streak++
-	} else {
-		if c.lastLanded != 0 && base > c.lastLanded {
-			c.seenOthers = now // others wrote since this writer's last commit
-		}
-		c.streak = 1
+// turns is what a synchronizer hears of other writers' waits.
+type turns struct {
+	id string // names this synchronizer in its words
+
+	mu      sync.Mutex
+	waiting map[string]waiter // other writers' announced waits, by id
+	changed chan struct{}     // closed when waiting loses an entry
+}
+
+type waiter struct {
+	since uint64 // the base revision of the waiting write's first try
+	heard time.Time
+}
+
+func newTurns() turns {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return turns{id: hex.EncodeToString(b), waiting: map[string]waiter{}, changed: make(chan struct{})}
+}
+
+// A word is "wait <id> <since>" or "done <id>".
+func waitWord(id string, since uint64) []byte {
+	return []byte("wait " + id + " " + strconv.FormatUint(since, 10))
+}
+
+func doneWord(id string) []byte { return []byte("done " + id) }
+
+// hear takes in one word from any writer. Words it cannot parse are dropped.
+func (t *turns) hear(word []byte) {
+	if len(word) > 64 {
+		return
 	}
-	c.lastLanded, c.landedAt = rev, now
+	f := strings.Fields(string(word))
+	if len(f) < 2 || f[1] == t.id {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case f[0] == "wait" && len(f) == 3:
+		since, err := strconv.ParseUint(f[2], 10, 64)
+		if err != nil {
+			return
+		}
+		t.waiting[f[1]] = waiter{since: since, heard: time.Now()}
+	case f[0] == "done" && len(f) == 2:
+		if _, ok := t.waiting[f[1]]; ok {
+			delete(t.waiting, f[1])
+			close(t.changed)
+			t.changed = make(chan struct{})
+		}
+	}
 }
 
-// lost records a try that another writer beat.
-func (c *contention) lost(now time.Time) {
-	c.seenOthers = now
-	c.streak = 0
+// ahead reports whether a live waiter goes before a write of this
+// synchronizer first based on since, and when the earliest of them goes
+// stale; it forgets the stale ones.
+func (t *turns) ahead(since uint64, now time.Time) (bool, time.Time, <-chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var first time.Time
+	for id, w := range t.waiting {
+		stale := w.heard.Add(staleAfter)
+		if !now.Before(stale) {
+			delete(t.waiting, id)
+			continue
+		}
+		if w.since > since || (w.since == since && id > t.id) {
+			continue
+		}
+		if first.IsZero() || stale.Before(first) {
+			first = stale
+		}
+	}
+	return !first.IsZero(), first, t.changed
 }
 
-// shouldYield: a write based on base, starting now, should let others in
-// first.
-func (c *contention) shouldYield(base uint64, now time.Time) bool {
-	return c.streak >= yieldAfter && base == c.lastLanded &&
-		now.Sub(c.seenOthers) < contendedFor && now.Sub(c.landedAt) < backToBack
+// ownTurn is the turn this synchronizer holds, if any, across its writes:
+// a waiter that got through keeps going before the others for up to
+// turnCommits back-to-back commits, so that a handoff, which costs the next
+// writer a try to learn what the last one wrote, is paid once per turn
+// rather than once per commit. Guarded by the synchronizer's mu.
+type ownTurn struct {
+	held     bool
+	since    uint64    // the age its words give
+	said     time.Time // when it last announced
+	commits  int       // commits made in the turn
+	landedAt time.Time // when its last commit landed
+	gen      int       // counts writes, so a late release knows it is late
 }
 
-// yieldLocked lets other writers in before a write based on cur's revision,
-// if this synchronizer keeps winning under contention: it looks at the log
-// and catches up to anything that landed meanwhile.
-func (s *Synchronizer[S]) yieldLocked(ctx context.Context) error {
-	base := s.local.Load().Revision
-	if !s.contention.shouldYield(base, time.Now()) {
+// turnCommits is how many commits one turn holds at most.
+const turnCommits = 4
+
+// backToBack: a write that starts later than this after the turn's last
+// commit does not continue the turn; the turn is given up once this passes
+// with no write.
+var backToBack = 2 * time.Millisecond
+
+// write is one conditional write's part in taking turns.
+type write struct {
+	since     uint64    // its age: the base of its first try, or its turn's
+	lost      int       // tries lost in a row
+	said      time.Time // when it last announced its wait; zero if never
+	heldBack  time.Duration
+	announcer Announcer
+}
+
+// startWriteLocked begins a write's part in taking turns: it starts
+// listening to the others if the log can carry words and nobody listens
+// yet, and continues or ends this synchronizer's turn.
+func (s *Synchronizer[S]) startWriteLocked() *write {
+	w := &write{since: s.local.Load().Revision}
+	if !s.listenLocked() {
+		return w
+	}
+	w.announcer = s.log.(Announcer)
+	t := &s.ownTurn
+	t.gen++
+	if t.held && time.Since(t.landedAt) < backToBack {
+		w.since, w.said = t.since, t.said
+	} else {
+		s.endTurnLocked()
+	}
+	return w
+}
+
+// listenLocked starts hearing other writers' words, if the log can carry
+// them and nobody listens yet, and reports whether the synchronizer hears
+// them. Until it does, every write tries at once, as without an Announcer:
+// turns are an improvement, not a condition.
+func (s *Synchronizer[S]) listenLocked() bool {
+	if s.listening {
+		return true
+	}
+	a, ok := s.log.(Announcer)
+	if !ok {
+		return false
+	}
+	if _, err := a.Listen(s.turns.hear); err != nil {
+		return false
+	}
+	s.listening = true
+	return true
+}
+
+// holdBackLocked waits, before a try, while a writer older than w waits for
+// its turn: until it says it is done, goes stale, ctx ends, or w has held
+// back for maxHoldBack in all. A write that holds back is waiting too: it
+// announces so, and repeats its word meanwhile.
+func (s *Synchronizer[S]) holdBackLocked(ctx context.Context, w *write) error {
+	if w.announcer == nil {
 		return nil
 	}
-	s.contention.streak = 0
-	last, err := s.log.LastRevision(ctx)
-	if err != nil || last == base {
-		return err
+	for w.heldBack < maxHoldBack {
+		now := time.Now()
+		ahead, stale, changed := s.turns.ahead(w.since, now)
+		if !ahead {
+			return nil
+		}
+		if w.said.IsZero() || now.Sub(w.said) >= heartbeat {
+			s.sayWaiting(w, now)
+		}
+		wake := min(stale.Sub(now), maxHoldBack-w.heldBack, heartbeat-now.Sub(w.said))
+		timer := time.NewTimer(max(wake, time.Millisecond))
+		select {
+		case <-changed:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		}
+		timer.Stop()
+		w.heldBack += time.Since(now)
 	}
-	s.contention.lost(time.Now())
-	_, err = s.fetchLocked(ctx, last)
-	return err
+	return nil
+}
+
+// lostLocked records a try of w that another writer beat: after
+// announceAfter in a row, w announces that it waits.
+func (s *Synchronizer[S]) lostLocked(w *write) {
+	w.lost++
+	if w.announcer != nil && w.lost >= announceAfter {
+		s.sayWaiting(w, time.Now())
+	}
+}
+
+func (s *Synchronizer[S]) sayWaiting(w *write, now time.Time) {
+	w.said = now
+	w.announcer.Announce(waitWord(s.turns.id, w.since)) // a hint: a lost word costs only fairness
+}
+
+// endWriteLocked ends w's part. A write that waited and landed holds the
+// turn for the next back-to-back writes, up to turnCommits; otherwise a
+// writer that announced a wait says it is done, so that the writers holding
+// back for it go on.
+func (s *Synchronizer[S]) endWriteLocked(w *write, landed bool) {
+	if w.said.IsZero() {
+		return
+	}
+	t := &s.ownTurn
+	if !landed {
+		t.held, t.since, t.said = true, w.since, w.said
+		s.endTurnLocked()
+		return
+	}
+	if !t.held || t.since != w.since {
+		*t = ownTurn{held: true, since: w.since, gen: t.gen}
+	}
+	t.said, t.landedAt = w.said, time.Now()
+	t.commits++
+	if t.commits >= turnCommits {
+		s.endTurnLocked()
+		return
+	}
+	gen := t.gen
+	time.AfterFunc(backToBack, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.ownTurn.gen == gen {
+			s.endTurnLocked()
+		}
+	})
+}
+
+// endTurnLocked gives up this synchronizer's turn, if it holds one.
+func (s *Synchronizer[S]) endTurnLocked() {
+	t := &s.ownTurn
+	if !t.held {
+		return
+	}
+	*t = ownTurn{gen: t.gen}
+	if a, ok := s.log.(Announcer); ok {
+		a.Announce(doneWord(s.turns.id))
+	}
 }

@@ -2,90 +2,217 @@ package statesync_test
 
 import (
 	"context"
-	"sync/atomic"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
-// lookingLog counts how often writers look at the log's last revision.
-type lookingLog struct {
-	*statesync.MemLog
-	looks atomic.Int64
+// heard collects the words announced on a log.
+type heard struct {
+	mu    sync.Mutex
+	words []string
 }
 
-func (l *lookingLog) LastRevision(ctx context.Context) (uint64, error) {
-	l.looks.Add(1)
-	return l.MemLog.LastRevision(ctx)
-}
-
-// conflictsOf runs an increment through s and returns how many of its
-// tries lost.
-func conflictsOf(t *testing.T, s *statesync.Synchronizer[counter], trace *[]statesync.Attempt) int {
+func listen(t *testing.T, log statesync.Announcer) *heard {
 	t.Helper()
-	*trace = nil
-	if _, err := increment(context.Background(), s); err != nil {
+	h := &heard{}
+	stop, err := log.Listen(func(w []byte) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.words = append(h.words, string(w))
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, a := range *trace {
-		if a.Conflict != nil {
-			n++
+	t.Cleanup(stop)
+	return h
+}
+
+func (h *heard) saw(word string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, w := range h.words {
+		if w == word {
+			return true
 		}
 	}
-	return n
+	return false
 }
 
-// winAfterRival: a wins twice in a row back to back, having seen b get in
-// before; then b writes, and a writes again. It returns how many tries a's
-// last write lost and how often a looked at the log for it.
-func winAfterRival(t *testing.T) (lost int, looks int64) {
-	ctx := context.Background()
-	log := &lookingLog{MemLog: statesync.NewMemLog("t")}
-	var trace []statesync.Attempt
-	a := newCounter(t, log, statesync.WithTrace(func(at statesync.Attempt) { trace = append(trace, at) }))
-	b := newCounter(t, log)
-	for _, s := range []*statesync.Synchronizer[counter]{a, b, a, a, b} {
-		if _, err := increment(ctx, s); err != nil {
-			t.Fatal(err)
+func (h *heard) from(id string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var mine []string
+	for _, w := range h.words {
+		if strings.Fields(w)[1] == id {
+			mine = append(mine, w)
 		}
 	}
-	before := log.looks.Load()
-	lost = conflictsOf(t, a, &trace)
-	return lost, log.looks.Load() - before
+	return mine
 }
 
-// A writer that keeps winning back to back while others write lets them in:
-// before its next write it looks at the log, and so catches up to b's entry
-// instead of losing a try to it.
-func TestWinnerLooksAtTheLogBeforeWritingAgain(t *testing.T) {
-	statesync.SetContentionWindows(t, time.Hour, time.Hour)
-	if lost, looks := winAfterRival(t); lost != 0 || looks != 1 {
-		t.Fatalf("the third write in a row lost %d tries after %d looks at the log; want 0 lost after 1 look", lost, looks)
+// incrementAsync runs an increment through s in the background.
+func incrementAsync(s *statesync.Synchronizer[counter]) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := increment(context.Background(), s)
+		done <- err
+	}()
+	return done
+}
+
+func lastRevision(t *testing.T, log statesync.Log) uint64 {
+	t.Helper()
+	rev, err := log.LastRevision(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
+	return rev
 }
 
-// A writer that pauses between writes, as people do, never yields.
-func TestWriterThatPausesDoesNotYield(t *testing.T) {
-	statesync.SetContentionWindows(t, time.Hour, time.Nanosecond)
-	if lost, looks := winAfterRival(t); lost != 1 || looks != 0 {
-		t.Fatalf("a write after a pause lost %d tries after %d looks at the log; want 1 lost try, no look", lost, looks)
-	}
-}
-
-// A writer that has seen no one else writes without looking at the log.
-func TestLoneWriterDoesNotYield(t *testing.T) {
-	statesync.SetContentionWindows(t, time.Hour, time.Hour)
-	log := &lookingLog{MemLog: statesync.NewMemLog("t")}
+// A writer that hears an older writer waiting holds back its write, says
+// that it waits too, and writes once the older one says it is done.
+func TestWriterHoldsBackForAnOlderWaiter(t *testing.T) {
+	log := statesync.NewMemLog("t")
 	s := newCounter(t, log)
-	before := log.looks.Load()
-	for range 10 {
-		if _, err := increment(context.Background(), s); err != nil {
+	h := listen(t, log)
+	log.Announce([]byte("wait older 0")) // waiting since before s's state
+	before := lastRevision(t, log)
+
+	done := incrementAsync(s)
+	me := statesync.TurnID(s)
+	waitFor(t, "the writer to say it waits", func() bool { return h.saw(fmt.Sprintf("wait %s %d", me, before)) })
+	if got := lastRevision(t, log); got != before {
+		t.Fatalf("the writer wrote (revision %d) while an older writer waited", got)
+	}
+	log.Announce([]byte("done older"))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, s); got != 1 {
+		t.Fatalf("value %d, want 1", got)
+	}
+	waitFor(t, "the writer to say it is done", func() bool { return h.saw("done " + me) })
+}
+
+// A waiter that is younger than the writer (it started from a later
+// revision) does not hold the writer back, nor does the writer's own word.
+func TestYoungerWaitersAndOwnWordsDoNotHoldBack(t *testing.T) {
+	log := statesync.NewMemLog("t")
+	s := newCounter(t, log)
+	h := listen(t, log)
+	log.Announce([]byte("wait younger 999"))
+	log.Announce(fmt.Appendf(nil, "wait %s 0", statesync.TurnID(s)))
+	if err := <-incrementAsync(s); err != nil {
+		t.Fatal(err)
+	}
+	if words := h.from(statesync.TurnID(s)); len(words) != 1 {
+		t.Fatalf("the writer said %q, want only the forged word", words)
+	}
+}
+
+// A waiter that goes silent (it died, or its "done" was lost) is forgotten
+// after a while, and one that never stops talking holds a write back no
+// longer than the bound: words can delay a write, never stop it.
+func TestWaitsAreBounded(t *testing.T) {
+	t.Run("silent waiter", func(t *testing.T) {
+		statesync.SetTurnTimes(t, 50*time.Millisecond, 20*time.Millisecond, time.Hour)
+		log := statesync.NewMemLog("t")
+		s := newCounter(t, log)
+		h := listen(t, log)
+		log.Announce([]byte("wait ghost 0"))
+		done := incrementAsync(s)
+		waitFor(t, "the writer to hold back", func() bool { return len(h.from(statesync.TurnID(s))) > 0 })
+		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
+	})
+	t.Run("endless waiter", func(t *testing.T) {
+		statesync.SetTurnTimes(t, time.Hour, 20*time.Millisecond, 100*time.Millisecond)
+		log := statesync.NewMemLog("t")
+		s := newCounter(t, log)
+		h := listen(t, log)
+		log.Announce([]byte("wait hog 0"))
+		done := incrementAsync(s)
+		waitFor(t, "the writer to hold back", func() bool { return len(h.from(statesync.TurnID(s))) > 0 })
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// rivalLog lets another writer get in before each of the next rivals
+// appends, so that they lose.
+type rivalLog struct {
+	*statesync.MemLog
+	mu     sync.Mutex
+	rivals int
+}
+
+func (l *rivalLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
+	l.mu.Lock()
+	rival := l.rivals > 0
+	l.rivals--
+	l.mu.Unlock()
+	if rival {
+		other, _ := counterCodec.EncodeUpdates([]statesync.Update[counter]{add{N: 100}})
+		if _, err := l.MemLog.Append(ctx, statesync.AnyRevision, other); err != nil {
+			return 0, err
+		}
 	}
-	if looks := log.looks.Load() - before; looks != 0 {
-		t.Fatalf("a lone writer looked at the log %d times in 10 writes; want none", looks)
+	return l.MemLog.Append(ctx, expected, data)
+}
+
+// A write that loses twice in a row says it waits, giving the revision its
+// first try was based on as its age; after it lands it keeps the turn for
+// back-to-back writes and then says it is done.
+func TestLoserAnnouncesAndTakesATurn(t *testing.T) {
+	log := &rivalLog{MemLog: statesync.NewMemLog("t"), rivals: 1}
+	s := newCounter(t, log)
+	h := listen(t, log)
+	me := statesync.TurnID(s)
+
+	if err := <-incrementAsync(s); err != nil { // loses once: says nothing
+		t.Fatal(err)
+	}
+	if words := h.from(me); len(words) != 0 {
+		t.Fatalf("after one loss the writer said %q", words)
+	}
+
+	log.mu.Lock()
+	log.rivals = 3
+	log.mu.Unlock()
+	base := lastRevision(t, log)
+	if err := <-incrementAsync(s); err != nil { // loses three times
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("wait %s %d", me, base)
+	if words := h.from(me); len(words) == 0 || words[0] != want {
+		t.Fatalf("after three losses the writer said %q, want %q first", words, want)
+	}
+	// It holds the turn for a while, then gives it up.
+	waitFor(t, "the writer to say it is done", func() bool { return h.saw("done " + me) })
+	if got, want := value(t, s), counter(2+4*100); got != want {
+		t.Fatalf("value %d, want %d", got, want)
+	}
+}
+
+// Words from anyone, of any shape, never make a writer fail or panic.
+func TestGarbageWordsAreIgnored(t *testing.T) {
+	statesync.SetTurnTimes(t, 50*time.Millisecond, 20*time.Millisecond, 200*time.Millisecond)
+	log := statesync.NewMemLog("t")
+	s := newCounter(t, log)
+	for _, w := range []string{"", " ", "wait", "wait x", "wait x -1", "wait x 18446744073709551616",
+		"done", "done x y", "wait x 1 2", strings.Repeat("wait ", 100), "\x00\xff wait", "wait \xff 0"} {
+		log.Announce([]byte(w))
+	}
+	for range 3 {
+		if err := <-incrementAsync(s); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -20,10 +20,14 @@ func Queued[S any](s *Synchronizer[S]) int {
 	return len(s.queue.pending)
 }
 
-// SetContentionWindows sets how long a sign of other writers counts and how
-// soon after a commit a write is back to back, until the test ends.
-func SetContentionWindows(t interface{ Cleanup(func()) }, contended, backToBackWithin time.Duration) {
-	oldContended, oldBackToBack := contendedFor, backToBack
-	contendedFor, backToBack = contended, backToBackWithin
-	t.Cleanup(func() { contendedFor, backToBack = oldContended, oldBackToBack })
+// SetTurnTimes sets how long a waiter is remembered unheard, how often a
+// waiting writer repeats its word, and how long one write may hold back in
+// all, until the test ends.
+func SetTurnTimes(t interface{ Cleanup(func()) }, stale, repeat, hold time.Duration) {
+	oldStale, oldRepeat, oldHold := staleAfter, heartbeat, maxHoldBack
+	staleAfter, heartbeat, maxHoldBack = stale, repeat, hold
+	t.Cleanup(func() { staleAfter, heartbeat, maxHoldBack = oldStale, oldRepeat, oldHold })
 }
+
+// TurnID is the id a synchronizer's words name it by.
+func TurnID[S any](s *Synchronizer[S]) string { return s.turns.id }

@@ -149,11 +149,6 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 	var try Attempt
 	lost, err := s.retryLocked(ctx, func(attempt int) error {
 		members = s.leaveEnded(members, attempt-1)
-		if attempt == 1 {
-			if err := s.yieldLocked(ctx); err != nil {
-				return err
-			}
-		}
 		cur := *s.local.Load()
 		updates := runAll(members, cur)
 		try = Attempt{N: attempt, Base: cur.Revision, Updates: len(updates)}

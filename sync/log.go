@@ -34,6 +34,19 @@ type Notifier interface {
 	Notify(fn func()) (stop func(), err error)
 }
 
+// Announcer is implemented by logs that can carry short words among the
+// synchronizers of one log, outside the log: writers use them to take turns
+// under contention (see contention.go). Words may be lost, repeated, late or
+// forged; they never change what a synchronizer takes the log to hold.
+type Announcer interface {
+	// Announce sends word to every synchronizer listening on the log
+	// (including, possibly, the sender).
+	Announce(word []byte) error
+	// Listen calls fn, from another goroutine or the announcer's, with each
+	// word announced by anyone, until stop is called. fn must not block.
+	Listen(fn func(word []byte)) (stop func(), err error)
+}
+
 // Log is the storage a Synchronizer works on: an append-only sequence of
 // entries with a conditional append. Implementations must be safe for
 // concurrent use.

@@ -17,6 +17,7 @@ type MemLog struct {
 	entries   []Entry // in revision order; compaction leaves a snapshot first
 	last      uint64
 	notifiers map[int]func()
+	listeners map[int]func([]byte)
 	nextID    int
 	now       func() time.Time // the log's clock: Entry.Time
 }
@@ -132,4 +133,35 @@ func (l *MemLog) LastRevision(ctx context.Context) (uint64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.last, nil
+}
+
+// Announce implements Announcer: it calls every listener before it returns.
+func (l *MemLog) Announce(word []byte) error {
+	l.mu.Lock()
+	listeners := make([]func([]byte), 0, len(l.listeners))
+	for _, fn := range l.listeners {
+		listeners = append(listeners, fn)
+	}
+	l.mu.Unlock()
+	for _, fn := range listeners {
+		fn(slices.Clone(word))
+	}
+	return nil
+}
+
+// Listen implements Announcer.
+func (l *MemLog) Listen(fn func(word []byte)) (stop func(), err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.listeners == nil {
+		l.listeners = map[int]func([]byte){}
+	}
+	id := l.nextID
+	l.nextID++
+	l.listeners[id] = fn
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		delete(l.listeners, id)
+	}, nil
 }

@@ -29,7 +29,9 @@ type Synchronizer[S any] struct {
 	readingBack uint64
 	queue       queue[S] // UpdateState calls waiting for the batch in flight
 
-	contention contention // guarded by mu
+	turns     turns // what this synchronizer hears of other writers' waits
+	listening bool  // whether turns hears the log's Announcer; guarded by mu
+	ownTurn   ownTurn
 }
 
 // local is what the synchronizer knows: a state, and where it came from.
@@ -103,7 +105,7 @@ func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace, wanted: o.wanted, progress: o.progress}
+	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace, wanted: o.wanted, progress: o.progress, turns: newTurns()}
 	if o.applied != nil {
 		applied, ok := o.applied.(func(Applied[S]))
 		if !ok {
@@ -318,7 +320,7 @@ func (s *Synchronizer[S]) notifyApplied(a Applied[S]) {
 // with the local state; if fn returns updates, they are appended to the log
 // only if the log is still at the revision fn saw. When the log has moved on,
 // UpdateState catches up and calls fn again at once, until the append lands
-// or ctx ends (a writer that keeps winning lets others in, see
+// or ctx ends (writers take turns once one keeps losing, see
 // contention.go). fn may
 // therefore run several times and must have no side effects; its result from
 // the last run is returned.
@@ -371,14 +373,12 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 			// Landed, but what it did depends on the time it landed at.
 			return rev, fmt.Errorf("%w: written at revision %d, but reading it back failed: %w", ErrUnknownOutcome, rev, err)
 		}
-		s.contention.landed(cur.Revision, rev, time.Now())
 		return rev, nil
 	}
 	before := cur.Value
 	for _, u := range updates {
 		cur.Value = u.Apply(cur.Value, rev)
 	}
-	s.contention.landed(cur.Revision, rev, time.Now())
 	cur.Revision = rev
 	s.local.Store(&cur)
 	s.notifyApplied(Applied[S]{Entry: Entry{Revision: rev, Data: data, Time: time.Now()}, Updates: updates, Local: true, Before: before, After: cur.Value, HasStates: true})
@@ -414,13 +414,18 @@ func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int)
 	if err := s.ensureInitializedLocked(ctx); err != nil {
 		return 0, err
 	}
+	w := s.startWriteLocked()
+	defer func() { s.endWriteLocked(w, err == nil) }()
 	for attempt := 1; ; attempt++ {
+		if err := s.holdBackLocked(ctx, w); err != nil {
+			return attempt - 1, err
+		}
 		err := try(attempt)
 		var conflict *ConflictError
 		if !errors.As(err, &conflict) {
 			return attempt - 1, err
 		}
-		s.contention.lost(time.Now())
+		s.lostLocked(w)
 		rev, err := s.fetchLocked(ctx, conflict.Current)
 		if caughtUp != nil {
 			caughtUp(conflict, rev)
@@ -428,8 +433,9 @@ func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int)
 		if err != nil {
 			return attempt, err
 		}
-		// A writer that lost is current again: it tries at once (see
-		// contention.go), while its context lasts.
+		// A writer that lost is current again: it tries at once, unless an
+		// older writer waits for its turn (see contention.go), while its
+		// context lasts.
 		if err := ctx.Err(); err != nil {
 			return attempt, err
 		}
@@ -476,6 +482,7 @@ func (s *Synchronizer[S]) UpdateUnconditionally(ctx context.Context, updates ...
 func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S]) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.listenLocked() // so that the first write knows who waits
 	if s.local.Load().initialized {
 		return nil
 	}
@@ -495,6 +502,7 @@ func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S])
 }
 
 func (s *Synchronizer[S]) ensureInitializedLocked(ctx context.Context) error {
+	s.listenLocked() // so that the first write knows who waits
 	if s.local.Load().initialized {
 		return nil
 	}

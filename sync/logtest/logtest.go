@@ -30,6 +30,7 @@ func Run(t *testing.T, newLog func(t *testing.T) statesync.Log) {
 	t.Run("ReadBounds", func(t *testing.T) { testReadBounds(t, newLog(t)) })
 	t.Run("ReadInsideRead", func(t *testing.T) { testReadInsideRead(t, newLog(t)) })
 	t.Run("ReadsDoNotWaitForCallbacks", func(t *testing.T) { testReadsDoNotWaitForCallbacks(t, newLog(t)) })
+	t.Run("Announce", func(t *testing.T) { testAnnounce(t, newLog(t)) })
 }
 
 func ctx(t *testing.T) context.Context {
@@ -367,5 +368,62 @@ func testReadsDoNotWaitForCallbacks(t *testing.T, l statesync.Log) {
 	releaseOnce()
 	if err := <-blocked; err != nil {
 		t.Fatalf("the blocked Read: %v", err)
+	}
+}
+
+// testAnnounce: a log that can carry words between writers brings each word
+// to every listener, and none after it stopped listening; words are not
+// entries.
+func testAnnounce(t *testing.T, l statesync.Log) {
+	a, ok := l.(statesync.Announcer)
+	if !ok {
+		t.Skip("the log does not implement Announcer")
+	}
+	before := lastRevision(t, l)
+	heard := make(chan string, 10)
+	var listeners []func()
+	for i := range 2 {
+		stop, err := a.Listen(func(w []byte) { heard <- fmt.Sprintf("%d:%s", i, w) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		listeners = append(listeners, stop)
+	}
+	if err := a.Announce([]byte("wait w1 7")); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for len(got) < 2 {
+		select {
+		case w := <-heard:
+			got[w] = true
+		case <-ctx(t).Done():
+			t.Fatalf("heard only %v", got)
+		}
+	}
+	if !got["0:wait w1 7"] || !got["1:wait w1 7"] {
+		t.Fatalf("heard %v", got)
+	}
+	listeners[0]()
+	// A word after the first stopped reaches only the second; words keep
+	// their order from one announcer.
+	for _, w := range []string{"x", "done w1"} {
+		if err := a.Announce([]byte(w)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"1:x", "1:done w1"} {
+		select {
+		case w := <-heard:
+			if w != want {
+				t.Fatalf("heard %q, want %q", w, want)
+			}
+		case <-ctx(t).Done():
+			t.Fatalf("did not hear %q", want)
+		}
+	}
+	listeners[1]()
+	if got := lastRevision(t, l); got != before {
+		t.Fatalf("announcing moved the log from %d to %d", before, got)
 	}
 }
