@@ -1,0 +1,60 @@
+package sharedconfig_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/example"
+)
+
+// Writers in a closed loop of back-to-back writes on one real server take
+// turns: no commit takes more than a few tries, where without turns one
+// writer can lose hundreds of times in a row (it is always a round trip
+// behind the writer that just won). The bound leaves room for a loaded
+// machine: a writer announces after its second loss, and may lose once
+// more to a write already under way, once after its turn comes (it learns
+// then what the last turn wrote), and a few times if a wait runs out.
+func TestWritersTakeTurns(t *testing.T) {
+	srv := jstest.Server(t)
+	const writers, each, bound = 4, 100, 12
+	var mu sync.Mutex
+	worst, commits := 0, make([]int, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		l, err := jetstream.OpenLog(context.Background(), jstest.Connect(t, srv), "test", "turns", jetstream.LogOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := statesync.New[example.Counter](l, example.CounterCodec{}, statesync.WithTrace(func(a statesync.Attempt) {
+			if a.Revision != 0 {
+				mu.Lock()
+				worst = max(worst, a.N)
+				commits[i]++
+				mu.Unlock()
+			}
+		}))
+		if err := s.Initialize(context.Background(), example.CounterStart{}); err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			for range each {
+				if _, err := example.Increment(ctx, s); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("most tries for one commit: %d; commits per writer %v", worst, commits)
+	if worst > bound {
+		t.Fatalf("one commit took %d tries (bound %d)", worst, bound)
+	}
+}
