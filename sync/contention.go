@@ -130,43 +130,44 @@ func (t *turns) ahead(since uint64, now time.Time) (bool, time.Time, <-chan stru
 // writer a try to learn what the last one wrote, is paid once per turn
 // rather than once per commit. Guarded by the synchronizer's mu.
 type ownTurn struct {
-	held     bool
-	since    uint64    // the age its words give
-	said     time.Time // when it last announced
-	commits  int       // commits made in the turn
-	landedAt time.Time // when its last commit landed
-	gen      int       // counts writes, so a late release knows it is late
+	held    bool
+	since   uint64    // the age its words give
+	said    time.Time // when it last announced
+	commits int       // commits made in the turn
+	gen     int       // counts writes, so a late release knows it is late
 }
 
 // turnCommits is how many commits one turn holds at most.
 const turnCommits = 4
 
-// backToBack: a write that starts later than this after the turn's last
-// commit does not continue the turn; the turn is given up once this passes
-// with no write.
-var backToBack = 2 * time.Millisecond
+// backToBack: a write that starts later than this after its
+// synchronizer's last commit is not part of a closed loop of writes; such a
+// write (a person's, a periodic refresh) never keeps the turn, and a turn
+// is given up once this passes with no write.
+var backToBack = time.Millisecond
 
 // write is one conditional write's part in taking turns.
 type write struct {
 	since     uint64    // its age: the base of its first try, or its turn's
-	lost      int       // tries lost in a row
+	looping   bool      // it started right after this synchronizer's last commit
+	appending bool      // its current try appends (rather than confirms a read)
+	lost      int       // appends lost in a row
 	said      time.Time // when it last announced its wait; zero if never
 	heldBack  time.Duration
 	announcer Announcer
 }
 
-// startWriteLocked begins a write's part in taking turns: it starts
-// listening to the others if the log can carry words and nobody listens
-// yet, and continues or ends this synchronizer's turn.
+// startWriteLocked begins a write's part in taking turns: it continues or
+// ends this synchronizer's turn.
 func (s *Synchronizer[S]) startWriteLocked() *write {
-	w := &write{since: s.local.Load().Revision}
+	w := &write{since: s.local.Load().Revision, looping: time.Since(s.lastLanded) < backToBack}
 	if !s.listenLocked() {
 		return w
 	}
 	w.announcer = s.log.(Announcer)
 	t := &s.ownTurn
 	t.gen++
-	if t.held && time.Since(t.landedAt) < backToBack {
+	if t.held && w.looping {
 		w.since, w.said = t.since, t.said
 	} else {
 		s.endTurnLocked()
@@ -193,11 +194,18 @@ func (s *Synchronizer[S]) listenLocked() bool {
 	return true
 }
 
-// holdBackLocked waits, before a try, while a writer older than w waits for
-// its turn: until it says it is done, goes stale, ctx ends, or w has held
-// back for maxHoldBack in all. A write that holds back is waiting too: it
-// announces so, and repeats its word meanwhile.
-func (s *Synchronizer[S]) holdBackLocked(ctx context.Context, w *write) error {
+// holdBackLocked is called before each append: it waits while a writer
+// older than the current write waits for its turn, until that one says it
+// is done, goes stale, ctx ends, or the write has held back for maxHoldBack
+// in all. A write that holds back is waiting too: it announces so, and
+// repeats its word meanwhile. Reads that confirm a decision to write
+// nothing never hold back: they cannot make anyone lose.
+func (s *Synchronizer[S]) holdBackLocked(ctx context.Context) error {
+	w := s.writing
+	if w == nil {
+		return nil
+	}
+	w.appending = true
 	if w.announcer == nil {
 		return nil
 	}
@@ -226,8 +234,12 @@ func (s *Synchronizer[S]) holdBackLocked(ctx context.Context, w *write) error {
 }
 
 // lostLocked records a try of w that another writer beat: after
-// announceAfter in a row, w announces that it waits.
+// announceAfter lost appends in a row, w announces that it waits.
 func (s *Synchronizer[S]) lostLocked(w *write) {
+	if !w.appending {
+		return
+	}
+	w.appending = false
 	w.lost++
 	if w.announcer != nil && w.lost >= announceAfter {
 		s.sayWaiting(w, time.Now())
@@ -239,24 +251,27 @@ func (s *Synchronizer[S]) sayWaiting(w *write, now time.Time) {
 	w.announcer.Announce(waitWord(s.turns.id, w.since)) // a hint: a lost word costs only fairness
 }
 
-// endWriteLocked ends w's part. A write that waited and landed holds the
-// turn for the next back-to-back writes, up to turnCommits; otherwise a
-// writer that announced a wait says it is done, so that the writers holding
-// back for it go on.
+// endWriteLocked ends w's part. A looping writer whose write waited and
+// landed holds the turn for its next back-to-back writes, up to
+// turnCommits; otherwise a writer that announced a wait says it is done, so
+// that the writers holding back for it go on.
 func (s *Synchronizer[S]) endWriteLocked(w *write, landed bool) {
+	if landed && w.appending {
+		s.lastLanded = time.Now()
+	}
 	if w.said.IsZero() {
 		return
 	}
 	t := &s.ownTurn
-	if !landed {
-		t.held, t.since, t.said = true, w.since, w.said
+	if !landed || !w.appending || !w.looping {
+		t.held = true // so that endTurnLocked says done
 		s.endTurnLocked()
 		return
 	}
 	if !t.held || t.since != w.since {
 		*t = ownTurn{held: true, since: w.since, gen: t.gen}
 	}
-	t.said, t.landedAt = w.said, time.Now()
+	t.said = w.said
 	t.commits++
 	if t.commits >= turnCommits {
 		s.endTurnLocked()

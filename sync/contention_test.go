@@ -120,7 +120,7 @@ func TestYoungerWaitersAndOwnWordsDoNotHoldBack(t *testing.T) {
 // longer than the bound: words can delay a write, never stop it.
 func TestWaitsAreBounded(t *testing.T) {
 	t.Run("silent waiter", func(t *testing.T) {
-		statesync.SetTurnTimes(t, 50*time.Millisecond, 20*time.Millisecond, time.Hour)
+		statesync.SetTurnTimes(t, 50*time.Millisecond, 20*time.Millisecond, time.Hour, time.Millisecond)
 		log := statesync.NewMemLog("t")
 		s := newCounter(t, log)
 		h := listen(t, log)
@@ -132,7 +132,7 @@ func TestWaitsAreBounded(t *testing.T) {
 		}
 	})
 	t.Run("endless waiter", func(t *testing.T) {
-		statesync.SetTurnTimes(t, time.Hour, 20*time.Millisecond, 100*time.Millisecond)
+		statesync.SetTurnTimes(t, time.Hour, 20*time.Millisecond, 100*time.Millisecond, time.Millisecond)
 		log := statesync.NewMemLog("t")
 		s := newCounter(t, log)
 		h := listen(t, log)
@@ -203,7 +203,7 @@ func TestLoserAnnouncesAndTakesATurn(t *testing.T) {
 
 // Words from anyone, of any shape, never make a writer fail or panic.
 func TestGarbageWordsAreIgnored(t *testing.T) {
-	statesync.SetTurnTimes(t, 50*time.Millisecond, 20*time.Millisecond, 200*time.Millisecond)
+	statesync.SetTurnTimes(t, 50*time.Millisecond, 20*time.Millisecond, 200*time.Millisecond, time.Millisecond)
 	log := statesync.NewMemLog("t")
 	s := newCounter(t, log)
 	for _, w := range []string{"", " ", "wait", "wait x", "wait x -1", "wait x 18446744073709551616",
@@ -214,5 +214,42 @@ func TestGarbageWordsAreIgnored(t *testing.T) {
 		if err := <-incrementAsync(s); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A writer in a closed loop that gets its turn keeps it for TurnCommits
+// back-to-back commits, then says it is done; one that does not write back
+// to back (a person, a periodic refresh) says so as soon as it lands.
+func TestTurnLastsForBackToBackWritesOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		loop        time.Duration
+		doneAfter   int // writes after which the writer says done
+		doneAtFirst bool
+	}{
+		{"looping", time.Hour, statesync.TurnCommits, false},
+		{"pausing", 0, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			statesync.SetTurnTimes(t, time.Hour, time.Hour, time.Hour, tc.loop)
+			log := &rivalLog{MemLog: statesync.NewMemLog("t")}
+			s := newCounter(t, log)
+			if _, err := increment(context.Background(), s); err != nil {
+				t.Fatal(err)
+			}
+			h := listen(t, log)
+			me := statesync.TurnID(s)
+			log.mu.Lock()
+			log.rivals = 2
+			log.mu.Unlock()
+			for i := 1; i <= statesync.TurnCommits+1; i++ {
+				if _, err := increment(context.Background(), s); err != nil {
+					t.Fatal(err)
+				}
+				if said := h.saw("done " + me); said != (i >= tc.doneAfter) {
+					t.Fatalf("after write %d: said done = %v, words %q", i, said, h.from(me))
+				}
+			}
+		})
 	}
 }

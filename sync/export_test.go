@@ -21,13 +21,16 @@ func Queued[S any](s *Synchronizer[S]) int {
 }
 
 // SetTurnTimes sets how long a waiter is remembered unheard, how often a
-// waiting writer repeats its word, and how long one write may hold back in
-// all, until the test ends.
-func SetTurnTimes(t interface{ Cleanup(func()) }, stale, repeat, hold time.Duration) {
-	oldStale, oldRepeat, oldHold := staleAfter, heartbeat, maxHoldBack
-	staleAfter, heartbeat, maxHoldBack = stale, repeat, hold
-	t.Cleanup(func() { staleAfter, heartbeat, maxHoldBack = oldStale, oldRepeat, oldHold })
+// waiting writer repeats its word, how long one write may hold back in all,
+// and within what time writes count as back to back, until the test ends.
+func SetTurnTimes(t interface{ Cleanup(func()) }, stale, repeat, hold, loop time.Duration) {
+	oldStale, oldRepeat, oldHold, oldLoop := staleAfter, heartbeat, maxHoldBack, backToBack
+	staleAfter, heartbeat, maxHoldBack, backToBack = stale, repeat, hold, loop
+	t.Cleanup(func() { staleAfter, heartbeat, maxHoldBack, backToBack = oldStale, oldRepeat, oldHold, oldLoop })
 }
+
+// TurnCommits is how many commits one turn holds at most.
+const TurnCommits = turnCommits
 
 // TurnID is the id a synchronizer's words name it by.
 func TurnID[S any](s *Synchronizer[S]) string { return s.turns.id }

@@ -29,9 +29,11 @@ type Synchronizer[S any] struct {
 	readingBack uint64
 	queue       queue[S] // UpdateState calls waiting for the batch in flight
 
-	turns     turns // what this synchronizer hears of other writers' waits
-	listening bool  // whether turns hears the log's Announcer; guarded by mu
-	ownTurn   ownTurn
+	turns      turns // what this synchronizer hears of other writers' waits
+	listening  bool  // whether turns hears the log's Announcer; guarded by mu
+	ownTurn    ownTurn
+	writing    *write    // the write under way, if any
+	lastLanded time.Time // when this synchronizer's last append landed
 }
 
 // local is what the synchronizer knows: a state, and where it came from.
@@ -415,11 +417,12 @@ func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int)
 		return 0, err
 	}
 	w := s.startWriteLocked()
-	defer func() { s.endWriteLocked(w, err == nil) }()
+	s.writing = w
+	defer func() {
+		s.writing = nil
+		s.endWriteLocked(w, err == nil)
+	}()
 	for attempt := 1; ; attempt++ {
-		if err := s.holdBackLocked(ctx, w); err != nil {
-			return attempt - 1, err
-		}
 		err := try(attempt)
 		var conflict *ConflictError
 		if !errors.As(err, &conflict) {
@@ -433,8 +436,8 @@ func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int)
 		if err != nil {
 			return attempt, err
 		}
-		// A writer that lost is current again: it tries at once, unless an
-		// older writer waits for its turn (see contention.go), while its
+		// A writer that lost is current again: it tries at once (unless an
+		// older writer waits for its turn, see contention.go), while its
 		// context lasts.
 		if err := ctx.Err(); err != nil {
 			return attempt, err
@@ -525,6 +528,9 @@ func (s *Synchronizer[S]) Compact(ctx context.Context, snapshot func(state S) In
 		cur := *s.local.Load()
 		data, err := s.codec.EncodeInitial(snapshot(cur.Value))
 		if err != nil {
+			return err
+		}
+		if err := s.holdBackLocked(ctx); err != nil {
 			return err
 		}
 		rev, err := s.log.Compact(ctx, cur.Revision, data)
