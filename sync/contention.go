@@ -101,12 +101,27 @@ func (t *turns) hear(word []byte) {
 	}
 }
 
-// ahead reports whether a live waiter goes before a write of this
-// synchronizer first based on since, and when the earliest of them goes
-// stale; it forgets the stale ones.
-func (t *turns) ahead(since uint64, now time.Time) (bool, time.Time, <-chan struct{}) {
+// newest is the age of the youngest live waiter heard, 0 if none.
+func (t *turns) newest() uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	var since uint64
+	now := time.Now()
+	for _, w := range t.waiting {
+		if now.Sub(w.heard) < staleAfter {
+			since = max(since, w.since)
+		}
+	}
+	return since
+}
+
+// ahead reports how many live waiters go before a write of this
+// synchronizer whose age is since, and when the earliest of them goes
+// stale; it forgets the stale ones.
+func (t *turns) ahead(since uint64, now time.Time) (int, time.Time, <-chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var n int
 	var first time.Time
 	for id, w := range t.waiting {
 		stale := w.heard.Add(staleAfter)
@@ -117,11 +132,12 @@ func (t *turns) ahead(since uint64, now time.Time) (bool, time.Time, <-chan stru
 		if w.since > since || (w.since == since && id > t.id) {
 			continue
 		}
+		n++
 		if first.IsZero() || stale.Before(first) {
 			first = stale
 		}
 	}
-	return !first.IsZero(), first, t.changed
+	return n, first, t.changed
 }
 
 // ownTurn is the turn this synchronizer holds, if any, across its writes:
@@ -138,23 +154,23 @@ type ownTurn struct {
 }
 
 // turnCommits is how many commits one turn holds at most.
-const turnCommits = 4
+const turnCommits = 8
 
 // backToBack: a write that starts later than this after its
 // synchronizer's last commit is not part of a closed loop of writes; such a
 // write (a person's, a periodic refresh) never keeps the turn, and a turn
 // is given up once this passes with no write.
-var backToBack = time.Millisecond
+var backToBack = 10 * time.Millisecond
 
 // write is one conditional write's part in taking turns.
 type write struct {
-	since     uint64    // its age: the base of its first try, or its turn's
-	looping   bool      // it started right after this synchronizer's last commit
-	appending bool      // its current try appends (rather than confirms a read)
-	lost      int       // appends lost in a row
-	said      time.Time // when it last announced its wait; zero if never
-	heldBack  time.Duration
-	announcer Announcer
+	since      uint64    // its age: the base of its first try, or its turn's
+	looping    bool      // it started right after this synchronizer's last commit
+	prefetched bool      // it caught up while next in line
+	lost       int       // appends lost in a row
+	said       time.Time // when it last announced its wait; zero if never
+	heldBack   time.Duration
+	announcer  Announcer
 }
 
 // startWriteLocked begins a write's part in taking turns: it continues or
@@ -194,26 +210,41 @@ func (s *Synchronizer[S]) listenLocked() bool {
 	return true
 }
 
-// holdBackLocked is called before each append: it waits while a writer
-// older than the current write waits for its turn, until that one says it
-// is done, goes stale, ctx ends, or the write has held back for maxHoldBack
-// in all. A write that holds back is waiting too: it announces so, and
-// repeats its word meanwhile. Reads that confirm a decision to write
-// nothing never hold back: they cannot make anyone lose.
+// holdBackLocked is called before each try: it waits while a writer older
+// than the current write waits for its turn, until that one says it is
+// done, goes stale, ctx ends, or the write has held back for maxHoldBack in
+// all. A write that holds back is waiting too: it announces so, and repeats
+// its word meanwhile. It uses the wait to catch up, where that saves the
+// others from waiting while it does so at its turn: before it joins the
+// queue if its copy is known to be behind, and once when it is next in
+// line.
 func (s *Synchronizer[S]) holdBackLocked(ctx context.Context) error {
 	w := s.writing
-	if w == nil {
-		return nil
-	}
-	w.appending = true
-	if w.announcer == nil {
+	if w == nil || w.announcer == nil {
 		return nil
 	}
 	for w.heldBack < maxHoldBack {
 		now := time.Now()
 		ahead, stale, changed := s.turns.ahead(w.since, now)
-		if !ahead {
+		if ahead == 0 {
 			return nil
+		}
+		if w.said.IsZero() {
+			// Join the queue behind the waiters heard: an old copy is no
+			// claim to go first. A waiter's age says the log has reached
+			// it; a copy short of that is behind, so catch up first.
+			newest := s.turns.newest()
+			if s.local.Load().Revision < newest {
+				if _, err := s.fetchLocked(ctx, 0); err != nil {
+					return err
+				}
+			}
+			w.since = max(w.since, s.local.Load().Revision, newest)
+		} else if ahead == 1 && !w.prefetched {
+			w.prefetched = true
+			if _, err := s.fetchLocked(ctx, 0); err != nil {
+				return err
+			}
 		}
 		if w.said.IsZero() || now.Sub(w.said) >= heartbeat {
 			s.sayWaiting(w, now)
@@ -233,14 +264,17 @@ func (s *Synchronizer[S]) holdBackLocked(ctx context.Context) error {
 	return nil
 }
 
-// lostLocked records a try of w that another writer beat: after
-// announceAfter lost appends in a row, w announces that it waits.
-func (s *Synchronizer[S]) lostLocked(w *write) {
-	if !w.appending {
-		return
-	}
-	w.appending = false
+// lostLocked records a try of w that another writer beat, with the log
+// at current: after announceAfter lost appends in a row, w announces that
+// it waits.
+func (s *Synchronizer[S]) lostLocked(w *write, current uint64) {
 	w.lost++
+	if w.lost == 1 && w.said.IsZero() {
+		// Its age is where the log was when it first tried, not where its
+		// copy was: a copy that was old when the write began (a process
+		// that writes once in a while) is no claim to go first.
+		w.since = max(w.since, current)
+	}
 	if w.announcer != nil && w.lost >= announceAfter {
 		s.sayWaiting(w, time.Now())
 	}
@@ -256,14 +290,14 @@ func (s *Synchronizer[S]) sayWaiting(w *write, now time.Time) {
 // turnCommits; otherwise a writer that announced a wait says it is done, so
 // that the writers holding back for it go on.
 func (s *Synchronizer[S]) endWriteLocked(w *write, landed bool) {
-	if landed && w.appending {
+	if landed {
 		s.lastLanded = time.Now()
 	}
 	if w.said.IsZero() {
 		return
 	}
 	t := &s.ownTurn
-	if !landed || !w.appending || !w.looping {
+	if !landed || !w.looping {
 		t.held = true // so that endTurnLocked says done
 		s.endTurnLocked()
 		return

@@ -167,8 +167,8 @@ func (l *rivalLog) Append(ctx context.Context, expected uint64, data []byte) (ui
 	return l.MemLog.Append(ctx, expected, data)
 }
 
-// A write that loses twice in a row says it waits, giving the revision its
-// first try was based on as its age; after it lands it keeps the turn for
+// A write that loses twice in a row says it waits, giving where the log was
+// at its first try as its age; after it lands it keeps the turn for
 // back-to-back writes and then says it is done.
 func TestLoserAnnouncesAndTakesATurn(t *testing.T) {
 	log := &rivalLog{MemLog: statesync.NewMemLog("t"), rivals: 1}
@@ -190,7 +190,8 @@ func TestLoserAnnouncesAndTakesATurn(t *testing.T) {
 	if err := <-incrementAsync(s); err != nil { // loses three times
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("wait %s %d", me, base)
+	// Its age is where the log was at its first try: the rival's entry.
+	want := fmt.Sprintf("wait %s %d", me, base+1)
 	if words := h.from(me); len(words) == 0 || words[0] != want {
 		t.Fatalf("after three losses the writer said %q, want %q first", words, want)
 	}
@@ -251,5 +252,23 @@ func TestTurnLastsForBackToBackWritesOnly(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A write that holds back joins the queue behind the waiters it heard,
+// however old its copy: an old copy is no claim to go first.
+func TestHoldingBackJoinsBehindTheWaiters(t *testing.T) {
+	log := statesync.NewMemLog("t")
+	s := newCounter(t, log)
+	h := listen(t, log)
+	log.Announce([]byte("wait older 0"))
+	log.Announce([]byte("wait newer 50"))
+	done := incrementAsync(s)
+	me := statesync.TurnID(s)
+	waitFor(t, "the writer to say it waits", func() bool { return h.saw(fmt.Sprintf("wait %s 50", me)) })
+	log.Announce([]byte("done older"))
+	log.Announce([]byte("done newer"))
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

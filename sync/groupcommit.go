@@ -155,9 +155,6 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 		if len(updates) == 0 {
 			return s.confirmCurrentLocked(ctx, cur.Revision)
 		}
-		if err := s.holdBackLocked(ctx); err != nil {
-			return err
-		}
 		var err error
 		try.Revision, err = s.commitLocked(ctx, cur, updates)
 		return err

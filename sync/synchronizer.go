@@ -423,12 +423,15 @@ func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int)
 		s.endWriteLocked(w, err == nil)
 	}()
 	for attempt := 1; ; attempt++ {
+		if err := s.holdBackLocked(ctx); err != nil {
+			return attempt - 1, err
+		}
 		err := try(attempt)
 		var conflict *ConflictError
 		if !errors.As(err, &conflict) {
 			return attempt - 1, err
 		}
-		s.lostLocked(w)
+		s.lostLocked(w, conflict.Current)
 		rev, err := s.fetchLocked(ctx, conflict.Current)
 		if caughtUp != nil {
 			caughtUp(conflict, rev)
@@ -528,9 +531,6 @@ func (s *Synchronizer[S]) Compact(ctx context.Context, snapshot func(state S) In
 		cur := *s.local.Load()
 		data, err := s.codec.EncodeInitial(snapshot(cur.Value))
 		if err != nil {
-			return err
-		}
-		if err := s.holdBackLocked(ctx); err != nil {
 			return err
 		}
 		rev, err := s.log.Compact(ctx, cur.Revision, data)
