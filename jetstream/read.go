@@ -37,15 +37,32 @@ func (l *Log) Read(ctx context.Context, after, upTo uint64, fn func(statesync.En
 	}
 	r := &reader{log: l, next: after + 1}
 	if upTo-after <= directBatch && l.stream.CachedInfo().Config.AllowDirect {
-		done, err := l.readDirect(ctx, r, upTo, fn)
-		if done || err != nil {
-			return err
+		for try := range directTries {
+			if try > 0 {
+				// A replica answered without moving forward: it lags behind
+				// the leader that reported upTo, by a few milliseconds as a
+				// rule. Ask again (any replica may answer) before paying for
+				// a consumer, which on a busy cluster can take seconds.
+				select {
+				case <-time.After(time.Millisecond << (try - 1)):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			done, err := l.readDirect(ctx, r, upTo, fn)
+			if done || err != nil {
+				return err
+			}
 		}
-		// A replica answered without moving forward (it may lag): the
-		// consumer waits for the entries instead.
+		// Still behind after about a tenth of a second: the consumer waits
+		// for the entries instead.
 	}
 	return l.readConsumer(ctx, r, upTo, fn)
 }
+
+// directTries is how many times a short read asks replicas before it falls
+// back to a consumer; the waits between double from 1 ms (127 ms in all).
+const directTries = 8
 
 // deliver hands one stream message to the reader and fn, and reports
 // whether the read is complete.
