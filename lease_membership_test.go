@@ -2,6 +2,7 @@ package main
 
 import (
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,5 +99,40 @@ func untilLineWithout(t *testing.T, r *repl, want, absent string) {
 		if strings.Contains(l, want) {
 			return
 		}
+	}
+}
+
+// A one-shot `sharedconfig watch` is a process that follows as much as a
+// following shell is: it writes the expiry of a lease whose holder was
+// killed, so the membership example works with it as the only watcher.
+func TestOneShotWatchExpiresLeases(t *testing.T) {
+	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	args := func(writer string, more ...string) []string {
+		return append([]string{"--server", srv.ClientURL(), "--scope", "membership", "--writer", writer}, more...)
+	}
+	const ttl = 3 * time.Second
+	s1 := startREPL(t, "server-1", args("server-1")...)
+	s1.send("REGISTER_LEASE /servers/1, 3s")
+	s1.expect("**** Lease '/servers/1' registered with ttl 3s, held by server-1")
+	s1.send("PUT_WITH_LEASE /servers/1, up, /servers/1")
+	s1.expect("**** Property '/servers/1' added with value 'up', under lease '/servers/1'")
+
+	watch := startREPL(t, "watch", args("watcher", "watch", "/servers/")...)
+	untilLine(t, watch, "**** Watching keys starting '/servers/'")
+	s1.wantExit = -1
+	if err := s1.cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	line := untilLine(t, watch, "lease /servers/1 expired, removing /servers/1")
+	if took := time.Since(killed); took > ttl+2*time.Second {
+		t.Errorf("the watch printed the expiry %s after the kill, more than the ttl (%s) and 2s: %s", took, ttl, line)
+	}
+	if err := watch.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -154,6 +154,10 @@ func watchCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
 	if err := s.sh.SetWatch(prefix); err != nil {
 		return &exitError{exitStartup, err}
 	}
+	// A watching process writes the expiry of leases that fall due, as a
+	// following shell does, so that a lease whose holder died ends on time
+	// with nobody else running.
+	defer s.cfg.KeepLeases(nil)()
 	// Say where watching starts, so that a reader knows every change after
 	// that revision will show.
 	if f.output == "json" {

@@ -151,20 +151,28 @@ func (c *Config) Refresh(ctx context.Context) error { return c.sync.Fetch(ctx) }
 // update runs fn through the synchronizer and then applies the compaction
 // policy.
 func update[R any](ctx context.Context, c *Config, fn func(State) ([]statesync.Update[State], R), keysAndValues ...string) (R, error) {
+	r, _, err := updateAt(ctx, c, fn, keysAndValues...)
+	return r, err
+}
+
+// updateAt is update that also returns the state just after its entry (see
+// statesync.UpdateStateAt): what the entry did, for an update whose effect
+// the log's time decides.
+func updateAt[R any](ctx context.Context, c *Config, fn func(State) ([]statesync.Update[State], R), keysAndValues ...string) (R, State, error) {
 	for _, s := range keysAndValues {
 		if !utf8.ValidString(s) {
 			var zero R
-			return zero, fmt.Errorf("%q: %w", s, ErrNotUTF8)
+			return zero, State{}, fmt.Errorf("%q: %w", s, ErrNotUTF8)
 		}
 	}
-	r, err := statesync.UpdateState(ctx, c.sync, fn)
+	r, after, err := statesync.UpdateStateAt(ctx, c.sync, fn)
 	if err != nil {
-		return r, err
+		return r, State{}, err
 	}
 	if c.opts.Compaction.MaxEntries > 0 && c.sync.EntriesSinceCompaction() >= c.opts.Compaction.MaxEntries {
 		c.compact(ctx)
 	}
-	return r, nil
+	return r, after.Value, nil
 }
 
 func (c *Config) compact(ctx context.Context) {

@@ -140,7 +140,7 @@ func (c *Config) RegisterLease(ctx context.Context, name string, ttl time.Durati
 		existed bool
 		before  time.Time
 	}
-	f, err := update(ctx, c, func(s State) (updates, found) {
+	f, after, err := updateAt(ctx, c, func(s State) (updates, found) {
 		l, ok := s.Lease(name)
 		if ok && l.Holder != c.leases.holder {
 			return nil, found{err: fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)}
@@ -153,7 +153,7 @@ func (c *Config) RegisterLease(ctx context.Context, name string, ttl time.Durati
 	if err != nil {
 		return false, err
 	}
-	if l, ok := c.State().Lease(name); !ok || l.Holder != c.leases.holder || (f.existed && l.Deadline.Equal(f.before)) {
+	if l, ok := after.Lease(name); !ok || l.Holder != c.leases.holder || (f.existed && l.Deadline.Equal(f.before)) {
 		return false, fmt.Errorf("lease '%s': %w", name, ErrLeaseExpired)
 	}
 	return f.existed, nil
@@ -166,7 +166,7 @@ func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
 		err    error
 		before time.Time
 	}
-	f, err := update(ctx, c, func(s State) (updates, found) {
+	f, after, err := updateAt(ctx, c, func(s State) (updates, found) {
 		l, err := c.held(s, name)
 		if err != nil {
 			return nil, found{err: err}
@@ -179,7 +179,7 @@ func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
-	l, ok := c.State().Lease(name)
+	l, ok := after.Lease(name)
 	if !ok || l.Deadline.Equal(f.before) {
 		return l, fmt.Errorf("lease '%s': %w", name, ErrLeaseExpired)
 	}
@@ -239,7 +239,7 @@ func (c *Config) PutWithLease(ctx context.Context, key, value, lease string) (ol
 		err error
 		previous
 	}
-	f, err := update(ctx, c, func(s State) (updates, found) {
+	f, after, err := updateAt(ctx, c, func(s State) (updates, found) {
 		_, err := c.held(s, lease)
 		if err != nil {
 			return nil, found{err: err}
@@ -253,7 +253,9 @@ func (c *Config) PutWithLease(ctx context.Context, key, value, lease string) (ol
 	if err != nil {
 		return "", false, err
 	}
-	if p, ok := c.State().Lookup(key); !ok || p.Lease != lease || p.Value != value {
+	// Judged on the state the entry made: later entries (another writer's
+	// put, this process's own keeper) do not count.
+	if p, ok := after.Lookup(key); !ok || p.Lease != lease || p.Value != value {
 		return "", false, fmt.Errorf("lease '%s': %w", lease, ErrLeaseExpired)
 	}
 	return f.value, f.exists, nil

@@ -21,10 +21,11 @@ type request[S any] struct {
 	ctx context.Context
 	// run calls the caller's function and keeps its result in the caller's
 	// frame; it returns the function's updates.
-	run  func(S) []Update[S]
-	err  error         // the call's outcome, once done is closed
-	done chan struct{} // closed when the call has its outcome
-	turn chan struct{} // closed when the call is to run the next batch
+	run   func(S) []Update[S]
+	err   error         // the call's outcome, once done is closed
+	after Revisioned[S] // the local state just after the call's entry, on success
+	done  chan struct{} // closed when the call has its outcome
+	turn  chan struct{} // closed when the call is to run the next batch
 
 	// Guarded by the queue's mu.
 	promoted bool // turn is closed
@@ -173,8 +174,10 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 		}
 		return
 	}
+	after := s.local.Load().Revisioned
 	for _, m := range members {
 		m.err = memberError(m, ctx, lost, err)
+		m.after = after
 		close(m.done)
 	}
 }

@@ -340,6 +340,17 @@ func (s *Synchronizer[S]) notifyApplied(a Applied[S]) {
 // The shape is etcd's runSTM: run fn on the local copy, then commit (or
 // confirm that the copy is current), and on a conflict catch up and repeat.
 func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(state S) ([]Update[S], R)) (R, error) {
+	result, _, err := UpdateStateAt(ctx, s, fn)
+	return result, err
+}
+
+// UpdateStateAt is UpdateState that also returns the local state as it was
+// just after the call's entry was applied (or, when fn wrote nothing, the
+// state its decision was confirmed on): what the entry did, whatever the
+// copy has taken in since (a Follow, say). Under group commit it is the
+// state after the whole batch's entry, so it includes the updates of calls
+// batched after this one.
+func UpdateStateAt[S, R any](ctx context.Context, s *Synchronizer[S], fn func(state S) ([]Update[S], R)) (R, Revisioned[S], error) {
 	var result R
 	r := &request[S]{ctx: ctx, done: make(chan struct{}), turn: make(chan struct{})}
 	r.run = func(state S) []Update[S] {
@@ -350,9 +361,9 @@ func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(stat
 	s.submit(r)
 	if r.err != nil {
 		var zero R
-		return zero, r.err
+		return zero, Revisioned[S]{}, r.err
 	}
-	return result, nil
+	return result, r.after, nil
 }
 
 // commitLocked appends updates on the condition that the log is still at
