@@ -46,8 +46,20 @@ var (
 
 // ApplyAll implements statesync.BatchState: only the last change to each key
 // after the last Clear matters, so a catch-up that writes the same keys many
-// times touches the persistent map once per key.
+// times touches the persistent map once per key. A batch with other updates
+// (a lease's) is applied in order: a lease's update before a Clear still
+// counts.
 func (s State) ApplyAll(updates []statesync.Pending[State]) State {
+	for _, p := range updates {
+		switch p.Update.(type) {
+		case Put, Remove, Clear:
+		default:
+			for _, p := range updates {
+				s = statesync.ApplyPending(s, p)
+			}
+			return s
+		}
+	}
 	start := 0
 	for i := len(updates) - 1; i >= 0; i-- {
 		if _, ok := updates[i].Update.(Clear); ok {
@@ -62,11 +74,6 @@ func (s State) ApplyAll(updates []statesync.Pending[State]) State {
 			last[u.Key] = i
 		case Remove:
 			last[u.Key] = i
-		default: // an update this does not know: apply them in order
-			for _, p := range updates[start:] {
-				s = statesync.ApplyPending(s, p)
-			}
-			return s
 		}
 	}
 	m := s.m
