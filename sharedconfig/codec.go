@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
-
-	"github.com/benbjohnson/immutable"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
@@ -220,11 +220,12 @@ func (Codec) DecodeInitial(data []byte) (statesync.InitialUpdate[State], error) 
 	if w.Properties == nil {
 		return nil, errors.New(`not a sharedconfig snapshot: no "properties"`)
 	}
-	b := immutable.NewSortedMapBuilder[string, Property](stringComparer)
+	es := make([]entry, 0, len(*w.Properties))
 	for k, v := range *w.Properties {
-		b.Set(k, Property{Value: v, Revision: w.Revisions[k], Lease: w.LeaseOf[k]})
+		es = append(es, entry{k, Property{Value: v, Revision: w.Revisions[k], Lease: w.LeaseOf[k]}})
 	}
-	return w.wireSnapshotLeases.snapshot(State{m: b.Map()})
+	slices.SortFunc(es, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	return w.wireSnapshotLeases.snapshot(State{root: build(es)})
 }
 
 func strictUnmarshal(data []byte, v any) error {

@@ -1,10 +1,12 @@
 package sharedconfig
 
 import (
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"strconv"
 	"testing"
+	"time"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
@@ -101,17 +103,26 @@ func FuzzDecodeInitial(f *testing.F) {
 	})
 }
 
-// ApplyAll equals applying the updates one by one.
+// ApplyAll equals applying the updates one by one, in batches with lease
+// updates too (it once dropped those before a CLEAR).
 func TestApplyAllEqualsOneByOne(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for round := range 200 {
+	for round := range 400 {
 		var updates []statesync.Pending[State]
 		for i := range rng.IntN(60) {
 			k := string(rune('a' + rng.IntN(5)))
 			var u statesync.Update[State]
-			switch rng.IntN(10) {
+			x := rng.IntN(10)
+			if round%2 == 1 && rng.IntN(4) == 0 { // odd rounds have lease updates
+				x = 10 + rng.IntN(2)
+			}
+			switch x {
 			case 0:
 				u = Clear{}
+			case 10:
+				u = RegisterLease{"l" + k, "h", time.Hour}
+			case 11:
+				u = PutWithLease{k, strconv.Itoa(i), "l" + k}
 			case 1, 2, 3:
 				u = Remove{k}
 			default:
@@ -127,6 +138,9 @@ func TestApplyAllEqualsOneByOne(t *testing.T) {
 		got := start.ApplyAll(updates)
 		if !reflect.DeepEqual(collect(got), collect(want)) {
 			t.Fatalf("round %d: ApplyAll gave %v, one by one %v", round, collect(got), collect(want))
+		}
+		if g, w := maps.Collect(got.Leases()), maps.Collect(want.Leases()); !reflect.DeepEqual(g, w) {
+			t.Fatalf("round %d: ApplyAll left leases %v, one by one %v", round, g, w)
 		}
 	}
 }

@@ -195,7 +195,10 @@ func (c *Config) KeyHistory(ctx context.Context, key string) (changes []KeyChang
 		return nil, 0, err
 	}
 	historyStart = 1
-	var st State // replayed, so that whatever removes the key shows (a lease's end too)
+	// st is replayed from the first snapshot on, so that whatever removes
+	// the key shows (a lease's end too).
+	var st State
+	replaying := false
 	err = c.Log().Read(ctx, 0, last, func(e statesync.Entry) error {
 		ch, err := c.decode(e)
 		if err != nil {
@@ -204,13 +207,13 @@ func (c *Config) KeyHistory(ctx context.Context, key string) (changes []KeyChang
 		if ch.Snapshot {
 			historyStart = ch.Revision
 			changes = changes[:0] // a snapshot replaces what came before
-			st = ch.State
+			st, replaying = ch.State, true
 			if p, ok := st.Lookup(key); ok {
 				changes = append(changes, KeyChange{Change: ch, Value: p.Value, Lease: p.Lease, FromSnapshot: true})
 			}
 			return nil
 		}
-		if ch.Foreign != "" || st.m == nil {
+		if ch.Foreign != "" || !replaying {
 			return nil
 		}
 		updates, err := Codec{}.DecodeUpdates(e.Data)

@@ -117,9 +117,11 @@ func (s State) setLease(name string, l Lease) State {
 
 // endLease removes the lease and its keys.
 func (s State) endLease(name string) State {
+	var changes []change
 	for _, k := range s.LeaseKeys(name) {
-		s.m = s.m.Delete(k)
+		changes = append(changes, del(k))
 	}
+	s = s.with(changes...)
 	s.leases = s.leases.Delete(name)
 	return s
 }
@@ -197,7 +199,7 @@ func (u PutWithLease) Apply(s State, rev uint64) State { return u.ApplyAt(s, rev
 // ApplyAt implements statesync.TimedUpdate.
 func (u PutWithLease) ApplyAt(s State, rev uint64, t time.Time) State {
 	if l, ok := s.Lease(u.Lease); ok && !l.dead(t) {
-		s.m = s.m.Set(u.Key, Property{Value: u.Value, Revision: rev, Lease: u.Lease})
+		s = s.with(set(u.Key, Property{Value: u.Value, Revision: rev, Lease: u.Lease}))
 	}
 	return s.tick(t)
 }

@@ -20,9 +20,9 @@ type Property struct {
 // properties, sorted by key. It is immutable: updates make a new State that
 // shares all but O(log n) of its structure with the old one, so applying an
 // update costs the same with 10 keys or 100,000, and a reader keeps a
-// consistent snapshot for as long as it holds one.
+// consistent snapshot for as long as it holds one. The zero State is empty.
 type State struct {
-	m *immutable.SortedMap[string, Property]
+	root *node // the properties; nil when there are none (see tree.go)
 	// leases by name; nil until the first lease (see lease.go).
 	leases *immutable.SortedMap[string, Lease]
 }
@@ -30,21 +30,24 @@ type State struct {
 var stringComparer = immutable.NewComparer("")
 
 // EmptyState is a State with no properties.
-func EmptyState() State {
-	return State{m: immutable.NewSortedMap[string, Property](stringComparer)}
-}
+func EmptyState() State { return State{} }
 
 // Get returns the value of key.
 func (s State) Get(key string) (string, bool) {
-	p, ok := s.m.Get(key)
+	p, ok := s.root.get(key)
 	return p.Value, ok
 }
 
 // Lookup returns the value of key and the revision that set it.
-func (s State) Lookup(key string) (Property, bool) { return s.m.Get(key) }
+func (s State) Lookup(key string) (Property, bool) { return s.root.get(key) }
 
 // Len is the number of properties.
-func (s State) Len() int { return s.m.Len() }
+func (s State) Len() int {
+	if s.root == nil {
+		return 0
+	}
+	return s.root.size
+}
 
 // All yields the properties in key order.
 func (s State) All() iter.Seq2[string, Property] { return s.WithPrefix("") }
@@ -52,13 +55,24 @@ func (s State) All() iter.Seq2[string, Property] { return s.WithPrefix("") }
 // WithPrefix yields, in key order, the properties whose key starts with prefix.
 func (s State) WithPrefix(prefix string) iter.Seq2[string, Property] {
 	return func(yield func(string, Property) bool) {
-		it := s.m.Iterator()
-		it.Seek(prefix)
-		for !it.Done() {
-			k, p, _ := it.Next()
-			if !strings.HasPrefix(k, prefix) || !yield(k, p) {
-				return
-			}
+		if s.root == nil {
+			return
 		}
+		s.root.walk(prefix, func(k string, p Property) bool {
+			return strings.HasPrefix(k, prefix) && yield(k, p)
+		})
 	}
 }
+
+// with is s with the changes, sorted by key with each key once, made to
+// its properties.
+func (s State) with(changes ...change) State {
+	s.root = s.root.apply(changes)
+	return s
+}
+
+// set is the change that sets key to p.
+func set(key string, p Property) change { return change{entry: entry{key, p}} }
+
+// del is the change that deletes key.
+func del(key string) change { return change{entry: entry{key: key}, del: true} }

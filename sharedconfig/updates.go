@@ -1,6 +1,11 @@
 package sharedconfig
 
-import statesync "github.com/sharedconfig/sharedconfig/sync"
+import (
+	"slices"
+	"strings"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
 
 // The updates a shared config is made of. Each is a value, so the
 // synchronizer may apply it to as many states as it needs.
@@ -17,19 +22,20 @@ type (
 
 // Apply implements statesync.Update.
 func (u Put) Apply(s State, revision uint64) State {
-	s.m = s.m.Set(u.Key, Property{Value: u.Value, Revision: revision})
-	return s
+	return s.with(set(u.Key, Property{Value: u.Value, Revision: revision}))
 }
 
 // Apply implements statesync.Update.
 func (u Remove) Apply(s State, _ uint64) State {
-	s.m = s.m.Delete(u.Key)
-	return s
+	if _, ok := s.Lookup(u.Key); !ok {
+		return s
+	}
+	return s.with(del(u.Key))
 }
 
 // Apply implements statesync.Update. Leases stay, holding no keys.
 func (Clear) Apply(s State, _ uint64) State {
-	s.m = EmptyState().m
+	s.root = nil
 	return s
 }
 
@@ -46,8 +52,20 @@ var (
 
 // ApplyAll implements statesync.BatchState: only the last change to each key
 // after the last Clear matters, so a catch-up that writes the same keys many
-// times touches the persistent map once per key.
+// times touches the persistent map once per key, and each leaf once. A batch
+// with other updates (a lease's) is applied in order: a lease's update
+// before a Clear still counts.
 func (s State) ApplyAll(updates []statesync.Pending[State]) State {
+	for _, p := range updates {
+		switch p.Update.(type) {
+		case Put, Remove, Clear:
+		default:
+			for _, p := range updates {
+				s = statesync.ApplyPending(s, p)
+			}
+			return s
+		}
+	}
 	start := 0
 	for i := len(updates) - 1; i >= 0; i-- {
 		if _, ok := updates[i].Update.(Clear); ok {
@@ -62,23 +80,18 @@ func (s State) ApplyAll(updates []statesync.Pending[State]) State {
 			last[u.Key] = i
 		case Remove:
 			last[u.Key] = i
-		default: // an update this does not know: apply them in order
-			for _, p := range updates[start:] {
-				s = statesync.ApplyPending(s, p)
-			}
-			return s
 		}
 	}
-	m := s.m
+	changes := make([]change, 0, len(last))
 	for k, i := range last {
 		if put, ok := updates[i].Update.(Put); ok {
-			m = m.Set(k, Property{Value: put.Value, Revision: updates[i].Revision})
+			changes = append(changes, set(k, Property{Value: put.Value, Revision: updates[i].Revision}))
 		} else {
-			m = m.Delete(k)
+			changes = append(changes, del(k))
 		}
 	}
-	s.m = m
-	return s
+	slices.SortFunc(changes, func(a, b change) int { return strings.Compare(a.key, b.key) })
+	return s.with(changes...)
 }
 
 var _ statesync.BatchState[State] = State{}

@@ -70,7 +70,37 @@ func TestMemoryFigureWeighsTheState(t *testing.T) {
 	}
 }
 
-func memoryPhase(t *testing.T) bench.Phase {
+// At 100,000 keys, the state takes at most 4 times the bytes of its keys
+// and values (issue 12; benbjohnson/immutable's SortedMap took 8).
+func TestMemoryFigureMeetsItsTarget(t *testing.T) {
+	rows, err := memoryPhase(t).Run(context.Background(), bench.Options{Keys: 100_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rows[0]; r.Met == nil || !*r.Met {
+		t.Fatalf("%.1f bytes per key for %.1f raw (%.2f×; %s), want at most 4×", r.Ours, r.Anchor, r.Ratio, r.Note)
+	}
+}
+
+// BenchmarkMemory is the go test -bench form of the memory figure at the
+// command's size: the state's heap bytes per key at 100,000 keys (the
+// median of the phase's weighings) beside the raw bytes of its keys and
+// values. It needs no server.
+func BenchmarkMemory(b *testing.B) {
+	var rows []bench.Row
+	for b.Loop() {
+		var err error
+		if rows, err = memoryPhase(b).Run(context.Background(), bench.Options{Keys: 100_000}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(rows[0].Ours, "bytes/key")
+	b.ReportMetric(rows[0].Anchor, "raw-bytes/key")
+	b.ReportMetric(rows[0].Ratio, "ratio")
+	b.ReportMetric(0, "ns/op") // the figures above are the result
+}
+
+func memoryPhase(t testing.TB) bench.Phase {
 	for _, p := range bench.Phases {
 		if p.Name == "memory" {
 			return p
