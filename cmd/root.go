@@ -71,8 +71,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return code
 }
 
-// checkedWriter is standard output, which can fail (closed, a full disk, a
-// pipe whose reader left without SIGPIPE reaching us): the first error is
+// checkedWriter is standard output, which can fail (a full disk, an I/O
+// error; a broken pipe ends the process with SIGPIPE): the first error is
 // kept for the exit status, and stops the command as a signal would, since
 // nobody can see its answers.
 type checkedWriter struct {
