@@ -38,6 +38,9 @@ func (f *rootFlags) check(cmd *cobra.Command) error {
 			return &exitError{exitStartup, err}
 		}
 	}
+	if err := jetstream.ValidateWriter(f.writer); err != nil {
+		return &exitError{exitStartup, fmt.Errorf("--writer: %w", err)}
+	}
 	if f.output != "text" && f.output != "json" {
 		return &exitError{exitStartup, fmt.Errorf("--output %q: use text or json", f.output)}
 	}
