@@ -96,18 +96,11 @@ func listCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 		list = append(list, item)
 	}
 	answer(cmd, f, "LIST", true, map[string]any{"configs": list}, 0,
-		fmt.Sprintf("**** %d %s on %s", len(configs), plural(len(configs), "config", "configs"), nc.ConnectedUrlRedacted()))
+		fmt.Sprintf("**** %s on %s", repl.Counted(len(configs), "config", "configs"), nc.ConnectedUrlRedacted()))
 	if f.output == "text" && len(rows) > 0 {
 		repl.PrintTable(cmd.OutOrStdout(), []string{"Scope", "Name", "Properties", "Revision", "Last change"}, rows)
 	}
 	return nil
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // countProperties reads a config to count its properties; a config that
@@ -252,8 +245,8 @@ func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bo
 		result["leased_"+leased] = len(parsed.Leased)
 	}
 	answer(cmd, f, "IMPORT", true, result, rev,
-		fmt.Sprintf("**** Imported %d %s into %s/%s: %d added, %d updated, %d unchanged, %d removed; now at revision %d%s",
-			len(props), plural(len(props), "property", "properties"), f.scope, f.name, r.Added, r.Updated, r.Unchanged, r.Removed, rev, note))
+		fmt.Sprintf("**** Imported %s into %s/%s: %d added, %d updated, %d unchanged, %d removed; now at revision %d%s",
+			repl.Counted(len(props), "property", "properties"), f.scope, f.name, r.Added, r.Updated, r.Unchanged, r.Removed, rev, note))
 	return nil
 }
 
@@ -267,16 +260,16 @@ func leasedKeys(file sharedconfig.ImportFile, leased string) (map[string]string,
 	if n == 0 {
 		return file.Props, "", nil
 	}
-	keys := plural(n, "key", "keys")
+	keys := repl.Counted(n, "leased key", "leased keys")
 	switch leased {
 	case "skip":
-		return file.WithoutLeased(), fmt.Sprintf(" (%d leased %s left out)", n, keys), nil
+		return file.WithoutLeased(), " (" + keys + " left out)", nil
 	case "plain":
-		return file.Props, fmt.Sprintf(" (%d leased %s imported as plain %s, with no lease)", n, keys, keys), nil
+		return file.Props, " (" + keys + " imported with no lease)", nil
 	}
 	first := slices.Min(slices.Collect(maps.Keys(file.Leased)))
-	return nil, "", fmt.Errorf("%d %s attached to leases (%s: lease %s), which live only while their holders keep them alive, so importing would make them permanent: give --leased=skip to leave them out, or --leased=plain to import them as plain keys",
-		n, plural(n, "key is", "keys are"), strconv.Quote(first), strconv.Quote(file.Leased[first]))
+	return nil, "", fmt.Errorf("%s attached to leases (%s: lease %s), which live only while their holders keep them alive, so importing would make them permanent: give --leased=skip to leave them out, or --leased=plain to import them as plain keys",
+		repl.Counted(n, "key is", "keys are"), strconv.Quote(first), strconv.Quote(file.Leased[first]))
 }
 
 func newDestroyCmd(f *rootFlags) *cobra.Command {
