@@ -58,7 +58,7 @@ func (e *exitError) Error() string {
 
 // Main runs the command line with args and returns the exit status.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -69,6 +69,18 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return max(code, exitFailures)
 	}
 	return code
+}
+
+// stopSignals end a command cleanly (a shell revokes its leases, a watch
+// says goodbye): Ctrl-C, SIGTERM, and the hang-up of a closed terminal,
+// unless the process was started with it ignored (nohup), which asking
+// for it would undo.
+func stopSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
 }
 
 // checkedWriter is standard output, which can fail (a full disk, an I/O
