@@ -46,6 +46,9 @@ func startPTYCmd(t *testing.T, c *exec.Cmd) *ptyShell {
 	if err := pty.Setsize(master, &pty.Winsize{Rows: 40, Cols: 120}); err != nil {
 		t.Fatal(err)
 	}
+	if master, err = pollable(master); err != nil {
+		t.Fatal(err)
+	}
 	c.Env = append(os.Environ(), runMainEnv+"=1", "TERM=xterm")
 	c.Stdin, c.Stdout, c.Stderr = slave, slave, slave
 	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
@@ -77,6 +80,25 @@ func startPTYCmd(t *testing.T, c *exec.Cmd) *ptyShell {
 		<-p.done
 	})
 	return p
+}
+
+// pollable returns the pty master f as a file of the runtime's poller, and
+// closes f. creack/pty's ioctls call f.Fd(), which leaves f blocking; the
+// Close of a blocking file waits for the read under way in another
+// goroutine, so closing the master would not hang the terminal up until
+// something was read. A non-blocking copy of the descriptor closes at once.
+func pollable(f *os.File) (*os.File, error) {
+	defer f.Close()
+	fd, err := syscall.Dup(int(f.Fd()))
+	if err != nil {
+		return nil, err
+	}
+	syscall.CloseOnExec(fd)
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		syscall.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
 }
 
 // typeKeys writes one byte at a time: go-prompt takes a multi-byte read as
@@ -402,4 +424,37 @@ func (p *ptyShell) lineWith(s string) string {
 	}
 	line, _, _ := strings.Cut(out[i:], "\r")
 	return line
+}
+
+// Closing the terminal hangs it up: the shell ends as Ctrl-D ends it,
+// revoking its leases at once, whether the hang-up signal reaches it (it
+// ends as on SIGTERM) or is ignored, as under nohup (the terminal's read
+// fails). Its goodbye cannot be written to a terminal that is gone: exit
+// status 1, as for any output that cannot be written.
+func TestTerminalHangUp(t *testing.T) {
+	srv := jstest.Server(t)
+	for _, tc := range []struct{ scope, sh string }{
+		{"hup", `exec "$0" "$@"`},
+		{"nohup", `trap "" HUP; exec "$0" "$@"`},
+	} {
+		t.Run(tc.scope, func(t *testing.T) {
+			p := startPTYCmd(t, exec.Command("/bin/sh", "-c", tc.sh, os.Args[0], "--server", srv.ClientURL(), "--scope", tc.scope))
+			p.waitFor("someConfig > ", 1)
+			p.typeKeys("REGISTER_LEASE l, 1h\r")
+			p.waitFor("**** Lease 'l' registered", 1)
+			p.waitFor("someConfig > ", 2)
+			p.typeKeys("GET a") // half a line
+			p.master.Close()
+			code := p.wait()
+			if status := p.cmd.ProcessState.Sys().(syscall.WaitStatus); status.Signaled() || code != 1 {
+				t.Fatalf("the shell ended with %v, want exit status 1", p.cmd.ProcessState)
+			}
+			leases := exec.Command(os.Args[0], "--server", srv.ClientURL(), "--scope", tc.scope, "exec", "LEASES")
+			leases.Env = append(os.Environ(), runMainEnv+"=1")
+			out, err := leases.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "**** No leases") {
+				t.Fatalf("after the hang-up, LEASES: %v\n%s", err, out)
+			}
+		})
+	}
 }

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -94,18 +96,11 @@ func listCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 		list = append(list, item)
 	}
 	answer(cmd, f, "LIST", true, map[string]any{"configs": list}, 0,
-		fmt.Sprintf("**** %d %s on %s", len(configs), plural(len(configs), "config", "configs"), nc.ConnectedUrlRedacted()))
+		fmt.Sprintf("**** %s on %s", repl.Counted(len(configs), "config", "configs"), nc.ConnectedUrlRedacted()))
 	if f.output == "text" && len(rows) > 0 {
 		repl.PrintTable(cmd.OutOrStdout(), []string{"Scope", "Name", "Properties", "Revision", "Last change"}, rows)
 	}
 	return nil
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // countProperties reads a config to count its properties; a config that
@@ -185,23 +180,35 @@ func exportCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 
 func newImportCmd(f *rootFlags) *cobra.Command {
 	var replace bool
+	var leased string
 	c := &cobra.Command{
 		Use:   "import FILE",
 		Short: "Set the keys and values in FILE (what export writes, or a JSON object of keys to values) in one update",
 		Long: `Set the keys and values in FILE in one conditional update: all of them land,
 or none. FILE is what export writes or a plain JSON object of keys to string
 values; - reads standard input. Keys that already have their value are not
-written. With --replace, keys that FILE lacks are removed in the same update.`,
+written. With --replace, keys that FILE lacks are removed in the same update.
+
+An export marks the keys that were attached to a lease. A lease lives only
+while its holder keeps it alive, and import does not recreate it: a file
+with leased keys is refused unless --leased says what to do with them (skip:
+leave them out; plain: import them as plain keys, which stay until removed).`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return importCommandFunc(cmd, f, args[0], replace) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return importCommandFunc(cmd, f, args[0], replace, leased)
+		},
 	}
 	c.Flags().BoolVar(&replace, "replace", false, "remove the keys FILE lacks, so that the config becomes exactly FILE")
+	c.Flags().StringVar(&leased, "leased", "", "what to do with keys FILE marks as leased: `skip` them, or import them as `plain` keys (default: refuse the file)")
 	return c
 }
 
-func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bool) error {
+func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bool, leased string) error {
 	if err := f.check(cmd); err != nil {
 		return err
+	}
+	if leased != "" && leased != "skip" && leased != "plain" {
+		return &exitError{exitStartup, fmt.Errorf("--leased takes skip or plain, not %q", leased)}
 	}
 	var data []byte
 	var err error
@@ -213,7 +220,11 @@ func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bo
 	if err != nil {
 		return &exitError{exitStartup, err}
 	}
-	props, err := sharedconfig.ParseImport(data)
+	parsed, err := sharedconfig.ParseImport(data)
+	if err != nil {
+		return &exitError{exitStartup, fmt.Errorf("%s: %w", file, err)}
+	}
+	props, note, err := leasedKeys(parsed, leased)
 	if err != nil {
 		return &exitError{exitStartup, fmt.Errorf("%s: %w", file, err)}
 	}
@@ -229,10 +240,36 @@ func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bo
 		return failed(cmd, f, "IMPORT", err)
 	}
 	rev := s.cfg.Revision()
-	answer(cmd, f, "IMPORT", true, map[string]any{"added": r.Added, "updated": r.Updated, "unchanged": r.Unchanged, "removed": r.Removed}, rev,
-		fmt.Sprintf("**** Imported %d %s into %s/%s: %d added, %d updated, %d unchanged, %d removed; now at revision %d",
-			len(props), plural(len(props), "property", "properties"), f.scope, f.name, r.Added, r.Updated, r.Unchanged, r.Removed, rev))
+	result := map[string]any{"added": r.Added, "updated": r.Updated, "unchanged": r.Unchanged, "removed": r.Removed}
+	if len(parsed.Leased) > 0 {
+		result["leased_"+leased] = len(parsed.Leased)
+	}
+	answer(cmd, f, "IMPORT", true, result, rev,
+		fmt.Sprintf("**** Imported %s into %s/%s: %d added, %d updated, %d unchanged, %d removed; now at revision %d%s",
+			repl.Counted(len(props), "property", "properties"), f.scope, f.name, r.Added, r.Updated, r.Unchanged, r.Removed, rev, note))
 	return nil
+}
+
+// leasedKeys applies --leased to the keys an export marks as attached to a
+// lease, and returns the keys and values to import with a note on what
+// became of the leased ones. A lease belongs to a running holder, so
+// importing its keys as they are would make them permanent: without
+// --leased that is refused.
+func leasedKeys(file sharedconfig.ImportFile, leased string) (map[string]string, string, error) {
+	n := len(file.Leased)
+	if n == 0 {
+		return file.Props, "", nil
+	}
+	keys := repl.Counted(n, "leased key", "leased keys")
+	switch leased {
+	case "skip":
+		return file.WithoutLeased(), " (" + keys + " left out)", nil
+	case "plain":
+		return file.Props, " (" + keys + " imported with no lease)", nil
+	}
+	first := slices.Min(slices.Collect(maps.Keys(file.Leased)))
+	return nil, "", fmt.Errorf("%s attached to leases (%s: lease %s), which live only while their holders keep them alive, so importing would make them permanent: give --leased=skip to leave them out, or --leased=plain to import them as plain keys",
+		repl.Counted(n, "key is", "keys are"), strconv.Quote(first), strconv.Quote(file.Leased[first]))
 }
 
 func newDestroyCmd(f *rootFlags) *cobra.Command {

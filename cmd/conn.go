@@ -55,14 +55,15 @@ func localPort() string {
 func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 	c.opts.Name = "sharedconfig"
 	if c.opts.URLs != "" || os.Getenv("NATS_URL") != "" {
-		return jetstream.Connect(c.opts)
-	}
-	dir := c.dataDir
-	if dir == "" {
-		var err error
-		if dir, err = defaultDataDir(); err != nil {
-			return nil, err
+		nc, err := jetstream.Connect(c.opts)
+		if tf := (*jetstream.TLSFirstError)(nil); errors.As(err, &tf) {
+			return nil, c.tlsFirst(tf)
 		}
+		return nc, err
+	}
+	dir, err := c.localDataDir()
+	if err != nil {
+		return nil, err
 	}
 	if c.opts.HasAuth() || c.opts.CACert != "" || c.opts.Cert != "" || c.opts.Key != "" {
 		// Said here, before anything is sent: whatever listens on the port
@@ -107,6 +108,30 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// localDataDir is the local server's data directory: --data-dir, or the
+// user's default.
+func (c *connFlags) localDataDir() (string, error) {
+	if c.dataDir != "" {
+		return c.dataDir, nil
+	}
+	return defaultDataDir()
+}
+
+// tlsFirst explains a server given by address that closed the connection
+// because it talks TLS from the first byte: most likely the user's own
+// local server, which is reached by giving no address.
+func (c *connFlags) tlsFirst(tf *jetstream.TLSFirstError) error {
+	dir, err := c.localDataDir()
+	if err != nil || !jetstream.IsLocalServerCert(dir, tf.Cert) {
+		return fmt.Errorf("cannot connect to %s: it talks TLS from the first byte and is not your local server for %s (a private sharedconfig server admits only its owner, who reaches it with no --server and its --data-dir)", tf.Addr, dir)
+	}
+	how := "give no --server, NATS_URL or context url"
+	if _, port, _ := net.SplitHostPort(tf.Addr); port != localPort() {
+		how += ", and set SHAREDCONFIG_LOCAL_PORT=" + port
+	}
+	return fmt.Errorf("cannot connect to %s: that is your local sharedconfig server (data in %s), which talks TLS from the first byte and admits only you, by the keys there: to use it, %s", tf.Addr, dir, how)
 }
 
 // listening says whether something accepts connections on addr.

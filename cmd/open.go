@@ -38,6 +38,12 @@ func (f *rootFlags) check(cmd *cobra.Command) error {
 			return &exitError{exitStartup, err}
 		}
 	}
+	if err := jetstream.ValidateWriter(f.writer); err != nil {
+		if !cmd.Flags().Changed("writer") { // from $USER and the host name
+			return &exitError{exitStartup, fmt.Errorf("the default --writer, user@host:pid: %w: give --writer", err)}
+		}
+		return &exitError{exitStartup, fmt.Errorf("--writer: %w", err)}
+	}
 	if f.output != "text" && f.output != "json" {
 		return &exitError{exitStartup, fmt.Errorf("--output %q: use text or json", f.output)}
 	}

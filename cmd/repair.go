@@ -52,8 +52,8 @@ func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 	}
 	if f.output == "text" {
 		out := cmd.OutOrStdout()
-		fmt.Fprintf(out, "**** Repair writes the last good state of %s/%s (revision %d, %d %s) as a snapshot after revision %d, discarding these entries:\n",
-			f.scope, f.name, plan.GoodRevision, s.cfg.State().Len(), plural(s.cfg.State().Len(), "property", "properties"), plan.LastRevision)
+		fmt.Fprintf(out, "**** Repair writes the last good state of %s/%s (revision %d, %s) as a snapshot after revision %d, discarding these entries:\n",
+			f.scope, f.name, plan.GoodRevision, repl.Counted(s.cfg.State().Len(), "property", "properties"), plan.LastRevision)
 		rows := [][]string{}
 		for _, d := range plan.Discarded {
 			rows = append(rows, []string{strconv.FormatUint(d.Revision, 10), formatTime(d.Time), d.Writer, describeDiscarded(d)})

@@ -58,8 +58,65 @@ func (e *exitError) Error() string {
 
 // Main runs the command line with args and returns the exit status.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := &checkedWriter{w: stdout, failed: cancel}
+	code := run(ctx, args, stdin, out, stderr)
+	if err := out.Err(); err != nil {
+		fmt.Fprintf(stderr, "sharedconfig: writing standard output: %s\n", visible(err.Error()))
+		return max(code, exitFailures)
+	}
+	return code
+}
+
+// stopSignals end a command cleanly (a shell revokes its leases, a watch
+// says goodbye): Ctrl-C, SIGTERM, and the hang-up of a closed terminal,
+// unless the process was started with it ignored (nohup), which asking
+// for it would undo.
+func stopSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
+}
+
+// checkedWriter is standard output, which can fail (a full disk, an I/O
+// error; a broken pipe ends the process with SIGPIPE): the first error is
+// kept for the exit status, and stops the command as a signal would, since
+// nobody can see its answers.
+type checkedWriter struct {
+	w      io.Writer
+	failed context.CancelFunc
+
+	mu  sync.Mutex
+	err error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.mu.Lock()
+		if c.err == nil {
+			c.err = err
+			c.failed()
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+// Err is the first error writing, if any.
+func (c *checkedWriter) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// run runs the command line and returns its exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRoot()
 	args, err := normalizeArgs(root, args)
 	if err != nil {

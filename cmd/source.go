@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -62,7 +63,7 @@ func loadContext(name string) (string, natsContext, error) {
 		return "", ctx, fmt.Errorf("--context %s: %w", name, err)
 	}
 	if name == "" {
-		b, err := os.ReadFile(filepath.Join(dir, "context.txt"))
+		b, err := readSmallFile(filepath.Join(dir, "context.txt"))
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", ctx, nil
 		}
@@ -77,7 +78,7 @@ func loadContext(name string) (string, natsContext, error) {
 		return "", ctx, fmt.Errorf("NATS context %q: a context name holds no path separators", name)
 	}
 	path := filepath.Join(dir, "context", name+".json")
-	b, err := os.ReadFile(path)
+	b, err := readSmallFile(path)
 	if err != nil {
 		return "", ctx, fmt.Errorf("NATS context %q: %w", name, err)
 	}
@@ -88,6 +89,36 @@ func loadContext(name string) (string, natsContext, error) {
 		*p = expandHome(*p)
 	}
 	return name, ctx, nil
+}
+
+// maxContextFile bounds what is read of a context file or context.txt: the
+// nats tool writes a few hundred bytes.
+const maxContextFile = 64 << 10
+
+// readSmallFile reads a file of the nats tool's, refusing what is not a
+// regular file (a device such as /dev/zero never ends; a FIFO blocks) or
+// is larger than maxContextFile, rather than reading it into memory.
+func readSmallFile(path string) ([]byte, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxContextFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxContextFile {
+		return nil, fmt.Errorf("%s is larger than %d KiB, which no context file is", path, maxContextFile>>10)
+	}
+	return b, nil
 }
 
 // expandHome expands a leading ~/ as the nats tool does.

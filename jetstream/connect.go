@@ -1,8 +1,12 @@
 package jetstream
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -77,9 +81,87 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(urls, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("cannot connect to %s: %v", RedactURLs(urls), redact(err, o))
+		err = fmt.Errorf("cannot connect to %s: %v", RedactURLs(urls), redact(err, o))
+		if o.LocalDataDir == "" {
+			err = explainEOF(err, urls, timeout)
+		}
+		return nil, err
 	}
 	return nc, nil
+}
+
+// TLSFirstError: the connection ended before it began (EOF) because the
+// server talks TLS from the first byte, as a private local server does
+// (ServerOptions.Private), and waits for a TLS hello that a connection by
+// address does not send.
+type TLSFirstError struct {
+	Addr string            // host:port
+	Cert *x509.Certificate // the one the server showed
+	Err  error
+}
+
+func (e *TLSFirstError) Error() string {
+	return fmt.Sprintf("%v (the server at %s talks TLS from the first byte, as sharedconfig's private local server does)", e.Err, e.Addr)
+}
+
+func (e *TLSFirstError) Unwrap() error { return e.Err }
+
+// explainEOF turns an EOF from the servers in urls into a TLSFirstError if
+// one of them answers a TLS hello: the client sent nothing but waited for
+// the server's INFO, and the server, waiting for a hello, gave up.
+func explainEOF(err error, urls string, timeout time.Duration) error {
+	if !errors.Is(err, io.EOF) && !strings.HasSuffix(err.Error(), ": EOF") {
+		return err
+	}
+	for _, u := range strings.Split(urls, ",") {
+		addr := hostPort(strings.TrimSpace(u))
+		if cert := tlsFirstCert(addr, timeout); cert != nil {
+			return &TLSFirstError{Addr: addr, Cert: cert, Err: err}
+		}
+	}
+	return err
+}
+
+// hostPort is the address a NATS URL names, 4222 if it gives no port.
+func hostPort(u string) string {
+	if !strings.Contains(u, "://") {
+		u = "nats://" + u
+	}
+	parsed, err := url.Parse(u)
+	if err != nil || parsed.Hostname() == "" {
+		return ""
+	}
+	port := parsed.Port()
+	if port == "" {
+		port = "4222"
+	}
+	return net.JoinHostPort(parsed.Hostname(), port)
+}
+
+// tlsFirstCert sends a TLS hello to addr and returns the certificate the
+// server answers with, or nil if it does not answer as a TLS server. It
+// sends nothing else: no credentials, no NATS protocol.
+func tlsFirstCert(addr string, timeout time.Duration) *x509.Certificate {
+	if addr == "" {
+		return nil
+	}
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return nil
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(timeout))
+	// Only to see which certificate it shows: the connection is closed
+	// right after the handshake.
+	tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true})
+	if err := tc.Handshake(); err != nil {
+		return nil
+	}
+	certs := tc.ConnectionState().PeerCertificates
+	if len(certs) == 0 {
+		return nil
+	}
+	return certs[0]
 }
 
 // HasAuth says whether o names a way to authenticate.

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -197,4 +198,16 @@ func newTLSKeyPEM() ([]byte, error) {
 	}
 	out := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	return append(out, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})...), nil
+}
+
+// IsLocalServerCert says whether cert is the certificate of the private
+// server on data directory dir. It makes no keys: a directory without them
+// has no server.
+func IsLocalServerCert(dir string, cert *x509.Certificate) bool {
+	certPEM, err := readSecret(filepath.Join(dir, tlsKeyFile))
+	if err != nil {
+		return false
+	}
+	pair, err := tls.X509KeyPair(certPEM, certPEM)
+	return err == nil && cert != nil && bytes.Equal(pair.Certificate[0], cert.Raw)
 }

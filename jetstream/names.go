@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // MaxNameLength bounds scopes and names so that stream names stay well under
@@ -24,6 +26,33 @@ func ValidateName(kind, s string) error {
 	for _, r := range s {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
 			return fmt.Errorf("the %s %q contains %q: use only letters, digits, '-' or '_'", kind, s, r)
+		}
+	}
+	return nil
+}
+
+// MaxWriterLength bounds a writer's name (the Sharedconfig-Writer header
+// of every entry, and the holder of its leases): JetStream refuses an entry
+// whose headers pass 64 KiB, and LOG shows the name in a column.
+const MaxWriterLength = 1024
+
+// ValidateWriter checks a writer's name: 1 to MaxWriterLength bytes of
+// UTF-8 text, no control characters (a header cannot hold a line break:
+// it would become a space, and the name others see would not be the one
+// given).
+func ValidateWriter(s string) error {
+	if s == "" {
+		return fmt.Errorf("the writer's name is empty: give 1 to %d bytes of text", MaxWriterLength)
+	}
+	if len(s) > MaxWriterLength {
+		return fmt.Errorf("the writer's name is %d bytes long: give at most %d", len(s), MaxWriterLength)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("the writer's name %q is not UTF-8 text", s)
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("the writer's name %q contains the control character %q", s, r)
 		}
 	}
 	return nil

@@ -92,8 +92,8 @@ func lookup(word string) *command {
 	return nil
 }
 
-// counted is "1 entry", "2 entries".
-func counted[N int | uint64](n N, one, many string) string {
+// Counted is "1 entry", "2 entries": a number and the noun in its form for it.
+func Counted[N int | uint64](n N, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
@@ -344,10 +344,10 @@ func describeChange(ch sharedconfig.Change) (operation, arguments string) {
 			o, a := describeChange(sharedconfig.Change{Ops: []sharedconfig.Op{op}})
 			implied[i] = strings.TrimSpace(o + " " + a)
 		}
-		return "SNAPSHOT", counted(ch.Properties, "property", "properties") + " under the prefix, implying " + strings.Join(implied, "; ")
+		return "SNAPSHOT", Counted(ch.Properties, "property", "properties") + " under the prefix, implying " + strings.Join(implied, "; ")
 	}
 	if ch.Snapshot {
-		return "SNAPSHOT", counted(ch.Properties, "property", "properties") + "; replaces all before it"
+		return "SNAPSHOT", Counted(ch.Properties, "property", "properties") + "; replaces all before it"
 	}
 	if ch.Foreign != "" {
 		return "FOREIGN", "skipped: " + ch.Foreign
@@ -384,7 +384,7 @@ func runLog(ctx context.Context, sh *Shell, args []string) reply {
 	if err != nil {
 		return sh.failure(err)
 	}
-	r := answer(say("Last %s of stream %s:", counted(len(changes), "entry", "entries"), sh.cfg.Log().Name()), nil)
+	r := answer(say("Last %s of stream %s:", Counted(len(changes), "entry", "entries"), sh.cfg.Log().Name()), nil)
 	t := &table{header: []string{"Revision", "Time", "Writer", "Operation", "Arguments"}}
 	entries := []fields{}
 	for _, ch := range changes {
@@ -462,11 +462,11 @@ func runStatus(ctx context.Context, sh *Shell, _ []string) reply {
 	}
 	r := reply{lines: []string{
 		say("Config:    %s/%s", sh.scope, sh.name),
-		say("Stream:    %s (%s)", st.Stream, counted(replicas, "replica", "replicas")),
+		say("Stream:    %s (%s)", st.Stream, Counted(replicas, "replica", "replicas")),
 		say("Server:    %s", sh.server()),
 		say("Revision:  %d local, %d in the stream (%d behind)", st.Revision, st.LastRevision, max(lag, 0)),
-		say("History:   %s since the last compaction", counted(st.EntriesSinceCompaction, "entry", "entries")),
-		say("State:     %s, %s of keys and values", counted(st.Properties, "property", "properties"), counted(st.Bytes, "byte", "bytes")),
+		say("History:   %s since the last compaction", Counted(st.EntriesSinceCompaction, "entry", "entries")),
+		say("State:     %s, %s of keys and values", Counted(st.Properties, "property", "properties"), Counted(st.Bytes, "byte", "bytes")),
 		say("Follow:    %s", yesNo(on)),
 		say("Watch:     %s", watched),
 		say("Trace:     %s", yesNo(sh.tracing.Load())),

@@ -77,7 +77,7 @@ func runRevokeLease(ctx context.Context, sh *Shell, args []string) reply {
 	if len(keys) == 0 {
 		return answer(say("Lease '%s' revoked; it held no keys", name), f)
 	}
-	return answer(say("Lease '%s' revoked; removed %s: %s", name, counted(len(keys), "key", "keys"), quoteAll(keys)), f)
+	return answer(say("Lease '%s' revoked; removed %s: %s", name, Counted(len(keys), "key", "keys"), quoteAll(keys)), f)
 }
 
 func runLeases(_ context.Context, sh *Shell, _ []string) reply {

@@ -25,12 +25,25 @@ type Exported struct {
 	Revision   uint64                      `json:"revision"`
 	Exported   time.Time                   `json:"exported"`
 	Properties map[string]ExportedProperty `json:"properties"`
+	// Leases are the leases the properties name, as they stood: a record,
+	// not something an import recreates (a lease lives as long as its
+	// holder, a running process, keeps it alive).
+	Leases map[string]ExportedLease `json:"leases,omitempty"`
 }
 
-// ExportedProperty is one value and the revision that set it.
+// ExportedProperty is one value and the revision that set it, and the
+// lease it is attached to, if any.
 type ExportedProperty struct {
 	Value    string `json:"value"`
 	Revision uint64 `json:"revision"`
+	Lease    string `json:"lease,omitempty"`
+}
+
+// ExportedLease is a lease as it stood at the export.
+type ExportedLease struct {
+	Holder   string    `json:"holder"`
+	TTL      string    `json:"ttl"`      // as the shell shows it: 10s, 1m30s
+	Deadline time.Time `json:"deadline"` // by the server's clock
 }
 
 // Export describes the local copy as a file would hold it.
@@ -38,9 +51,32 @@ func (c *Config) Export(scope, name string) Exported {
 	st, _ := c.sync.State()
 	e := Exported{Format: ExportFormat, Scope: scope, Name: name, Revision: st.Revision, Exported: time.Now().UTC(), Properties: map[string]ExportedProperty{}}
 	for k, p := range st.Value.All() {
-		e.Properties[k] = ExportedProperty{Value: p.Value, Revision: p.Revision} // a lease is not exported: it belongs to a running holder
+		e.Properties[k] = ExportedProperty{Value: p.Value, Revision: p.Revision, Lease: p.Lease}
+	}
+	for name, l := range st.Value.Leases() {
+		if e.Leases == nil {
+			e.Leases = map[string]ExportedLease{}
+		}
+		e.Leases[name] = ExportedLease{Holder: l.Holder, TTL: l.TTL.String(), Deadline: l.Deadline.UTC()}
 	}
 	return e
+}
+
+// ImportFile is what an import file holds.
+type ImportFile struct {
+	Props map[string]string
+	// Leased maps each key the file marks as attached to a lease (an
+	// export of a key put with PutWithLease) to its lease.
+	Leased map[string]string
+}
+
+// WithoutLeased returns the file's keys and values but its leased keys.
+func (f ImportFile) WithoutLeased() map[string]string {
+	props := maps.Clone(f.Props)
+	for k := range f.Leased {
+		delete(props, k)
+	}
+	return props
 }
 
 // ParseImport reads what Export writes, or a plain JSON object of keys to
@@ -49,40 +85,56 @@ func (c *Config) Export(scope, name string) Exported {
 // UTF-8 (the decoder would replace bytes silently), a key given twice (the
 // decoder would keep the last silently), an empty key (the shell never
 // writes one), and null or an export without its properties (with
-// --replace, either would empty the config).
-func ParseImport(data []byte) (map[string]string, error) {
+// --replace, either would empty the config). Which keys were leased is
+// the caller's to decide on: importing them makes them plain keys.
+func ParseImport(data []byte) (ImportFile, error) {
 	if !utf8.Valid(data) {
-		return nil, errors.New("not UTF-8 text, as JSON must be")
+		return ImportFile{}, errors.New("not UTF-8 text, as JSON must be")
 	}
 	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a byte order mark, as Windows editors write
 	probe, err := objectMembers(data)
 	if err != nil {
-		return nil, err
+		return ImportFile{}, err
 	}
 	var format string
 	if raw, ok := probe["format"]; ok && json.Unmarshal(raw, &format) == nil && format == ExportFormat {
-		var e Exported
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&e); err != nil {
-			return nil, fmt.Errorf("a %s file that does not read: %w", ExportFormat, err)
-		}
-		raw, ok := probe["properties"]
-		if !ok {
-			return nil, fmt.Errorf("a %s file without properties", ExportFormat)
-		}
-		if _, err := objectMembers(raw); err != nil {
-			return nil, fmt.Errorf("a %s file whose properties do not read: %w", ExportFormat, err)
-		}
-		props := make(map[string]string, len(e.Properties))
-		for k, p := range e.Properties {
-			if k == "" {
-				return nil, errors.New("a key is empty: keys are never empty")
-			}
-			props[k] = p.Value
-		}
-		return props, nil
+		return parseExport(data, probe)
 	}
+	props, err := parsePlain(probe)
+	return ImportFile{Props: props}, err
+}
+
+// parseExport reads a file Export wrote; probe is its members.
+func parseExport(data []byte, probe map[string]json.RawMessage) (ImportFile, error) {
+	var e Exported
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		return ImportFile{}, fmt.Errorf("a %s file that does not read: %w", ExportFormat, err)
+	}
+	raw, ok := probe["properties"]
+	if !ok {
+		return ImportFile{}, fmt.Errorf("a %s file without properties", ExportFormat)
+	}
+	if _, err := objectMembers(raw); err != nil {
+		return ImportFile{}, fmt.Errorf("a %s file whose properties do not read: %w", ExportFormat, err)
+	}
+	f := ImportFile{Props: make(map[string]string, len(e.Properties)), Leased: map[string]string{}}
+	for k, p := range e.Properties {
+		if k == "" {
+			return ImportFile{}, errors.New("a key is empty: keys are never empty")
+		}
+		f.Props[k] = p.Value
+		if p.Lease != "" {
+			f.Leased[k] = p.Lease
+		}
+	}
+	return f, nil
+}
+
+// parsePlain reads a plain JSON object of keys to string values; probe is
+// its members.
+func parsePlain(probe map[string]json.RawMessage) (map[string]string, error) {
 	props := make(map[string]string, len(probe))
 	for k, raw := range probe {
 		var v string

@@ -53,17 +53,19 @@ func TestExportReadsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := sharedconfig.ParseImport(data)
-	if err != nil || !maps.Equal(got, contents(c)) {
+	file, err := sharedconfig.ParseImport(data)
+	got := file.Props
+	if err != nil || !maps.Equal(got, contents(c)) || len(file.Leased) != 0 {
 		t.Fatalf("ParseImport(Export): %v, %v; want %v", got, err, contents(c))
 	}
-	if got, err := sharedconfig.ParseImport([]byte(`{"format": "sharedconfig-export/1", "properties": {}}`)); err != nil || len(got) != 0 {
+	if got, err := sharedconfig.ParseImport([]byte(`{"format": "sharedconfig-export/1", "properties": {}}`)); err != nil || len(got.Props) != 0 {
 		t.Fatalf("an export of an empty config: %v, %v", got, err)
 	}
-	if got, err := sharedconfig.ParseImport([]byte("\ufeff{\"k\": \"v\"}")); err != nil || !maps.Equal(got, map[string]string{"k": "v"}) {
+	if got, err := sharedconfig.ParseImport([]byte("\ufeff{\"k\": \"v\"}")); err != nil || !maps.Equal(got.Props, map[string]string{"k": "v"}) {
 		t.Fatalf("a file starting with a byte order mark: %v, %v", got, err)
 	}
-	got, err = sharedconfig.ParseImport([]byte(`{"format": "mine", "x": "y"}`))
+	file, err = sharedconfig.ParseImport([]byte(`{"format": "mine", "x": "y"}`))
+	got = file.Props
 	if err != nil || !maps.Equal(got, map[string]string{"format": "mine", "x": "y"}) {
 		t.Fatalf("a plain object: %v, %v", got, err)
 	}
@@ -80,5 +82,41 @@ func TestExportReadsBack(t *testing.T) {
 		if got, err := sharedconfig.ParseImport([]byte(bad)); err == nil {
 			t.Errorf("ParseImport(%s) = %v; want an error", bad, got)
 		}
+	}
+}
+
+// An export marks the keys attached to a lease, and lists the leases; the
+// file reads back with those keys marked, so that an import can refuse to
+// make them permanent.
+func TestExportMarksLeasedKeys(t *testing.T) {
+	e := newLeaseEnv(t)
+	a, _ := membership(t, e)
+	put(t, a, "plain", "p")
+	exported := a.Export("test", "x")
+	if p := exported.Properties["/servers/1"]; p.Lease != "a" {
+		t.Fatalf("the export of /servers/1: %+v, want lease a", p)
+	}
+	if p := exported.Properties["plain"]; p.Lease != "" {
+		t.Fatalf("the export of a plain key: %+v, want no lease", p)
+	}
+	if l := exported.Leases["b"]; l.Holder != "b" || l.TTL != "10s" || l.Deadline.IsZero() {
+		t.Fatalf("the export of lease b: %+v", l)
+	}
+	data, err := json.Marshal(exported)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := sharedconfig.ParseImport(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"/servers/1": "a", "/servers/2": "b"}; !maps.Equal(file.Leased, want) {
+		t.Fatalf("leased keys read back: %v, want %v", file.Leased, want)
+	}
+	if got, want := file.WithoutLeased(), map[string]string{"plain": "p"}; !maps.Equal(got, want) {
+		t.Fatalf("without the leased keys: %v, want %v", got, want)
+	}
+	if len(file.Props) != 3 {
+		t.Fatalf("every key read back: %v", file.Props)
 	}
 }
