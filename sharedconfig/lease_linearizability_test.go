@@ -26,8 +26,8 @@ import (
 // The linearizability check of leases. 8 clients, each a Config on its own
 // connection and the holder of the leases it registers, run random puts,
 // gets, leased puts and lease registrations, refreshes, revocations and
-// expiries on 3 keys and 3 leases with ttls of 1 to 2 s, so that leases
-// end by expiry during the run; clients close and reopen their Config now
+// expiries on 3 keys and 8 leases with ttls of 1 to 2 s, so that leases
+// lapse and end by expiry during the run; clients close and reopen their Config now
 // and then (it reloads from snapshot and log), and the server restarts
 // mid-run after an outage long enough for deadlines to pass in silence.
 // porcupine checks the history against llModel, a sequential spec written
@@ -57,7 +57,7 @@ import (
 
 var (
 	llKeys   = []string{"a", "b", "c"}
-	llLeases = []string{"L0", "L1", "L2"}
+	llLeases = []string{"L0", "L1", "L2", "L3", "L4", "L5", "L6", "L7"}
 	llTTLs   = []time.Duration{time.Second, 1500 * time.Millisecond, 2 * time.Second}
 )
 
@@ -82,7 +82,7 @@ type llKey struct {
 type llState struct {
 	rev    uint64
 	keys   [3]llKey
-	leases [3]llLease
+	leases [8]llLease
 }
 
 type llInput struct {
@@ -273,7 +273,7 @@ var llModel = porcupine.Model{
 var llMix = []struct {
 	op     string
 	weight int
-}{{"get", 25}, {"put", 10}, {"putIfAbsent", 5}, {"remove", 5}, {"putWithLease", 15}, {"register", 10}, {"refresh", 8}, {"revoke", 4}, {"expire", 18}}
+}{{"get", 28}, {"put", 10}, {"putIfAbsent", 6}, {"remove", 6}, {"putWithLease", 22}, {"register", 6}, {"refresh", 6}, {"revoke", 3}, {"expire", 13}}
 
 func llPick(rng *rand.Rand) string {
 	n := rng.IntN(100)
@@ -332,9 +332,10 @@ func (cl *llClient) open(connect func() (*nats.Conn, error), name string, g *llL
 		return err
 	}
 	writer := fmt.Sprintf("c%d", cl.id)
+	var c *sharedconfig.Config
 	l, err := jetstream.OpenLog(ctx, nc, "ll", name, jetstream.LogOptions{Writer: writer})
 	if err == nil {
-		cl.c, err = sharedconfig.Open(ctx, l, sharedconfig.Options{
+		c, err = sharedconfig.Open(ctx, l, sharedconfig.Options{
 			Compaction: sharedconfig.DefaultCompactionPolicy,
 			Holder:     writer,
 			Changed:    g.changed,
@@ -348,7 +349,7 @@ func (cl *llClient) open(connect func() (*nats.Conn, error), name string, g *llL
 	if cl.nc != nil {
 		cl.nc.Close()
 	}
-	cl.nc = nc
+	cl.nc, cl.c = nc, c
 	return nil
 }
 
@@ -431,23 +432,16 @@ func llLeaseOf(l sharedconfig.Lease, ok bool) llLease {
 	return llLease{present: true, holder: holder, ttl: l.TTL, deadline: l.Deadline.UnixNano(), watched: l.Watched}
 }
 
-// llInputFor picks an operation for cl; the lease ops mostly pick a lease
-// cl's copy says it holds, so that refreshes keep leases alive.
+// llInputFor picks an operation for cl. Lease i is mostly client i's: the
+// lease operations mostly pick the client's own, the others some other
+// client's (which it may not register or refresh); expiries pick any.
 func llInputFor(rng *rand.Rand, cl *llClient, n int) llInput {
-	in := llInput{op: llPick(rng), client: cl.id, key: rng.IntN(len(llKeys)), lease: rng.IntN(len(llLeases))}
+	in := llInput{op: llPick(rng), client: cl.id, key: rng.IntN(len(llKeys)), lease: cl.id}
+	if in.op == "expire" || rng.IntN(10) < 3 {
+		in.lease = rng.IntN(len(llLeases))
+	}
 	in.value = fmt.Sprintf("c%d-%d", cl.id, n)
 	in.ttl = llTTLs[rng.IntN(len(llTTLs))]
-	if in.op == "refresh" || in.op == "putWithLease" || in.op == "revoke" {
-		var held []int
-		for i, name := range llLeases {
-			if l, ok := cl.c.State().Lease(name); ok && l.Holder == fmt.Sprintf("c%d", cl.id) {
-				held = append(held, i)
-			}
-		}
-		if len(held) > 0 && rng.IntN(10) < 6 {
-			in.lease = held[rng.IntN(len(held))]
-		}
-	}
 	return in
 }
 
@@ -463,8 +457,10 @@ func llRun(t *testing.T, connect func() (*nats.Conn, error), name string, fault 
 	perClient := lzOpsPerClient() / 2
 	g := &llLog{t: t, entries: map[uint64]llEntry{}}
 	records := make([][]llRecord, llClients)
+	failed := make([]int, llClients)
 	var done atomic.Int64
 	var faultOnce sync.Once
+	var faultOver atomic.Bool
 	start := time.Now()
 	now := func() int64 { return int64(time.Since(start)) }
 	var wg sync.WaitGroup
@@ -476,21 +472,41 @@ func llRun(t *testing.T, connect func() (*nats.Conn, error), name string, fault 
 		t.Cleanup(func() { cl.nc.Close() })
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano())))
+			sawFault := false
 			for n := range perClient {
 				if done.Add(1) == int64(llClients*perClient/3) && fault != nil {
-					faultOnce.Do(func() { go fault() })
+					faultOnce.Do(func() {
+						go func() {
+							fault()
+							faultOver.Store(true)
+						}()
+					})
 				}
 				if rng.IntN(100) == 0 {
 					// Close and reopen: the new Config reads the leases
-					// back from the snapshot and the log.
+					// back from the snapshot and the log. While the
+					// server is down it cannot: the client keeps its copy.
 					if err := cl.open(connect, name, g); err != nil {
-						t.Errorf("c%d reopening: %v", id, err)
-						return
+						t.Logf("c%d did not reopen: %v", id, err)
 					}
 				}
 				in := llInputFor(rng, cl, n)
-				// A pause, so that the run lasts longer than the ttls.
-				time.Sleep(time.Duration(rng.IntN(8000)) * time.Microsecond)
+				if !sawFault && faultOver.Load() {
+					// The first thing after the fault: an expiry of the
+					// next client's lease, which may race its holder's
+					// refresh. After a silence it must grant grace.
+					sawFault = true
+					in.op, in.lease = "expire", (id+1)%llClients
+				}
+				// A pause, so that the run lasts longer than the ttls; now
+				// and then a long one, as a stalled process takes, after
+				// which the client refreshes its lease, maybe too late.
+				pause := time.Duration(rng.IntN(60)) * time.Millisecond
+				if rng.IntN(50) == 0 {
+					pause = llTTLs[rng.IntN(len(llTTLs))]
+					in.op, in.lease = "refresh", id
+				}
+				time.Sleep(pause)
 				call := now()
 				out, err := cl.do(in)
 				ret := now()
@@ -499,6 +515,10 @@ func llRun(t *testing.T, connect func() (*nats.Conn, error), name string, fault 
 				case unknown:
 					out, ret = llOutput{unknown: true}, math.MaxInt64
 				case err != nil:
+					failed[id]++
+					if failed[id] == 1 || failed[id]%10 == 0 {
+						t.Logf("c%d: %d operations failed, this %s with %v", id, failed[id], in.op, err)
+					}
 					continue // a promise that nothing was written
 				}
 				records[id] = append(records[id], llRecord{porcupine.Operation{ClientId: id, Input: in, Call: call, Output: out, Return: ret}, unknown})
@@ -507,22 +527,63 @@ func llRun(t *testing.T, connect func() (*nats.Conn, error), name string, fault 
 	}
 	wg.Wait()
 	history, unknown := llHistory(t, g, records)
-	t.Logf("%d operations over %s, %d with an unknown outcome; %d lease expiries",
-		len(history), time.Since(start).Round(time.Millisecond), unknown, llExpiries(history))
+	t.Logf("%d operations over %s, %d with an unknown outcome; %s",
+		len(history), time.Since(start).Round(time.Millisecond), unknown, llStats(history))
 	checked := time.Now()
+	if !porcupine.CheckOperations(llModel, history) {
+		llExplain(t, history)
+	}
 	checkHistory(t, llModel, history)
 	t.Logf("checked in %s", time.Since(checked).Round(time.Millisecond))
 }
 
-// llExpiries counts the expiries that ended a lease.
-func llExpiries(history []porcupine.Operation) int {
-	n := 0
+// llExplain replays history in the order of the revisions the log gave
+// (the only order the model accepts, but for reads of one revision) and
+// logs the first operation the model rejects, with the state before it.
+func llExplain(t *testing.T, history []porcupine.Operation) {
+	ops := slices.Clone(history)
+	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int {
+		oa, ob := a.Output.(llOutput), b.Output.(llOutput)
+		if c := cmp.Compare(oa.rev, ob.rev); c != 0 {
+			return c
+		}
+		if oa.wrote != ob.wrote {
+			if oa.wrote {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	var s any = llState{}
+	for _, op := range ops {
+		ok, next := llModel.Step(s, op.Input, op.Output)
+		if !ok {
+			in, out := op.Input.(llInput), op.Output.(llOutput)
+			want, wrote, _ := llSpec(s.(llState), in, out.at)
+			t.Logf("in the log's order, the model rejects %s\nin state %s\n(the spec says: wrote %v, %+v)",
+				llModel.DescribeOperation(op.Input, op.Output), llModel.DescribeState(s), wrote, want)
+			return
+		}
+		s = next
+	}
+	t.Logf("in the log's order the model accepts every operation: the order breaks real time")
+}
+
+// llStats counts the lease operations' outcomes: expiries that ended a
+// lease, and operations refused as too late.
+func llStats(history []porcupine.Operation) string {
+	ended, late := 0, map[string]int{}
 	for _, op := range history {
-		if out := op.Output.(llOutput); op.Input.(llInput).op == "expire" && out.res.ended {
-			n++
+		in, out := op.Input.(llInput), op.Output.(llOutput)
+		if in.op == "expire" && out.res.ended {
+			ended++
+		}
+		if out.res.err == "expired" {
+			late[in.op]++
 		}
 	}
-	return n
+	return fmt.Sprintf("%d leases expired; late: %v", ended, late)
 }
 
 // llMatches: entry e is what in writes.
@@ -630,8 +691,8 @@ func TestLeasesLinearizableOneServer(t *testing.T) {
 	llRun(t, func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: srv.ClientURL()}) }, "one", nil)
 }
 
-// The server stops for longer than the shortest ttl: deadlines pass while
-// the log is silent, and the model holds the leases to the grace rule.
+// The server stops for longer than every ttl: deadlines pass while the log
+// is silent, and the model holds the leases to the grace rule.
 func TestLeasesLinearizableAcrossServerRestart(t *testing.T) {
 	dir := t.TempDir()
 	srv := jstest.ServerAt(t, dir, "127.0.0.1:0")
@@ -640,7 +701,7 @@ func TestLeasesLinearizableAcrossServerRestart(t *testing.T) {
 	llRun(t, func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: url}) }, "restart", func() {
 		defer close(restarted)
 		srv.Shutdown()
-		time.Sleep(1500 * time.Millisecond)
+		time.Sleep(2500 * time.Millisecond) // longer than every ttl
 		jstest.ServerAt(t, dir, strings.TrimPrefix(url, "nats://"))
 	})
 	<-restarted
