@@ -454,87 +454,101 @@ type llRecord struct {
 // llRun runs the clients against a config named name, calls fault once a
 // third of the operations are done, and checks the history.
 func llRun(t *testing.T, connect func() (*nats.Conn, error), name string, fault func()) {
-	perClient := lzOpsPerClient() / 2
-	g := &llLog{t: t, entries: map[uint64]llEntry{}}
+	sh := &llShared{t: t, connect: connect, name: name, fault: fault, perClient: lzOpsPerClient() / 2,
+		log: &llLog{t: t, entries: map[uint64]llEntry{}}, start: time.Now()}
 	records := make([][]llRecord, llClients)
-	failed := make([]int, llClients)
-	var done atomic.Int64
-	var faultOnce sync.Once
-	var faultOver atomic.Bool
-	start := time.Now()
-	now := func() int64 { return int64(time.Since(start)) }
 	var wg sync.WaitGroup
 	for id := range llClients {
 		cl := &llClient{id: id}
-		if err := cl.open(connect, name, g); err != nil {
+		if err := cl.open(connect, name, sh.log); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cl.nc.Close() })
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano())))
-			sawFault := false
-			for n := range perClient {
-				if done.Add(1) == int64(llClients*perClient/3) && fault != nil {
-					faultOnce.Do(func() {
-						go func() {
-							fault()
-							faultOver.Store(true)
-						}()
-					})
-				}
-				if rng.IntN(100) == 0 {
-					// Close and reopen: the new Config reads the leases
-					// back from the snapshot and the log. While the
-					// server is down it cannot: the client keeps its copy.
-					if err := cl.open(connect, name, g); err != nil {
-						t.Logf("c%d did not reopen: %v", id, err)
-					}
-				}
-				in := llInputFor(rng, cl, n)
-				if !sawFault && faultOver.Load() {
-					// The first thing after the fault: an expiry of the
-					// next client's lease, which may race its holder's
-					// refresh. After a silence it must grant grace.
-					sawFault = true
-					in.op, in.lease = "expire", (id+1)%llClients
-				}
-				// A pause, so that the run lasts longer than the ttls; now
-				// and then a long one, as a stalled process takes, after
-				// which the client refreshes its lease, maybe too late.
-				pause := time.Duration(rng.IntN(60)) * time.Millisecond
-				if rng.IntN(50) == 0 {
-					pause = llTTLs[rng.IntN(len(llTTLs))]
-					in.op, in.lease = "refresh", id
-				}
-				time.Sleep(pause)
-				call := now()
-				out, err := cl.do(in)
-				ret := now()
-				unknown := errors.Is(err, statesync.ErrUnknownOutcome)
-				switch {
-				case unknown:
-					out, ret = llOutput{unknown: true}, math.MaxInt64
-				case err != nil:
-					failed[id]++
-					if failed[id] == 1 || failed[id]%10 == 0 {
-						t.Logf("c%d: %d operations failed, this %s with %v", id, failed[id], in.op, err)
-					}
-					continue // a promise that nothing was written
-				}
-				records[id] = append(records[id], llRecord{porcupine.Operation{ClientId: id, Input: in, Call: call, Output: out, Return: ret}, unknown})
-			}
-		})
+		wg.Go(func() { records[id] = cl.run(sh) })
 	}
 	wg.Wait()
-	history, unknown := llHistory(t, g, records)
+	history, unknown := llHistory(t, sh.log, records)
 	t.Logf("%d operations over %s, %d with an unknown outcome; %s",
-		len(history), time.Since(start).Round(time.Millisecond), unknown, llStats(history))
+		len(history), time.Since(sh.start).Round(time.Millisecond), unknown, llStats(history))
 	checked := time.Now()
 	if !porcupine.CheckOperations(llModel, history) {
 		llExplain(t, history)
 	}
 	checkHistory(t, llModel, history)
 	t.Logf("checked in %s", time.Since(checked).Round(time.Millisecond))
+}
+
+// llShared is what the clients of a run share.
+type llShared struct {
+	t         *testing.T
+	connect   func() (*nats.Conn, error)
+	name      string
+	log       *llLog
+	perClient int
+	start     time.Time
+	done      atomic.Int64 // operations begun
+	fault     func()
+	faultOnce sync.Once
+	faultOver atomic.Bool
+}
+
+func (sh *llShared) now() int64 { return int64(time.Since(sh.start)) }
+
+// run is one client's part: its operations, in its order.
+func (cl *llClient) run(sh *llShared) []llRecord {
+	var records []llRecord
+	rng := rand.New(rand.NewPCG(uint64(cl.id), uint64(time.Now().UnixNano())))
+	sawFault, failed := false, 0
+	for n := range sh.perClient {
+		if sh.done.Add(1) == int64(llClients*sh.perClient/3) && sh.fault != nil {
+			sh.faultOnce.Do(func() {
+				go func() {
+					sh.fault()
+					sh.faultOver.Store(true)
+				}()
+			})
+		}
+		if rng.IntN(100) == 0 {
+			// Close and reopen: the new Config reads the leases back from
+			// the snapshot and the log. While the server is down it
+			// cannot: the client keeps its copy.
+			if err := cl.open(sh.connect, sh.name, sh.log); err != nil {
+				sh.t.Logf("c%d did not reopen: %v", cl.id, err)
+			}
+		}
+		in := llInputFor(rng, cl, n)
+		// A pause, so that the run lasts longer than the ttls; now and
+		// then a long one, as a stalled process takes, after which the
+		// client refreshes its lease, maybe too late.
+		pause := time.Duration(rng.IntN(60)) * time.Millisecond
+		if rng.IntN(50) == 0 {
+			pause = llTTLs[rng.IntN(len(llTTLs))]
+			in.op, in.lease = "refresh", cl.id
+		}
+		if !sawFault && sh.faultOver.Load() {
+			// The first thing after the fault: an expiry of the next
+			// client's lease, which may race its holder's refresh. After
+			// a silence it must grant grace.
+			sawFault = true
+			in.op, in.lease = "expire", (cl.id+1)%llClients
+		}
+		time.Sleep(pause)
+		call := sh.now()
+		out, err := cl.do(in)
+		ret := sh.now()
+		unknown := errors.Is(err, statesync.ErrUnknownOutcome)
+		switch {
+		case unknown:
+			out, ret = llOutput{unknown: true}, math.MaxInt64
+		case err != nil:
+			if failed++; failed == 1 || failed%10 == 0 {
+				sh.t.Logf("c%d: %d operations failed, this %s with %v", cl.id, failed, in.op, err)
+			}
+			continue // a promise that nothing was written
+		}
+		records = append(records, llRecord{porcupine.Operation{ClientId: cl.id, Input: in, Call: call, Output: out, Return: ret}, unknown})
+	}
+	return records
 }
 
 // llExplain replays history in the order of the revisions the log gave
