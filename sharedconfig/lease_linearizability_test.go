@@ -27,9 +27,11 @@ import (
 // connection and the holder of the leases it registers, run random puts,
 // gets, leased puts and lease registrations, refreshes, revocations and
 // expiries on 3 keys and 8 leases with ttls of 1 to 2 s, so that leases
-// lapse and end by expiry during the run; clients close and reopen their Config now
-// and then (it reloads from snapshot and log), and the server restarts
-// mid-run after an outage long enough for deadlines to pass in silence.
+// lapse and end by expiry during the run. Now and then a client stalls for
+// a ttl before refreshing its lease, or closes and reopens its Config (it
+// reloads from snapshot and log); in one run the server stops for longer
+// than every ttl, so that deadlines pass in silence, and the first thing
+// each client does after the restart is expire another client's lease.
 // porcupine checks the history against llModel, a sequential spec written
 // here from README's rules, not from lease.go.
 //
@@ -43,7 +45,7 @@ import (
 // half of its life; an expiry entry past a watched deadline ends it with
 // its keys, past an unwatched one (the log was silent) grants a fresh ttl;
 // refreshes, re-registrations and leased puts do nothing to a lease that is
-// past a watched deadline. Revisions also pin the order: an entry follows
+// past a watched deadline (and a leased put never renews one). Revisions also pin the order: an entry follows
 // every entry and read of a lower revision, and a read at r follows every
 // entry up to r, so a read that misses an acknowledged write is illegal.
 //
@@ -51,9 +53,10 @@ import (
 // landed) is looked up afterwards in the log, as the clients read it: each
 // client writes under its own writer name and in program order, so the
 // client's next entry that matches the operation, before its next
-// acknowledged write, is the operation's; the model then applies it at that
-// entry's revision and time and accepts any result. An entry no operation
-// accounts for fails the test.
+// acknowledged write (every append is conditional on the revision the
+// client last saw, so a late one cannot land after that write), is the
+// operation's; the model then applies it at that entry's revision and time
+// and accepts any result. An entry no operation accounts for fails the test.
 
 var (
 	llKeys   = []string{"a", "b", "c"}
