@@ -261,13 +261,19 @@ func lzRun(t *testing.T, connect func() (*nats.Conn, error), name string, replic
 		}
 	}
 	t.Logf("%d operations, %d of them with an unknown outcome", len(history), unknown)
-	res, info := porcupine.CheckOperationsVerbose(lzModel, history, 2*time.Minute)
+	checkHistory(t, lzModel, history)
+}
+
+// checkHistory fails t unless porcupine finds history linearizable under
+// model, and names the file with porcupine's visualisation if it does not.
+func checkHistory(t *testing.T, model porcupine.Model, history []porcupine.Operation) {
+	res, info := porcupine.CheckOperationsVerbose(model, history, 2*time.Minute)
 	switch res {
 	case porcupine.Ok:
 	case porcupine.Illegal:
 		file := filepath.Join(os.TempDir(), fmt.Sprintf("sharedconfig-linearizability-%s-%d.html", t.Name()[strings.LastIndex(t.Name(), "/")+1:], time.Now().Unix()))
 		if f, err := os.Create(file); err == nil {
-			porcupine.Visualize(lzModel, info, f)
+			porcupine.Visualize(model, info, f)
 			f.Close()
 		}
 		t.Fatalf("the history is not linearizable; porcupine's visualisation is in %s", file)

@@ -1,0 +1,843 @@
+package sharedconfig_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/nats-io/nats.go"
+
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// The linearizability check of leases. 8 clients, each a Config on its own
+// connection and the holder of the leases it registers, run random puts,
+// gets, leased puts and lease registrations, refreshes, revocations and
+// expiries on 3 keys and 8 leases with ttls of 1 to 2 s, so that leases
+// lapse and end by expiry during the run. Now and then a client stalls for
+// a ttl before refreshing its lease, or closes and reopens its Config (it
+// reloads from snapshot and log); in one run the server stops for longer
+// than every ttl, so that deadlines pass in silence, and the first thing
+// each client does after the restart is expire another client's lease.
+// porcupine checks the history against llModel, a sequential spec written
+// here from README's rules, not from lease.go.
+//
+// Expiry depends on the server's clock, which a client does not know when
+// it calls. So each operation's output says what the log said about it:
+// the revision of the entry it appended and the server's timestamp on that
+// entry, or, for one that appended nothing (a read, a decision not to
+// write), the revision it read or decided at. The model applies an entry's
+// lease rules at the entry's own time, exactly: a deadline is that time
+// plus the ttl; a lease is watched once a lease entry lands in the second
+// half of its life; an expiry entry past a watched deadline ends it with
+// its keys, past an unwatched one (the log was silent) grants a fresh ttl;
+// refreshes, re-registrations and leased puts do nothing to a lease that is
+// past a watched deadline (and a leased put never renews one). Revisions also pin the order: an entry follows
+// every entry and read of a lower revision, and a read at r follows every
+// entry up to r, so a read that misses an acknowledged write is illegal.
+//
+// An operation whose outcome is unknown (its entry may or may not have
+// landed) is looked up afterwards in the log, as the clients read it: each
+// client writes under its own writer name and in program order, so the
+// client's next entry that matches the operation, before its next
+// acknowledged write (every append is conditional on the revision the
+// client last saw, so a late one cannot land after that write), is the
+// operation's; the model then applies it at that entry's revision and time
+// and accepts any result. An entry no operation accounts for fails the test.
+
+var (
+	llKeys   = []string{"a", "b", "c"}
+	llLeases = []string{"L0", "L1", "L2", "L3", "L4", "L5", "L6", "L7"}
+	llTTLs   = []time.Duration{time.Second, 1500 * time.Millisecond, 2 * time.Second}
+)
+
+const llClients = 8
+
+type llLease struct {
+	present  bool
+	holder   int
+	ttl      time.Duration
+	deadline int64 // server time, Unix nanoseconds
+	watched  bool
+}
+
+type llKey struct {
+	v     string
+	ok    bool
+	lease string // the lease the key is attached to
+}
+
+// llState is the model's state: the keys, the leases, and the highest
+// revision an operation linearized so far wrote or read at.
+type llState struct {
+	rev    uint64
+	keys   [3]llKey
+	leases [8]llLease
+}
+
+type llInput struct {
+	op     string // get put putIfAbsent remove putWithLease register refresh revoke expire
+	client int
+	key    int
+	lease  int
+	value  string
+	ttl    time.Duration // register
+}
+
+// llResult is what an operation returned.
+type llResult struct {
+	err      string // "", "unknown lease", "held", "expired"
+	value    string // the value read, replaced or found
+	ok       bool   // the key had a value; register: the lease existed (renewed)
+	keyLease string // get: the key's lease
+	lease    llLease
+	keys     string // revoke: the keys removed
+	ended    bool   // expire: the lease ended
+}
+
+type llOutput struct {
+	unknown bool   // the call's outcome was unknown; the log says it landed
+	wrote   bool   // it appended the entry at rev, stored at server time at
+	rev     uint64 // the entry's revision, or the revision read or decided at
+	at      int64  // Unix nanoseconds; set for entries that hold a lease operation
+	res     llResult
+}
+
+func (l llLease) dead(at int64) bool { return at >= l.deadline && l.watched }
+
+func (l llLease) renewed(at int64) llLease {
+	l.deadline, l.watched = at+int64(l.ttl), false
+	return l
+}
+
+// llTick: a lease entry at at watches every lease in the second half of
+// its life.
+func llTick(s llState, at int64) llState {
+	for i, l := range s.leases {
+		if l.present && !l.watched && at < l.deadline && at >= l.deadline-int64(l.ttl/2) {
+			s.leases[i].watched = true
+		}
+	}
+	return s
+}
+
+func llEnd(s llState, lease int) (llState, string) {
+	var keys []string
+	for i, k := range s.keys {
+		if k.ok && k.lease == llLeases[lease] {
+			keys = append(keys, llKeys[i])
+			s.keys[i] = llKey{}
+		}
+	}
+	s.leases[lease] = llLease{}
+	return s, strings.Join(keys, ",")
+}
+
+// llSpec is the sequential spec: in state s, what in returns, whether it
+// appends an entry, and the state after it, given the time the log stores
+// that entry at.
+func llSpec(s llState, in llInput, at int64) (llResult, bool, llState) {
+	k := s.keys[in.key]
+	switch in.op {
+	case "get":
+		return llResult{value: k.v, ok: k.ok, keyLease: k.lease, lease: s.leases[in.lease]}, false, s
+	case "put":
+		s.keys[in.key] = llKey{v: in.value, ok: true}
+		return llResult{value: k.v, ok: k.ok}, true, s
+	case "putIfAbsent":
+		if k.ok {
+			return llResult{value: k.v, ok: true}, false, s
+		}
+		s.keys[in.key] = llKey{v: in.value, ok: true}
+		return llResult{}, true, s
+	case "remove":
+		if !k.ok {
+			return llResult{}, false, s
+		}
+		s.keys[in.key] = llKey{}
+		return llResult{value: k.v, ok: true}, true, s
+	}
+	l := s.leases[in.lease]
+	switch {
+	case in.op == "expire":
+		if !l.present {
+			return llResult{}, false, s
+		}
+		switch {
+		case at < l.deadline:
+		case l.watched:
+			s, _ = llEnd(s, in.lease)
+		default: // the log was silent when it fell due: grace
+			s.leases[in.lease] = l.renewed(at)
+		}
+		s = llTick(s, at)
+		return llResult{ended: !s.leases[in.lease].present}, true, s
+	case l.present && l.holder != in.client:
+		return llResult{err: "held"}, false, s
+	case in.op == "register":
+		res := llResult{ok: l.present}
+		switch {
+		case !l.present:
+			s.leases[in.lease] = llLease{present: true, holder: in.client, ttl: in.ttl}.renewed(at)
+		case l.dead(at):
+			res = llResult{err: "expired"}
+		default:
+			l.ttl = in.ttl
+			s.leases[in.lease] = l.renewed(at)
+		}
+		return res, true, llTick(s, at)
+	case !l.present:
+		return llResult{err: "unknown lease"}, false, s
+	case in.op == "revoke":
+		s, keys := llEnd(s, in.lease)
+		return llResult{keys: keys}, true, llTick(s, at)
+	case l.dead(at): // refresh, putWithLease: too late
+		return llResult{err: "expired"}, true, llTick(s, at)
+	case in.op == "refresh":
+		s.leases[in.lease] = l.renewed(at)
+		s = llTick(s, at)
+		return llResult{lease: s.leases[in.lease]}, true, s
+	case in.op == "putWithLease":
+		s.keys[in.key] = llKey{v: in.value, ok: true, lease: llLeases[in.lease]}
+		return llResult{value: k.v, ok: k.ok}, true, llTick(s, at)
+	}
+	panic("unknown operation " + in.op)
+}
+
+var llModel = porcupine.Model{
+	Init: func() any { return llState{} },
+	Step: func(state, input, output any) (bool, any) {
+		s, in, out := state.(llState), input.(llInput), output.(llOutput)
+		res, wrote, next := llSpec(s, in, out.at)
+		if wrote != out.wrote || out.rev < s.rev || wrote && out.rev == s.rev {
+			return false, s
+		}
+		next.rev = out.rev
+		return out.unknown || res == out.res, next
+	},
+	Equal: func(a, b any) bool { return a.(llState) == b.(llState) },
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(llInput), output.(llOutput)
+		args := llKeys[in.key]
+		switch in.op {
+		case "put", "putIfAbsent":
+			args += ", " + in.value
+		case "putWithLease":
+			args += ", " + in.value + ", " + llLeases[in.lease]
+		case "get":
+			args += ", " + llLeases[in.lease]
+		case "register":
+			args = fmt.Sprintf("%s, %s", llLeases[in.lease], in.ttl)
+		case "refresh", "revoke", "expire":
+			args = llLeases[in.lease]
+		}
+		at := ""
+		if out.wrote {
+			at = fmt.Sprintf(" written at %d, %s", out.rev, time.Unix(0, out.at).Format("15:04:05.000"))
+		} else {
+			at = fmt.Sprintf(" at %d", out.rev)
+		}
+		res := fmt.Sprintf("%+v", out.res)
+		if out.unknown {
+			res = "unknown"
+		}
+		return fmt.Sprintf("c%d %s(%s)%s -> %s", in.client, in.op, args, at, res)
+	},
+	DescribeState: func(state any) string {
+		s := state.(llState)
+		parts := []string{fmt.Sprintf("rev %d", s.rev)}
+		for i, k := range s.keys {
+			if k.ok {
+				parts = append(parts, fmt.Sprintf("%s=%s[%s]", llKeys[i], k.v, k.lease))
+			}
+		}
+		for i, l := range s.leases {
+			if l.present {
+				parts = append(parts, fmt.Sprintf("%s: c%d %s until %s watched %v", llLeases[i], l.holder, l.ttl, time.Unix(0, l.deadline).Format("15:04:05.000"), l.watched))
+			}
+		}
+		return strings.Join(parts, "; ")
+	},
+}
+
+var llMix = []struct {
+	op     string
+	weight int
+}{{"get", 28}, {"put", 10}, {"putIfAbsent", 6}, {"remove", 6}, {"putWithLease", 22}, {"register", 6}, {"refresh", 6}, {"revoke", 3}, {"expire", 13}}
+
+func llPick(rng *rand.Rand) string {
+	n := rng.IntN(100)
+	for _, m := range llMix {
+		if n < m.weight {
+			return m.op
+		}
+		n -= m.weight
+	}
+	return "get"
+}
+
+// llEntry is an entry of the log as a client read it.
+type llEntry struct {
+	writer string
+	at     int64
+	ops    []sharedconfig.Op
+}
+
+// llLog gathers the entries every client reads from the log.
+type llLog struct {
+	t       *testing.T
+	mu      sync.Mutex
+	entries map[uint64]llEntry
+}
+
+func (g *llLog) changed(ch sharedconfig.Change) {
+	// A client's own plain writes are applied without being read back:
+	// their time is the client's, so only readers record them.
+	timed := slices.ContainsFunc(ch.Ops, func(op sharedconfig.Op) bool { return op.Lease != "" })
+	if ch.Snapshot || ch.Foreign != "" || ch.Writer == "" || ch.Local && !timed {
+		return
+	}
+	e := llEntry{writer: ch.Writer, at: ch.Time.UnixNano(), ops: ch.Ops}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if old, ok := g.entries[ch.Revision]; ok && (old.writer != e.writer || old.at != e.at || !slices.Equal(old.ops, e.ops)) {
+		g.t.Errorf("two clients read revision %d differently: %+v and %+v", ch.Revision, old, e)
+	}
+	g.entries[ch.Revision] = e
+}
+
+// llClient is one client: a Config on its own connection.
+type llClient struct {
+	id      int
+	nc      *nats.Conn
+	c       *sharedconfig.Config
+	attempt atomic.Pointer[statesync.Attempt] // the last try of the last write
+}
+
+func (cl *llClient) open(connect func() (*nats.Conn, error), name string, g *llLog) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nc, err := connect()
+	if err != nil {
+		return err
+	}
+	writer := fmt.Sprintf("c%d", cl.id)
+	var c *sharedconfig.Config
+	l, err := jetstream.OpenLog(ctx, nc, "ll", name, jetstream.LogOptions{Writer: writer})
+	if err == nil {
+		c, err = sharedconfig.Open(ctx, l, sharedconfig.Options{
+			Compaction: sharedconfig.DefaultCompactionPolicy,
+			Holder:     writer,
+			Changed:    g.changed,
+			Trace:      func(a statesync.Attempt) { cl.attempt.Store(&a) },
+		})
+	}
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	if cl.nc != nil {
+		cl.nc.Close()
+	}
+	cl.nc, cl.c = nc, c
+	return nil
+}
+
+// do runs in and says what it returned and what the log said of it. An
+// error is a failure other than the answers of the lease operations.
+func (cl *llClient) do(in llInput) (llOutput, error) {
+	// Long enough for the server's restart: an operation that times out
+	// has an unknown outcome.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, key, lease := cl.c, llKeys[in.key], llLeases[in.lease]
+	cl.attempt.Store(nil)
+	var out llOutput
+	var err error
+	switch in.op {
+	case "get":
+		if err = c.Refresh(ctx); err != nil {
+			return out, err
+		}
+		st := c.State()
+		p, _ := st.Lookup(key)
+		out.res.value, out.res.ok = c.Get(key)
+		out.res.keyLease = p.Lease
+		l, ok := st.Lease(lease)
+		out.res.lease = llLeaseOf(l, ok)
+		out.rev = c.Revision()
+		return out, nil
+	case "put":
+		out.res.value, out.res.ok, err = c.Put(ctx, key, in.value)
+	case "putIfAbsent":
+		out.res.value, out.res.ok, err = c.PutIfAbsent(ctx, key, in.value)
+	case "remove":
+		out.res.value, out.res.ok, err = c.Remove(ctx, key)
+	case "putWithLease":
+		out.res.value, out.res.ok, err = c.PutWithLease(ctx, key, in.value, lease)
+	case "register":
+		out.res.ok, err = c.RegisterLease(ctx, lease, in.ttl)
+	case "refresh":
+		var l sharedconfig.Lease
+		if l, err = c.RefreshLease(ctx, lease); err == nil {
+			out.res.lease = llLeaseOf(l, true)
+		}
+	case "revoke":
+		var keys []string
+		keys, err = c.RevokeLease(ctx, lease)
+		out.res.keys = strings.Join(keys, ",")
+	case "expire":
+		out.res.ended, err = sharedconfig.ExpireNow(ctx, c, lease)
+	}
+	for _, e := range []struct {
+		err  error
+		name string
+	}{{sharedconfig.ErrUnknownLease, "unknown lease"}, {sharedconfig.ErrLeaseHeld, "held"}, {sharedconfig.ErrLeaseExpired, "expired"}} {
+		if errors.Is(err, e.err) {
+			out.res, err = llResult{err: e.name}, nil
+		}
+	}
+	if err != nil {
+		return out, err
+	}
+	a := cl.attempt.Load()
+	if a == nil {
+		return out, fmt.Errorf("%s succeeded without a try", in.op)
+	}
+	out.wrote, out.rev = a.Updates > 0, a.Base
+	if out.wrote {
+		out.rev = a.Revision
+	}
+	return out, nil
+}
+
+func llLeaseOf(l sharedconfig.Lease, ok bool) llLease {
+	if !ok {
+		return llLease{}
+	}
+	var holder int
+	if _, err := fmt.Sscanf(l.Holder, "c%d", &holder); err != nil {
+		holder = -1
+	}
+	return llLease{present: true, holder: holder, ttl: l.TTL, deadline: l.Deadline.UnixNano(), watched: l.Watched}
+}
+
+// llInputFor picks an operation for cl. Lease i is mostly client i's: the
+// lease operations mostly pick the client's own, the others some other
+// client's (which it may not register or refresh); expiries pick any.
+func llInputFor(rng *rand.Rand, cl *llClient, n int) llInput {
+	in := llInput{op: llPick(rng), client: cl.id, key: rng.IntN(len(llKeys)), lease: cl.id}
+	if in.op == "expire" || rng.IntN(10) < 3 {
+		in.lease = rng.IntN(len(llLeases))
+	}
+	in.value = fmt.Sprintf("c%d-%d", cl.id, n)
+	in.ttl = llTTLs[rng.IntN(len(llTTLs))]
+	return in
+}
+
+// llRecord is one operation a client ran, in the client's order.
+type llRecord struct {
+	porcupine.Operation
+	unknown bool
+}
+
+// llRun runs the clients against a config named name, calls fault once a
+// third of the operations are done, and checks the history.
+func llRun(t *testing.T, connect func() (*nats.Conn, error), name string, fault func()) {
+	sh := &llShared{t: t, connect: connect, name: name, fault: fault, perClient: lzOpsPerClient() / 2,
+		log: &llLog{t: t, entries: map[uint64]llEntry{}}, start: time.Now()}
+	records := make([][]llRecord, llClients)
+	var wg sync.WaitGroup
+	for id := range llClients {
+		cl := &llClient{id: id}
+		if err := cl.open(connect, name, sh.log); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cl.nc.Close() })
+		wg.Go(func() { records[id] = cl.run(sh) })
+	}
+	wg.Wait()
+	history, unknown := llHistory(t, sh.log, records)
+	t.Logf("%d operations over %s, %d with an unknown outcome; %s",
+		len(history), time.Since(sh.start).Round(time.Millisecond), unknown, llStats(history))
+	checked := time.Now()
+	if !porcupine.CheckOperations(llModel, history) {
+		llExplain(t, history)
+	}
+	checkHistory(t, llModel, history)
+	t.Logf("checked in %s", time.Since(checked).Round(time.Millisecond))
+}
+
+// llShared is what the clients of a run share.
+type llShared struct {
+	t         *testing.T
+	connect   func() (*nats.Conn, error)
+	name      string
+	log       *llLog
+	perClient int
+	start     time.Time
+	done      atomic.Int64 // operations begun
+	fault     func()
+	faultOnce sync.Once
+	faultOver atomic.Bool
+}
+
+func (sh *llShared) now() int64 { return int64(time.Since(sh.start)) }
+
+// run is one client's part: its operations, in its order.
+func (cl *llClient) run(sh *llShared) []llRecord {
+	var records []llRecord
+	rng := rand.New(rand.NewPCG(uint64(cl.id), uint64(time.Now().UnixNano())))
+	sawFault, failed := false, 0
+	for n := range sh.perClient {
+		if sh.done.Add(1) == int64(llClients*sh.perClient/3) && sh.fault != nil {
+			sh.faultOnce.Do(func() {
+				go func() {
+					sh.fault()
+					sh.faultOver.Store(true)
+				}()
+			})
+		}
+		if rng.IntN(100) == 0 {
+			// Close and reopen: the new Config reads the leases back from
+			// the snapshot and the log. While the server is down it
+			// cannot: the client keeps its copy.
+			if err := cl.open(sh.connect, sh.name, sh.log); err != nil {
+				sh.t.Logf("c%d did not reopen: %v", cl.id, err)
+			}
+		}
+		in := llInputFor(rng, cl, n)
+		// A pause, so that the run lasts longer than the ttls; now and
+		// then a long one, as a stalled process takes, after which the
+		// client refreshes its lease, maybe too late.
+		pause := time.Duration(rng.IntN(60)) * time.Millisecond
+		if rng.IntN(50) == 0 {
+			pause = llTTLs[rng.IntN(len(llTTLs))]
+			in.op, in.lease = "refresh", cl.id
+		}
+		if !sawFault && sh.faultOver.Load() {
+			// The first thing after the fault: an expiry of the next
+			// client's lease, which may race its holder's refresh. After
+			// a silence it must grant grace.
+			sawFault = true
+			in.op, in.lease = "expire", (cl.id+1)%llClients
+		}
+		time.Sleep(pause)
+		call := sh.now()
+		out, err := cl.do(in)
+		ret := sh.now()
+		unknown := errors.Is(err, statesync.ErrUnknownOutcome)
+		switch {
+		case unknown:
+			out, ret = llOutput{unknown: true}, math.MaxInt64
+		case err != nil:
+			if failed++; failed == 1 || failed%10 == 0 {
+				sh.t.Logf("c%d: %d operations failed, this %s with %v", cl.id, failed, in.op, err)
+			}
+			continue // a promise that nothing was written
+		}
+		records = append(records, llRecord{porcupine.Operation{ClientId: cl.id, Input: in, Call: call, Output: out, Return: ret}, unknown})
+	}
+	return records
+}
+
+// llExplain replays history in the order of the revisions the log gave
+// (the only order the model accepts, but for reads of one revision) and
+// logs the first operation the model rejects, with the state before it.
+func llExplain(t *testing.T, history []porcupine.Operation) {
+	ops := slices.Clone(history)
+	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int {
+		oa, ob := a.Output.(llOutput), b.Output.(llOutput)
+		if c := cmp.Compare(oa.rev, ob.rev); c != 0 {
+			return c
+		}
+		if oa.wrote != ob.wrote {
+			if oa.wrote {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	var s any = llState{}
+	for _, op := range ops {
+		ok, next := llModel.Step(s, op.Input, op.Output)
+		if !ok {
+			in, out := op.Input.(llInput), op.Output.(llOutput)
+			want, wrote, _ := llSpec(s.(llState), in, out.at)
+			t.Logf("in the log's order, the model rejects %s\nin state %s\n(the spec says: wrote %v, %+v)",
+				llModel.DescribeOperation(op.Input, op.Output), llModel.DescribeState(s), wrote, want)
+			return
+		}
+		s = next
+	}
+	t.Logf("in the log's order the model accepts every operation: the order breaks real time")
+}
+
+// llStats counts the lease operations' outcomes: expiries that ended a
+// lease, and operations refused as too late.
+func llStats(history []porcupine.Operation) string {
+	ended, late := 0, map[string]int{}
+	for _, op := range history {
+		in, out := op.Input.(llInput), op.Output.(llOutput)
+		if in.op == "expire" && out.res.ended {
+			ended++
+		}
+		if out.res.err == "expired" {
+			late[in.op]++
+		}
+	}
+	return fmt.Sprintf("%d leases expired; late: %v", ended, late)
+}
+
+// llMatches: entry e is what in writes.
+func llMatches(in llInput, e llEntry) bool {
+	if len(e.ops) != 1 || e.writer != fmt.Sprintf("c%d", in.client) {
+		return false
+	}
+	op := e.ops[0]
+	key, lease := llKeys[in.key], llLeases[in.lease]
+	switch in.op {
+	case "put", "putIfAbsent":
+		return op == sharedconfig.Op{Kind: "put", Key: key, Value: in.value}
+	case "remove":
+		return op == sharedconfig.Op{Kind: "remove", Key: key}
+	case "putWithLease":
+		return op == sharedconfig.Op{Kind: "put", Key: key, Value: in.value, Lease: lease}
+	case "register":
+		return op.Kind == "register_lease" && op.Lease == lease && op.TTL == in.ttl
+	case "refresh":
+		return op.Kind == "refresh_lease" && op.Lease == lease
+	case "revoke":
+		return op.Kind == "revoke_lease" && op.Lease == lease
+	case "expire":
+		return op.Kind == "expire_lease" && op.Lease == lease
+	}
+	return false
+}
+
+// llHistory gives every operation the log's word on it: the time of the
+// entries it wrote, and for one whose outcome was unknown, the entry it
+// landed at (or nothing: then it never landed, and is left out). An entry
+// a client wrote that no operation accounts for fails the test.
+func llHistory(t *testing.T, g *llLog, records [][]llRecord) ([]porcupine.Operation, int) {
+	var history []porcupine.Operation
+	unknown := 0
+	for id, ops := range records {
+		writer := fmt.Sprintf("c%d", id)
+		var mine []uint64 // the entries the client wrote, oldest first
+		for rev, e := range g.entries {
+			if e.writer == writer {
+				mine = append(mine, rev)
+			}
+		}
+		slices.Sort(mine)
+		used := map[uint64]bool{}
+		for _, r := range ops {
+			if out := r.Output.(llOutput); !r.unknown && out.wrote {
+				used[out.rev] = true
+			}
+		}
+		low := uint64(0) // the revision the client's last known operation wrote or read at
+		for i := range ops {
+			r := &ops[i]
+			out := r.Output.(llOutput)
+			in := r.Input.(llInput)
+			if r.unknown {
+				unknown++
+				high := uint64(math.MaxUint64) // the client's next acknowledged entry
+				for _, later := range ops[i+1:] {
+					if lo := later.Output.(llOutput); !later.unknown && lo.wrote {
+						high = lo.rev
+						break
+					}
+				}
+				for _, rev := range mine {
+					if rev > low && rev < high && !used[rev] && llMatches(in, g.entries[rev]) {
+						used[rev] = true
+						out.wrote, out.rev = true, rev
+						break
+					}
+				}
+				if !out.wrote {
+					continue // it never landed
+				}
+			} else {
+				low = max(low, out.rev)
+			}
+			if out.wrote {
+				e, seen := g.entries[out.rev]
+				if seen && !llMatches(in, e) {
+					t.Errorf("c%d's %s landed at revision %d, which holds %+v", id, in.op, out.rev, e)
+				}
+				if in.op != "put" && in.op != "putIfAbsent" && in.op != "remove" {
+					if !seen {
+						t.Errorf("no client read back entry %d, c%d's %s", out.rev, id, in.op)
+					}
+					out.at = e.at
+				}
+			}
+			r.Output = out
+			history = append(history, r.Operation)
+		}
+		for _, rev := range mine {
+			if !used[rev] {
+				t.Errorf("entry %d by %s (%+v) is no operation's", rev, writer, g.entries[rev])
+			}
+		}
+	}
+	slices.SortFunc(history, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+	return history, unknown
+}
+
+func TestLeasesLinearizableOneServer(t *testing.T) {
+	srv := jstest.Server(t)
+	llRun(t, func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: srv.ClientURL()}) }, "one", nil)
+}
+
+// The server stops for longer than every ttl: deadlines pass while the log
+// is silent, and the model holds the leases to the grace rule.
+func TestLeasesLinearizableAcrossServerRestart(t *testing.T) {
+	dir := t.TempDir()
+	srv := jstest.ServerAt(t, dir, "127.0.0.1:0")
+	url := srv.ClientURL()
+	restarted := make(chan struct{})
+	llRun(t, func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: url}) }, "restart", func() {
+		defer close(restarted)
+		srv.Shutdown()
+		time.Sleep(2500 * time.Millisecond) // longer than every ttl
+		jstest.ServerAt(t, dir, strings.TrimPrefix(url, "nats://"))
+	})
+	<-restarted
+}
+
+// The check can fail: hand-made histories, each legal, and each broken in
+// one operation in a way a wrong implementation of leases would break it.
+func TestLeaseModelRejects(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	ms := func(n int64) int64 { return t0 + n*int64(time.Millisecond) }
+	type step struct {
+		in  llInput
+		out llOutput
+	}
+	wrote := func(rev uint64, at int64, res llResult) llOutput {
+		return llOutput{wrote: true, rev: rev, at: at, res: res}
+	}
+	read := func(rev uint64, res llResult) llOutput { return llOutput{rev: rev, res: res} }
+	lease := func(deadline int64, watched bool) llLease {
+		return llLease{present: true, holder: 0, ttl: time.Second, deadline: deadline, watched: watched}
+	}
+	register := llInput{op: "register", client: 0, lease: 0, ttl: time.Second}
+	putA := llInput{op: "putWithLease", client: 0, key: 0, lease: 0, value: "v1"}
+	expire := llInput{op: "expire", client: 1, lease: 0}
+	getA := llInput{op: "get", client: 1, key: 0, lease: 0}
+	refresh := llInput{op: "refresh", client: 0, lease: 0}
+	// c0 registers L0 with a ttl of 1s and puts a under it; an early expiry
+	// at 600ms witnesses the second half of its life (it is watched).
+	start := []step{
+		{register, wrote(1, ms(0), llResult{})},
+		{putA, wrote(2, ms(100), llResult{})},
+		{expire, wrote(3, ms(600), llResult{})},
+		{getA, read(3, llResult{value: "v1", ok: true, keyLease: "L0", lease: lease(ms(1000), true)})},
+	}
+	cases := []struct {
+		name      string
+		good, bad []step
+	}{{
+		name: "a key read after its lease expired",
+		good: []step{
+			{expire, wrote(4, ms(1200), llResult{ended: true})},
+			{getA, read(4, llResult{})},
+		},
+		bad: []step{
+			{expire, wrote(4, ms(1200), llResult{ended: true})},
+			{getA, read(4, llResult{value: "v1", ok: true, keyLease: "L0"})},
+		},
+	}, {
+		name: "a refresh past a watched deadline revives the lease",
+		good: []step{
+			{refresh, wrote(4, ms(1100), llResult{err: "expired"})},
+			{expire, wrote(5, ms(1200), llResult{ended: true})},
+		},
+		bad: []step{
+			{refresh, wrote(4, ms(1100), llResult{lease: lease(ms(2100), false)})},
+			{expire, wrote(5, ms(1200), llResult{})},
+		},
+	}, {
+		name: "a refresh reported late whose renewal readers see",
+		good: []step{
+			{refresh, wrote(4, ms(1100), llResult{err: "expired"})},
+			{getA, read(4, llResult{value: "v1", ok: true, keyLease: "L0", lease: lease(ms(1000), true)})},
+		},
+		bad: []step{
+			{refresh, wrote(4, ms(1100), llResult{err: "expired"})},
+			{getA, read(4, llResult{value: "v1", ok: true, keyLease: "L0", lease: lease(ms(2100), false)})},
+		},
+	}, {
+		name: "a put lost",
+		good: []step{
+			{llInput{op: "put", client: 2, key: 1, value: "x"}, wrote(4, 0, llResult{})},
+			{llInput{op: "get", client: 1, key: 1, lease: 1}, read(4, llResult{value: "x", ok: true})},
+		},
+		bad: []step{
+			{llInput{op: "put", client: 2, key: 1, value: "x"}, wrote(4, 0, llResult{})},
+			{llInput{op: "get", client: 1, key: 1, lease: 1}, read(4, llResult{})},
+		},
+	}, {
+		name: "a read at a revision older than a write it follows",
+		good: []step{
+			{llInput{op: "put", client: 2, key: 1, value: "x"}, wrote(4, 0, llResult{})},
+			{llInput{op: "get", client: 1, key: 1, lease: 1}, read(4, llResult{value: "x", ok: true})},
+		},
+		bad: []step{
+			{llInput{op: "put", client: 2, key: 1, value: "x"}, wrote(4, 0, llResult{})},
+			{llInput{op: "get", client: 1, key: 1, lease: 1}, read(3, llResult{})},
+		},
+	}, {
+		// After a silence (no lease entry in the second half of the
+		// lease's life) the first entry grants a fresh ttl.
+		name: "a lease ended after the log was silent",
+		good: []step{
+			{register, wrote(4, ms(2000), llResult{err: "expired"})}, // dead since 1000
+			{expire, wrote(5, ms(2100), llResult{ended: true})},
+			{register, wrote(6, ms(2200), llResult{})},
+			{expire, wrote(7, ms(9000), llResult{})}, // silent since 2200: grace
+			{getA, read(7, llResult{lease: lease(ms(10000), false)})},
+		},
+		bad: []step{
+			{register, wrote(4, ms(2000), llResult{err: "expired"})},
+			{expire, wrote(5, ms(2100), llResult{ended: true})},
+			{register, wrote(6, ms(2200), llResult{})},
+			{expire, wrote(7, ms(9000), llResult{ended: true})},
+			{getA, read(7, llResult{})},
+		},
+	}}
+	history := func(steps []step) []porcupine.Operation {
+		var ops []porcupine.Operation
+		for i, s := range append(slices.Clone(start), steps...) {
+			ops = append(ops, porcupine.Operation{ClientId: s.in.client, Input: s.in, Output: s.out, Call: int64(2 * i), Return: int64(2*i + 1)})
+		}
+		return ops
+	}
+	for _, c := range cases {
+		if !porcupine.CheckOperations(llModel, history(c.good)) {
+			t.Errorf("%s: the legal history is rejected", c.name)
+		}
+		if porcupine.CheckOperations(llModel, history(c.bad)) {
+			t.Errorf("%s: accepted", c.name)
+		}
+	}
+}
