@@ -199,7 +199,11 @@ func openReplicated(ctx context.Context, nc *nats.Conn, name string, replicas in
 // the writer its entries name.
 const benchScope, benchWriter = "bench", "bench"
 
-func uniqueName(what string) string { return what + "_" + nuid.Next()[:8] }
+// uniqueName names one phase's config or stream. The whole NUID: its first
+// characters are a prefix the process keeps, so a cut of them named every
+// phase's config alike, and each contended figure started on the history
+// of the one before.
+func uniqueName(what string) string { return what + "_" + nuid.Next() }
 
 func percentile(ds []time.Duration, p float64) float64 {
 	if len(ds) == 0 {
