@@ -154,7 +154,7 @@ type ownTurn struct {
 }
 
 // turnCommits is how many commits one turn holds at most.
-const turnCommits = 8
+const turnCommits = 16
 
 // backToBack: a write that starts later than this after its
 // synchronizer's last commit is not part of a closed loop of writes; such a

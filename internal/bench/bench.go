@@ -199,6 +199,25 @@ func openReplicated(ctx context.Context, nc *nats.Conn, name string, replicas in
 // the writer its entries name.
 const benchScope, benchWriter = "bench", "bench"
 
+// whilePlacing runs create again while a cluster says it has too few
+// peers for the replicas asked (10005): a cluster that has just formed says
+// so for a moment, as OpenLog knows.
+func whilePlacing(ctx context.Context, create func() error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := create()
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != 10005 || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // uniqueName names one phase's config or stream. The whole NUID: its first
 // characters are a prefix the process keeps, so a cut of them named every
 // phase's config alike, and each contended figure started on the history
@@ -233,7 +252,11 @@ func (r *runner) putLatency(ctx context.Context) ([]Row, error) {
 	}
 	js, _ := jetstream.New(nc)
 	subject := "perf." + uniqueName("raw")
-	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PERF_" + nuid.Next(), Subjects: []string{subject}, Replicas: r.o.Replicas})
+	var stream jetstream.Stream
+	err = whilePlacing(ctx, func() (err error) {
+		stream, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "PERF_" + nuid.Next(), Subjects: []string{subject}, Replicas: r.o.Replicas})
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -364,13 +387,8 @@ func (r *runner) stateSize(ctx context.Context) ([]Row, error) {
 func (r *runner) contended(ctx context.Context) ([]Row, error) {
 	var rows []Row
 	for _, w := range r.o.Writers {
-		r.progress(fmt.Sprintf("contended, %d writers", w), 0, 2)
-		ours, err := r.contendedOurs(ctx, w)
-		if err != nil {
-			return rows, err
-		}
-		r.progress(fmt.Sprintf("contended, %d writers", w), 1, 2)
-		kv, err := r.contendedKV(ctx, w)
+		r.progress(fmt.Sprintf("contended, %d writers", w), 0, 1)
+		ours, kv, err := r.contendedBesideKV(ctx, w)
 		if err != nil {
 			return rows, err
 		}
@@ -379,6 +397,40 @@ func (r *runner) contended(ctx context.Context) ([]Row, error) {
 		rows = append(rows, x)
 	}
 	return rows, nil
+}
+
+// turnsEach is how many turns each side of the contended figure gets: the
+// two alternate, so that a drift in the machine's speed (the disk's sync
+// time moves by a fifth over seconds here) falls on both alike.
+const turnsEach = 4
+
+// contendedBesideKV runs w of our writers and w NATS KV writers, each set on
+// connections of its own, in alternating slices that add up to Duration
+// each.
+func (r *runner) contendedBesideKV(ctx context.Context, w int) (ours, kv contention, err error) {
+	defer r.closeAll()
+	oursWrite, err := r.openPutters(ctx, uniqueName("contended"), w)
+	if err != nil {
+		return ours, kv, err
+	}
+	kvWrite, cleanup, err := r.openKV(ctx, w)
+	if err != nil {
+		return ours, kv, err
+	}
+	defer cleanup()
+	slice := r.o.Duration / turnsEach
+	for range turnsEach {
+		o, err := r.runWriters(ctx, w, slice, oursWrite)
+		if err != nil {
+			return ours, kv, err
+		}
+		k, err := r.runWriters(ctx, w, slice, kvWrite)
+		if err != nil {
+			return ours, kv, err
+		}
+		ours, kv = ours.add(o), kv.add(k)
+	}
+	return ours, kv, nil
 }
 
 type contention struct {
@@ -398,6 +450,21 @@ func (c contention) fairness() string {
 }
 
 func (c contention) rate(d time.Duration) float64 { return float64(c.commits) / d.Seconds() }
+
+// add is c and d together: the figures of two runs of the same writers.
+func (c contention) add(d contention) contention {
+	if c.perWriter == nil {
+		c.perWriter = make([]int, len(d.perWriter))
+	}
+	for i, n := range d.perWriter {
+		c.perWriter[i] += n
+	}
+	c.commits += d.commits
+	c.tries += d.tries
+	c.worst = max(c.worst, d.worst)
+	c.latencies = append(c.latencies, d.latencies...)
+	return c
+}
 func (c contention) perCommit() float64 {
 	if c.commits == 0 {
 		return 0
@@ -405,10 +472,10 @@ func (c contention) perCommit() float64 {
 	return float64(c.tries) / float64(c.commits)
 }
 
-// runWriters runs w writers until Duration passes; each write returns how
-// many tries it took.
-func (r *runner) runWriters(ctx context.Context, w int, write func(i int) (int, error)) (contention, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.o.Duration)
+// runWriters runs w writers until d passes; each write returns how many
+// tries it took.
+func (r *runner) runWriters(ctx context.Context, w int, d time.Duration, write func(i int) (int, error)) (contention, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var mu sync.Mutex
 	total := contention{perWriter: make([]int, w)}
@@ -457,6 +524,16 @@ func (r *runner) contendedOurs(ctx context.Context, w int) (contention, error) {
 // putters runs w writers, each on a config of its own named name, putting
 // one key as fast as they can, and counts the tries each commit took.
 func (r *runner) putters(ctx context.Context, name string, w int) (contention, error) {
+	write, err := r.openPutters(ctx, name, w)
+	if err != nil {
+		return contention{}, err
+	}
+	return r.runWriters(ctx, w, r.o.Duration, write)
+}
+
+// openPutters opens the configs of putters and returns the i'th writer's
+// write, which says how many tries it took.
+func (r *runner) openPutters(ctx context.Context, name string, w int) (func(i int) (int, error), error) {
 	configs := make([]*sharedconfig.Config, w)
 	tries := make([]atomic.Int64, w)
 	for i := range w {
@@ -467,45 +544,53 @@ func (r *runner) putters(ctx context.Context, name string, w int) (contention, e
 			}
 		}})
 		if err != nil {
-			return contention{}, err
+			return nil, err
 		}
 	}
-	return r.runWriters(ctx, w, func(i int) (int, error) {
+	return func(i int) (int, error) {
 		if _, _, err := configs[i].Put(ctx, "key", strconv.Itoa(i)); err != nil {
 			return 0, err
 		}
 		return int(tries[i].Load()), nil
-	})
+	}, nil
 }
 
-func (r *runner) contendedKV(ctx context.Context, w int) (contention, error) {
-	defer r.closeAll()
+// openKV makes a NATS KV bucket and w writers on it, each on a connection
+// of its own, and returns the i'th writer's compare-and-set increment,
+// which says how many tries it took, and what deletes the bucket.
+func (r *runner) openKV(ctx context.Context, w int) (write func(i int) (int, error), cleanup func(), err error) {
 	bucket := "PERF_" + nuid.Next()
 	kvs := make([]jetstream.KeyValue, w)
+	var first *nats.Conn
 	for i := range w {
 		nc, err := r.connect()
 		if err != nil {
-			return contention{}, err
+			return nil, nil, err
 		}
 		js, _ := jetstream.New(nc)
 		if i == 0 {
-			kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Replicas: r.o.Replicas})
+			first = nc
+			var kv jetstream.KeyValue
+			err := whilePlacing(ctx, func() (err error) {
+				kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Replicas: r.o.Replicas})
+				return err
+			})
 			if err != nil {
-				return contention{}, err
+				return nil, nil, err
 			}
 			if _, err := kv.Put(ctx, "key", []byte("0")); err != nil {
-				return contention{}, err
+				return nil, nil, err
 			}
 		}
 		if kvs[i], err = js.KeyValue(ctx, bucket); err != nil {
-			return contention{}, err
+			return nil, nil, err
 		}
 	}
-	defer func() {
-		js, _ := jetstream.New(r.conns[0])
+	cleanup = func() {
+		js, _ := jetstream.New(first)
 		js.DeleteKeyValue(context.Background(), bucket)
-	}()
-	return r.runWriters(ctx, w, func(i int) (int, error) {
+	}
+	return func(i int) (int, error) {
 		for tries := 1; ; tries++ {
 			e, err := kvs[i].Get(ctx, "key")
 			if err != nil {
@@ -521,7 +606,7 @@ func (r *runner) contendedKV(ctx context.Context, w int) (contention, error) {
 				return 0, err
 			}
 		}
-	})
+	}, cleanup, nil
 }
 
 // refresh: REFRESH with nothing pending against one request round trip.

@@ -21,7 +21,10 @@ func TestColocateMovesTheLeader(t *testing.T) {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	for _, name := range []string{"A", "B", "C", "D"} {
-		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name}, Replicas: 3}); err != nil {
+		if err := whilePlacing(ctx, func() error {
+			_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name}, Replicas: 3})
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -50,7 +50,7 @@ func (r *runner) sharedWriters(ctx context.Context, w int) (contention, int64, e
 	if err != nil {
 		return contention{}, 0, err
 	}
-	got, err := r.runWriters(ctx, w, func(i int) (int, error) {
+	got, err := r.runWriters(ctx, w, r.o.Duration, func(i int) (int, error) {
 		if _, _, err := c.Put(ctx, "key", strconv.Itoa(i)); err != nil {
 			return 0, err
 		}
