@@ -433,11 +433,41 @@ func untilRefreshed(t *testing.T, r *repl) {
 
 // stopServerOf stops the background server on a data directory.
 func stopServerOf(t *testing.T, dir string) {
-	if pid := jetstream.ServerPID(dir); pid != 0 {
-		syscall.Kill(pid, syscall.SIGTERM)
-	} else {
+	pid := jetstream.ServerPID(dir)
+	if pid == 0 {
 		t.Errorf("no server pid in %s", dir)
+		return
 	}
+	syscall.Kill(pid, syscall.SIGTERM)
+	// Wait for it to be gone: it is not this test's child, and until it
+	// has stopped it writes in the data directory that the test's
+	// cleanup removes next.
+	deadline := time.Now().Add(patience)
+	for running(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("the local server (pid %d) did not stop within %s of SIGTERM", pid, patience)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// running: process pid exists and is not a zombie (one that has exited and
+// waits for its parent to reap it writes nothing).
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // not Linux: trust the signal
+	}
+	// The state follows the command name, which is in parentheses.
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2] != 'Z'
+	}
+	return true
 }
 
 // Background shells in scripts:
