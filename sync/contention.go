@@ -164,10 +164,10 @@ var backToBack = 10 * time.Millisecond
 
 // write is one conditional write's part in taking turns.
 type write struct {
-	since      uint64    // its age: the base of its first try, or its turn's
+	since      uint64    // its age: where the log was at its first try, or its turn's
 	looping    bool      // it started right after this synchronizer's last commit
 	prefetched bool      // it caught up while next in line
-	lost       int       // appends lost in a row
+	lost       int       // tries lost in a row
 	said       time.Time // when it last announced its wait; zero if never
 	heldBack   time.Duration
 	announcer  Announcer
@@ -298,8 +298,8 @@ func (s *Synchronizer[S]) endWriteLocked(w *write, landed bool) {
 	}
 	t := &s.ownTurn
 	if !landed || !w.looping {
-		t.held = true // so that endTurnLocked says done
-		s.endTurnLocked()
+		*t = ownTurn{gen: t.gen}
+		s.sayDone()
 		return
 	}
 	if !t.held || t.since != w.since {
@@ -328,7 +328,12 @@ func (s *Synchronizer[S]) endTurnLocked() {
 		return
 	}
 	*t = ownTurn{gen: t.gen}
+	s.sayDone()
+}
+
+// sayDone tells the writers holding back for this one that it is done.
+func (s *Synchronizer[S]) sayDone() {
 	if a, ok := s.log.(Announcer); ok {
-		a.Announce(doneWord(s.turns.id))
+		a.Announce(doneWord(s.turns.id)) // a hint, as sayWaiting's
 	}
 }
