@@ -25,3 +25,18 @@ func TestDescribeWriteThatLostOnce(t *testing.T) {
 		t.Fatalf("describeError = %q\nwant %q", got, want)
 	}
 }
+
+// TRACE says how long a try waited for older writers' turns, when it did.
+func TestDescribeAttemptThatHeldBack(t *testing.T) {
+	for _, tc := range []struct {
+		a    statesync.Attempt
+		want string
+	}{
+		{statesync.Attempt{N: 1, Base: 7, Updates: 1, Revision: 8}, ".... try 1 on revision 7: committed at revision 8"},
+		{statesync.Attempt{N: 2, Base: 7, Updates: 1, Revision: 9, HeldBack: 3 * time.Millisecond}, ".... try 2 on revision 7, after 3ms waiting for older writers' turns: committed at revision 9"},
+	} {
+		if got := describeAttempt(tc.a); got != tc.want {
+			t.Errorf("describeAttempt(%+v) = %q\nwant %q", tc.a, got, tc.want)
+		}
+	}
+}

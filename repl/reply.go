@@ -91,6 +91,8 @@ type jsonTrace struct {
 	StreamAt  uint64 `json:"stream_revision,omitempty"`
 	CaughtUp  uint64 `json:"caught_up_to,omitempty"`
 	Committed uint64 `json:"committed_at,omitempty"`
+	// HeldBackMS: how long the try waited for older writers' turns.
+	HeldBackMS float64 `json:"held_back_ms,omitempty"`
 }
 
 func writeJSON(w io.Writer, v any) {

@@ -164,12 +164,13 @@ var backToBack = 10 * time.Millisecond
 
 // write is one conditional write's part in taking turns.
 type write struct {
-	since      uint64    // its age: where the log was at its first try, or its turn's
-	looping    bool      // it started right after this synchronizer's last commit
-	prefetched bool      // it caught up while next in line
-	lost       int       // tries lost in a row
-	said       time.Time // when it last announced its wait; zero if never
-	heldBack   time.Duration
+	since      uint64        // its age: where the log was at its first try, or its turn's
+	looping    bool          // it started right after this synchronizer's last commit
+	prefetched bool          // it caught up while next in line
+	lost       int           // tries lost in a row
+	said       time.Time     // when it last announced its wait; zero if never
+	heldBack   time.Duration // in all
+	lastHold   time.Duration // before the try under way
 	announcer  Announcer
 }
 
@@ -223,6 +224,8 @@ func (s *Synchronizer[S]) holdBackLocked(ctx context.Context) error {
 	if w == nil || w.announcer == nil {
 		return nil
 	}
+	before := w.heldBack
+	defer func() { w.lastHold = w.heldBack - before }()
 	for w.heldBack < maxHoldBack {
 		now := time.Now()
 		ahead, stale, changed := s.turns.ahead(w.since, now)

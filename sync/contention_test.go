@@ -78,7 +78,13 @@ func lastRevision(t *testing.T, log statesync.Log) uint64 {
 // that it waits too, and writes once the older one says it is done.
 func TestWriterHoldsBackForAnOlderWaiter(t *testing.T) {
 	log := statesync.NewMemLog("t")
-	s := newCounter(t, log)
+	var mu sync.Mutex
+	var tries []statesync.Attempt
+	s := newCounter(t, log, statesync.WithTrace(func(a statesync.Attempt) {
+		mu.Lock()
+		defer mu.Unlock()
+		tries = append(tries, a)
+	}))
 	h := listen(t, log)
 	log.Announce([]byte("wait older 0")) // waiting since before s's state
 	before := lastRevision(t, log)
@@ -96,6 +102,11 @@ func TestWriterHoldsBackForAnOlderWaiter(t *testing.T) {
 	if got := value(t, s); got != 1 {
 		t.Fatalf("value %d, want 1", got)
 	}
+	mu.Lock()
+	if len(tries) != 1 || tries[0].HeldBack <= 0 {
+		t.Errorf("tries %+v, want one that says it held back", tries)
+	}
+	mu.Unlock()
 	waitFor(t, "the writer to say it is done", func() bool { return h.saw("done " + me) })
 }
 

@@ -152,7 +152,7 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 		members = s.leaveEnded(members, attempt-1)
 		cur := *s.local.Load()
 		updates := runAll(members, cur)
-		try = Attempt{N: attempt, Base: cur.Revision, Updates: len(updates)}
+		try = Attempt{N: attempt, Base: cur.Revision, Updates: len(updates), HeldBack: s.writing.lastHold}
 		if len(updates) == 0 {
 			return s.confirmCurrentLocked(ctx, cur.Revision)
 		}

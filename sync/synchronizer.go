@@ -53,6 +53,9 @@ type Attempt struct {
 	// revision the synchronizer caught up to before the next try.
 	Conflict *ConflictError
 	CaughtUp uint64
+	// HeldBack is how long the try waited, before it ran, for older
+	// writers' turns (see contention.go).
+	HeldBack time.Duration
 }
 
 // Option configures a Synchronizer.
