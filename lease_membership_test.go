@@ -16,14 +16,7 @@ import (
 // it, within the ttl and 2 seconds; a shell started afterwards never sees
 // /servers/1.
 func TestMembershipLeaseExpiresAfterKill(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	args := func(writer string, more ...string) []string {
-		return append([]string{"--server", srv.ClientURL(), "--scope", "membership", "--writer", writer}, more...)
-	}
+	args := membershipServer(t)
 	const ttl = 3 * time.Second
 	follower := startREPL(t, "follower", args("watcher", "--follow")...)
 	follower.send("STATUS")
@@ -76,6 +69,20 @@ func TestMembershipLeaseExpiresAfterKill(t *testing.T) {
 	untilLine(t, follower, "**** Exiting...")
 }
 
+// membershipServer starts a server for the test and returns the arguments
+// of a process on it that writes as writer.
+func membershipServer(t *testing.T) func(writer string, more ...string) []string {
+	t.Helper()
+	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	return func(writer string, more ...string) []string {
+		return append([]string{"--server", srv.ClientURL(), "--scope", "membership", "--writer", writer}, more...)
+	}
+}
+
 // untilLine waits for a line containing want, skipping others, and
 // returns it.
 func untilLine(t *testing.T, r *repl, want string) string {
@@ -106,14 +113,7 @@ func untilLineWithout(t *testing.T, r *repl, want, absent string) {
 // following shell is: it writes the expiry of a lease whose holder was
 // killed, so the membership example works with it as the only watcher.
 func TestOneShotWatchExpiresLeases(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	args := func(writer string, more ...string) []string {
-		return append([]string{"--server", srv.ClientURL(), "--scope", "membership", "--writer", writer}, more...)
-	}
+	args := membershipServer(t)
 	const ttl = 3 * time.Second
 	s1 := startREPL(t, "server-1", args("server-1")...)
 	s1.send("REGISTER_LEASE /servers/1, 3s")
