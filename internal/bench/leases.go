@@ -28,46 +28,69 @@ func (r *runner) leases(ctx context.Context) ([]Row, error) {
 	if len(r.o.Writers) == 0 {
 		return nil, nil
 	}
+	defer r.closeAll()
 	w := r.o.Writers[len(r.o.Writers)-1]
 	phase := fmt.Sprintf("contended, %d writers, %d leases kept alive", w, leasesKept)
-	r.progress(phase, 0, 2)
-	none, err := r.contendedBeside(ctx, w, false)
+	r.progress(phase, 0, 1)
+	withWrite, stopWith, err := r.besideProcesses(ctx, w, true)
+	defer stopWith()
 	if err != nil {
 		return nil, err
 	}
-	r.progress(phase, 1, 2)
-	with, err := r.contendedBeside(ctx, w, true)
+	noneWrite, stopNone, err := r.besideProcesses(ctx, w, false)
+	defer stopNone()
 	if err != nil {
 		return nil, err
+	}
+	// The two alternate, as the contended figures do, so that a drift in
+	// the machine's speed falls on both.
+	var with, none contention
+	slice := r.o.Duration / turnsEach
+	for range turnsEach {
+		n, err := r.runWriters(ctx, w, slice, noneWrite)
+		if err != nil {
+			return nil, err
+		}
+		l, err := r.runWriters(ctx, w, slice, withWrite)
+		if err != nil {
+			return nil, err
+		}
+		none, with = none.add(n), with.add(l)
 	}
 	x := row(phase+": commits/s", "commits/s", with.rate(r.o.Duration), none.rate(r.o.Duration), "no leases").atLeast(0.9)
 	x.Note = fmt.Sprintf("tries per commit %.2f (without leases %.2f); refreshes every %s per lease; without leases the %d processes read the log as often", with.perCommit(), none.perCommit(), leaseTTL/3, leasesKept)
 	return []Row{x}, nil
 }
 
-// contendedBeside runs w contended writers beside leasesKept other
-// processes that keep a lease each alive, or, without leases, read the log
-// as often as a refresh would make them.
-func (r *runner) contendedBeside(ctx context.Context, w int, leases bool) (contention, error) {
-	defer r.closeAll()
+// besideProcesses opens a config for w contended writers beside leasesKept
+// other processes that keep a lease each alive, or, without leases, read
+// the log as often as a refresh would make them, and returns the writers'
+// write and what stops the other processes.
+func (r *runner) besideProcesses(ctx context.Context, w int, leases bool) (write func(i int) (int, error), stop func(), err error) {
 	name := uniqueName("leases")
+	var stops []func()
+	stop = func() {
+		for _, s := range stops {
+			s()
+		}
+	}
 	for i := range leasesKept {
 		holder, err := r.open(ctx, name, sharedconfig.Options{Holder: fmt.Sprintf("holder-%d", i)})
 		if err != nil {
-			return contention{}, err
+			return nil, stop, err
 		}
-		var stop func()
 		if leases {
-			stop, err = keepALease(ctx, holder, i)
+			s, err := keepALease(ctx, holder, i)
 			if err != nil {
-				return contention{}, err
+				return nil, stop, err
 			}
+			stops = append(stops, s)
 		} else {
-			stop = readEvery(holder, leaseTTL/3)
+			stops = append(stops, readEvery(holder, leaseTTL/3))
 		}
-		defer stop()
 	}
-	return r.putters(ctx, name, w)
+	write, err = r.openPutters(ctx, name, w)
+	return write, stop, err
 }
 
 // keepALease registers the i'th lease, puts a key under it, and keeps it
