@@ -282,33 +282,12 @@ func TestCompactionPolicy(t *testing.T) {
 func TestConcurrentCounter(t *testing.T) {
 	srv := jstest.Server(t)
 	const writers, each = 8, 250
-	openCounter := func() *statesync.Synchronizer[example.Counter] {
-		l, err := jetstream.OpenLog(context.Background(), jstest.Connect(t, srv), "test", "counter", jetstream.LogOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := statesync.New[example.Counter](l, example.CounterCodec{})
-		if err := s.Initialize(context.Background(), example.CounterStart{}); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
 	var wg sync.WaitGroup
 	for range writers {
-		s := openCounter()
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			for range each {
-				if _, err := example.Increment(ctx, s); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
+		incrementEach(t, &wg, openCounter(t, srv, "counter"), each)
 	}
 	wg.Wait()
-	st, _ := openCounter().State()
+	st, _ := openCounter(t, srv, "counter").State()
 	if st.Value != writers*each {
 		t.Fatalf("counter = %d, want %d", st.Value, writers*each)
 	}
@@ -316,6 +295,34 @@ func TestConcurrentCounter(t *testing.T) {
 	if st.Revision != 1+writers*each {
 		t.Fatalf("log at revision %d, want %d", st.Revision, 1+writers*each)
 	}
+}
+
+// openCounter opens the counter name on its own connection to srv.
+func openCounter(t *testing.T, srv *jetstream.Server, name string, opts ...statesync.Option) *statesync.Synchronizer[example.Counter] {
+	t.Helper()
+	l, err := jetstream.OpenLog(context.Background(), jstest.Connect(t, srv), "test", name, jetstream.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := statesync.New[example.Counter](l, example.CounterCodec{}, opts...)
+	if err := s.Initialize(context.Background(), example.CounterStart{}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// incrementEach increments s n times in the background, one at a time.
+func incrementEach(t *testing.T, wg *sync.WaitGroup, s *statesync.Synchronizer[example.Counter], n int) {
+	wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		for range n {
+			if _, err := example.Increment(ctx, s); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
 }
 
 func TestCompactionRacingWriters(t *testing.T) {

@@ -1,15 +1,11 @@
 package sharedconfig_test
 
 import (
-	"context"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
-	"github.com/sharedconfig/sharedconfig/sync/example"
 )
 
 // Writers in a closed loop of back-to-back writes on one real server take
@@ -26,11 +22,7 @@ func TestWritersTakeTurns(t *testing.T) {
 	worst, commits := 0, make([]int, writers)
 	var wg sync.WaitGroup
 	for i := range writers {
-		l, err := jetstream.OpenLog(context.Background(), jstest.Connect(t, srv), "test", "turns", jetstream.LogOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := statesync.New[example.Counter](l, example.CounterCodec{}, statesync.WithTrace(func(a statesync.Attempt) {
+		s := openCounter(t, srv, "turns", statesync.WithTrace(func(a statesync.Attempt) {
 			if a.Revision != 0 {
 				mu.Lock()
 				worst = max(worst, a.N)
@@ -38,19 +30,7 @@ func TestWritersTakeTurns(t *testing.T) {
 				mu.Unlock()
 			}
 		}))
-		if err := s.Initialize(context.Background(), example.CounterStart{}); err != nil {
-			t.Fatal(err)
-		}
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			for range each {
-				if _, err := example.Increment(ctx, s); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
+		incrementEach(t, &wg, s, each)
 	}
 	wg.Wait()
 	t.Logf("most tries for one commit: %d; commits per writer %v", worst, commits)
