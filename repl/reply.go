@@ -93,6 +93,9 @@ type jsonTrace struct {
 	Committed uint64 `json:"committed_at,omitempty"`
 	// HeldBackMS: how long the try waited for older writers' turns.
 	HeldBackMS float64 `json:"held_back_ms,omitempty"`
+	// Unconditional: appended whatever the stream's revision (a lease
+	// refresh), so it could not conflict; base_revision is 0.
+	Unconditional bool `json:"unconditional,omitempty"`
 }
 
 func writeJSON(w io.Writer, v any) {

@@ -299,7 +299,7 @@ func (sh *Shell) Attempt(a statesync.Attempt) {
 		return
 	}
 	if sh.json {
-		t := jsonTrace{Attempt: a.N, Base: a.Base, Updates: a.Updates, Committed: a.Revision, HeldBackMS: float64(a.HeldBack.Microseconds()) / 1000}
+		t := jsonTrace{Attempt: a.N, Base: a.Base, Updates: a.Updates, Committed: a.Revision, HeldBackMS: float64(a.HeldBack.Microseconds()) / 1000, Unconditional: a.Unconditional}
 		if a.Conflict != nil {
 			t.Conflict, t.StreamAt, t.CaughtUp = true, a.Conflict.Current, a.CaughtUp
 		}
@@ -312,6 +312,9 @@ func (sh *Shell) Attempt(a statesync.Attempt) {
 }
 
 func describeAttempt(a statesync.Attempt) string {
+	if a.Unconditional {
+		return fmt.Sprintf(".... try %d, unconditional (it decides nothing from the state it lands on): committed at revision %d", a.N, a.Revision)
+	}
 	prefix := fmt.Sprintf(".... try %d on revision %d: ", a.N, a.Base)
 	if a.HeldBack > 0 {
 		prefix = fmt.Sprintf(".... try %d on revision %d, after %s waiting for older writers' turns: ", a.N, a.Base, a.HeldBack.Round(time.Microsecond))

@@ -169,10 +169,15 @@ func updateAt[R any](ctx context.Context, c *Config, fn func(State) ([]statesync
 	if err != nil {
 		return r, State{}, err
 	}
+	c.compactIfDue(ctx)
+	return r, after.Value, nil
+}
+
+// compactIfDue compacts when the policy's entry count is reached.
+func (c *Config) compactIfDue(ctx context.Context) {
 	if c.opts.Compaction.MaxEntries > 0 && c.sync.EntriesSinceCompaction() >= c.opts.Compaction.MaxEntries {
 		c.compact(ctx)
 	}
-	return r, after.Value, nil
 }
 
 func (c *Config) compact(ctx context.Context) {

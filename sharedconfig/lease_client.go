@@ -161,7 +161,23 @@ func (c *Config) RegisterLease(ctx context.Context, name string, ttl time.Durati
 
 // RefreshLease moves the deadline of lease name, which this process holds,
 // to its ttl from now by the server's clock, and returns the lease.
+//
+// When the local copy says this process holds the lease, the refresh is
+// appended unconditionally (statesync's UpdateUnconditionally): it decides
+// nothing from the state it is written on, since applying it renews only a
+// live lease its holder holds, so it need not wait for a copy that is
+// current. It never loses a race, nor waits for the turns of writers who
+// lost theirs: refreshes cost those writers little (README, "Leases").
+// Otherwise the conditional path gives the answer of the latest state.
 func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
+	if l, err := c.held(c.State(), name); err == nil && utf8.ValidString(name) {
+		after, err := c.sync.UpdateUnconditionally(ctx, RefreshLease{name, c.leases.holder})
+		if err != nil {
+			return Lease{}, err
+		}
+		c.compactIfDue(ctx)
+		return c.refreshed(after.Value, name, l.Deadline)
+	}
 	type found struct {
 		err    error
 		before time.Time
@@ -179,8 +195,15 @@ func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
+	return c.refreshed(after, name, f.before)
+}
+
+// refreshed judges a refresh of lease name by the state just after its
+// entry: it renewed the lease only if the lease is still this process's,
+// with a deadline other than before, the one it had.
+func (c *Config) refreshed(after State, name string, before time.Time) (Lease, error) {
 	l, ok := after.Lease(name)
-	if !ok || l.Deadline.Equal(f.before) {
+	if !ok || l.Holder != c.leases.holder || l.Deadline.Equal(before) {
 		return l, fmt.Errorf("lease '%s': %w", name, ErrLeaseExpired)
 	}
 	return l, nil

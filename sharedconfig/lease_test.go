@@ -192,6 +192,56 @@ func TestLateRefreshDoesNotRevive(t *testing.T) {
 	}
 }
 
+// A refresh is appended unconditionally: from a stale copy it lands in one
+// try, with no conflict; and once another process has ended the lease, a
+// refresh from a copy that still shows it held is told so and revives
+// nothing.
+func TestRefreshFromAStaleCopy(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	var tries []statesync.Attempt
+	a, err := sharedconfig.Open(ctx, e.log, sharedconfig.Options{Holder: "a", Trace: func(at statesync.Attempt) { tries = append(tries, at) }})
+	ok(t, err)
+	sharedconfig.SetServerClock(a, e.clock.Now)
+	_, err = a.RegisterLease(ctx, "a", 10*time.Second)
+	ok(t, err)
+	b := e.open("b")
+	_, err = b.RegisterLease(ctx, "b", 10*time.Second) // a's copy is behind
+	ok(t, err)
+	e.clock.Advance(4 * time.Second)
+	tries = nil
+	l, err := a.RefreshLease(ctx, "a")
+	ok(t, err)
+	if want := e.clock.Now().Add(10 * time.Second); !l.Deadline.Equal(want) {
+		t.Fatalf("deadline after the refresh %v, want %v", l.Deadline, want)
+	}
+	if len(tries) != 1 || !tries[0].Unconditional || tries[0].Conflict != nil {
+		t.Fatalf("tries %+v, want one unconditional try", tries)
+	}
+	if _, held := a.State().Lease("b"); !held {
+		t.Fatal("the refresh did not read up to its own entry")
+	}
+
+	e.clock.Advance(6 * time.Second)
+	_, err = b.RefreshLease(ctx, "b") // the log is alive as a's deadline nears
+	ok(t, err)
+	e.clock.Advance(5 * time.Second)
+	gone, err := b.ExpireDue(ctx)
+	ok(t, err)
+	if len(gone) != 1 || gone[0] != "a" {
+		t.Fatalf("ExpireDue ended %v, want [a]", gone)
+	}
+	if _, held := a.State().Lease("a"); !held {
+		t.Fatal("a's copy should still be stale here")
+	}
+	if _, err := a.RefreshLease(ctx, "a"); !errors.Is(err, sharedconfig.ErrLeaseExpired) {
+		t.Fatalf("refresh of an ended lease: %v, want ErrLeaseExpired", err)
+	}
+	if _, held := a.State().Lease("a"); held {
+		t.Fatal("the refresh revived an ended lease")
+	}
+}
+
 func TestLeaseSurvivesSilence(t *testing.T) {
 	// The server was down (or restarted) across the deadline: the log is
 	// silent from the last refresh to after the deadline. Nothing expires

@@ -110,6 +110,24 @@ func TestWriterHoldsBackForAnOlderWaiter(t *testing.T) {
 	waitFor(t, "the writer to say it is done", func() bool { return h.saw("done " + me) })
 }
 
+// An unconditional update cannot lose a race, so it neither holds back for
+// older waiters nor says that it waits.
+func TestUnconditionalUpdateDoesNotWaitForTurns(t *testing.T) {
+	log := statesync.NewMemLog("t")
+	s := newCounter(t, log)
+	h := listen(t, log)
+	log.Announce([]byte("wait older 0"))
+	waitFor(t, "the writer to hear the waiter", func() bool { return h.saw("wait older 0") })
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := s.UpdateUnconditionally(ctx, add{N: 1}); err != nil {
+		t.Fatalf("unconditional update while an older writer waits: %v", err)
+	}
+	if words := h.from(statesync.TurnID(s)); len(words) != 0 {
+		t.Fatalf("the writer said %q, want nothing", words)
+	}
+}
+
 // A waiter that is younger than the writer (it started from a later
 // revision) does not hold the writer back, nor does the writer's own word.
 func TestYoungerWaitersAndOwnWordsDoNotHoldBack(t *testing.T) {

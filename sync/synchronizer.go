@@ -56,6 +56,9 @@ type Attempt struct {
 	// HeldBack is how long the try waited, before it ran, for older
 	// writers' turns (see contention.go).
 	HeldBack time.Duration
+	// Unconditional: the entry was appended whatever the log's revision
+	// (UpdateUnconditionally), so the try could not lose; Base is 0.
+	Unconditional bool
 }
 
 // Option configures a Synchronizer.
@@ -383,13 +386,7 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 	}
 	if anyTimed(updates) {
 		// Only the log knows the time it stored the entry at: read it back.
-		s.readingBack = rev
-		defer func() { s.readingBack = 0 }()
-		if _, err := s.fetchLocked(ctx, rev); err != nil {
-			// Landed, but what it did depends on the time it landed at.
-			return rev, fmt.Errorf("%w: written at revision %d, but reading it back failed: %w", ErrUnknownOutcome, rev, err)
-		}
-		return rev, nil
+		return rev, s.readBackLocked(ctx, rev)
 	}
 	before := cur.Value
 	for _, u := range updates {
@@ -399,6 +396,19 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 	s.local.Store(&cur)
 	s.notifyApplied(Applied[S]{Entry: Entry{Revision: rev, Data: data, Time: time.Now()}, Updates: updates, Local: true, Before: before, After: cur.Value, HasStates: true})
 	return rev, nil
+}
+
+// readBackLocked reads the log up to rev, this synchronizer's own entry,
+// whose effect the local copy cannot know without reading it: it depends on
+// the entry's time, or on entries it did not wait for.
+func (s *Synchronizer[S]) readBackLocked(ctx context.Context, rev uint64) error {
+	s.readingBack = rev
+	defer func() { s.readingBack = 0 }()
+	if _, err := s.fetchLocked(ctx, rev); err != nil {
+		// Landed, but what it did depends on what it landed after.
+		return fmt.Errorf("%w: written at revision %d, but reading it back failed: %w", ErrUnknownOutcome, rev, err)
+	}
+	return nil
 }
 
 // confirmCurrentLocked is the commit of a decision to write nothing: it
@@ -486,15 +496,34 @@ const progressEvery = 1024
 // batchSize is how many updates a catch-up gathers before applying them.
 const batchSize = 4096
 
-// UpdateUnconditionally appends updates whatever the log's revision. As in
-// Pravega, they are not applied to the local copy until the next Fetch. It
-// returns the revision the entry landed at.
-func (s *Synchronizer[S]) UpdateUnconditionally(ctx context.Context, updates ...Update[S]) (uint64, error) {
+// UpdateUnconditionally appends updates whatever the log's revision, for
+// updates that decide nothing from the state they were written on because
+// each checks, as it is applied, what it needs (Pravega's
+// updateStateUnconditionally; a lease refresh renews only a live lease its
+// holder holds). Such a write never loses a race, so it never waits for a
+// turn (contention.go) and never keeps the writers waiting for theirs
+// waiting longer. It then reads the log up to its entry and returns the
+// local state just after it (or, if a compaction covered the entry
+// meanwhile, after the snapshot that did).
+func (s *Synchronizer[S]) UpdateUnconditionally(ctx context.Context, updates ...Update[S]) (Revisioned[S], error) {
 	data, err := s.codec.EncodeUpdates(updates)
 	if err != nil {
-		return 0, err
+		return Revisioned[S]{}, err
 	}
-	return s.log.Append(ctx, AnyRevision, data)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ensureInitializedLocked(ctx); err != nil {
+		return Revisioned[S]{}, err
+	}
+	rev, err := s.log.Append(ctx, AnyRevision, data)
+	if err != nil {
+		return Revisioned[S]{}, err
+	}
+	s.traceAttempt(Attempt{N: 1, Updates: len(updates), Revision: rev, Unconditional: true})
+	if err := s.readBackLocked(ctx, rev); err != nil {
+		return Revisioned[S]{}, err
+	}
+	return s.local.Load().Revisioned, nil
 }
 
 // Initialize writes init as the log's first entry if the log is empty, and

@@ -287,21 +287,30 @@ func TestWriteWithNoConflictsIsNotContended(t *testing.T) {
 	}
 }
 
+// An unconditional update lands whatever the writer's copy missed, and the
+// writer reads up to its own entry: the state it gets back holds what came
+// before the entry and the entry, and nothing after.
 func TestUpdateUnconditionally(t *testing.T) {
 	ctx := context.Background()
 	log := statesync.NewMemLog("t")
-	s := newCounter(t, log)
-	if _, err := s.UpdateUnconditionally(ctx, add{N: 5}); err != nil {
+	var tries []statesync.Attempt
+	s := newCounter(t, log, statesync.WithTrace(func(a statesync.Attempt) { tries = append(tries, a) }))
+	other := newCounter(t, log)
+	if _, err := increment(ctx, other); err != nil { // s's copy is now behind
 		t.Fatal(err)
 	}
-	if v := value(t, s); v != 0 {
-		t.Fatalf("unconditional update applied locally before Fetch: %d", v)
-	}
-	if err := s.Fetch(ctx); err != nil {
+	after, err := s.UpdateUnconditionally(ctx, add{N: 5})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if v := value(t, s); v != 5 {
-		t.Fatalf("after Fetch = %d, want 5", v)
+	if after.Value != 6 || after.Revision != lastRevision(t, log) {
+		t.Fatalf("state after the entry = %d at revision %d, want 6 at %d", after.Value, after.Revision, lastRevision(t, log))
+	}
+	if len(tries) != 1 || !tries[0].Unconditional || tries[0].Conflict != nil || tries[0].Revision != after.Revision {
+		t.Fatalf("tries %+v, want one unconditional try that landed at %d", tries, after.Revision)
+	}
+	if v := value(t, s); v != 6 {
+		t.Fatalf("local copy = %d, want 6", v)
 	}
 }
 
