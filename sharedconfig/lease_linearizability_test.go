@@ -53,9 +53,10 @@ import (
 // landed) is looked up afterwards in the log, as the clients read it: each
 // client writes under its own writer name and in program order, so the
 // client's next entry that matches the operation, before its next
-// acknowledged write (every append is conditional on the revision the
-// client last saw, so a late one cannot land after that write), is the
-// operation's; the model then applies it at that entry's revision and time
+// acknowledged write (every append but a refresh is conditional on the
+// revision the client last saw, so a late one cannot land after that
+// write; for a refresh, which is not, the next matching entry at any later
+// revision), is the operation's; the model then applies it at that entry's revision and time
 // and accepts any result. An entry no operation accounts for fails the test.
 
 var (
@@ -148,9 +149,15 @@ func llEnd(s llState, lease int) (llState, string) {
 
 // llSpec is the sequential spec: in state s, what in returns, whether it
 // appends an entry, and the state after it, given the time the log stores
-// that entry at.
-func llSpec(s llState, in llInput, at int64) (llResult, bool, llState) {
+// that entry at. wrote is whether the operation did append one: a refresh
+// is appended unconditionally when its client's copy showed the lease as
+// its own, so it may land where the lease has ended or passed to another
+// client; there it changes nothing and reports the lease expired.
+func llSpec(s llState, in llInput, at int64, wrote bool) (llResult, bool, llState) {
 	k := s.keys[in.key]
+	if l := s.leases[in.lease]; in.op == "refresh" && wrote && (!l.present || l.holder != in.client) {
+		return llResult{err: "expired"}, true, llTick(s, at)
+	}
 	switch in.op {
 	case "get":
 		return llResult{value: k.v, ok: k.ok, keyLease: k.lease, lease: s.leases[in.lease]}, false, s
@@ -221,7 +228,7 @@ var llModel = porcupine.Model{
 	Init: func() any { return llState{} },
 	Step: func(state, input, output any) (bool, any) {
 		s, in, out := state.(llState), input.(llInput), output.(llOutput)
-		res, wrote, next := llSpec(s, in, out.at)
+		res, wrote, next := llSpec(s, in, out.at, out.wrote)
 		if wrote != out.wrote || out.rev < s.rev || wrote && out.rev == s.rev {
 			return false, s
 		}
@@ -577,7 +584,7 @@ func llExplain(t *testing.T, history []porcupine.Operation) {
 		ok, next := llModel.Step(s, op.Input, op.Output)
 		if !ok {
 			in, out := op.Input.(llInput), op.Output.(llOutput)
-			want, wrote, _ := llSpec(s.(llState), in, out.at)
+			want, wrote, _ := llSpec(s.(llState), in, out.at, out.wrote)
 			t.Logf("in the log's order, the model rejects %s\nin state %s\n(the spec says: wrote %v, %+v)",
 				llModel.DescribeOperation(op.Input, op.Output), llModel.DescribeState(s), wrote, want)
 			return
@@ -660,6 +667,9 @@ func llHistory(t *testing.T, g *llLog, records [][]llRecord) ([]porcupine.Operat
 				unknown++
 				high := uint64(math.MaxUint64) // the client's next acknowledged entry
 				for _, later := range ops[i+1:] {
+					if in.op == "refresh" {
+						break // unconditional: it may land after that entry
+					}
 					if lo := later.Output.(llOutput); !later.unknown && lo.wrote {
 						high = lo.rev
 						break
@@ -785,6 +795,18 @@ func TestLeaseModelRejects(t *testing.T) {
 		bad: []step{
 			{refresh, wrote(4, ms(1100), llResult{err: "expired"})},
 			{getA, read(4, llResult{value: "v1", ok: true, keyLease: "L0", lease: lease(ms(2100), false)})},
+		},
+	}, {
+		name: "an unconditional refresh after the lease ended revives it",
+		good: []step{
+			{expire, wrote(4, ms(1200), llResult{ended: true})},
+			{refresh, wrote(5, ms(1300), llResult{err: "expired"})},
+			{getA, read(5, llResult{})},
+		},
+		bad: []step{
+			{expire, wrote(4, ms(1200), llResult{ended: true})},
+			{refresh, wrote(5, ms(1300), llResult{lease: lease(ms(2300), false)})},
+			{getA, read(5, llResult{lease: lease(ms(2300), false)})},
 		},
 	}, {
 		name: "a put lost",
