@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Group commit: UpdateState calls that arrive while another call's append is
@@ -148,10 +149,14 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 	defer stop()
 	members := batch
 	var try Attempt
+	var base local[S] // the state the last try ran the calls on
+	var updates []Update[S]
+	var ends []int // where each member's updates end in updates
 	lost, err := s.retryLocked(ctx, func(attempt int) error {
 		members = s.leaveEnded(members, attempt-1)
-		cur := *s.local.Load()
-		updates := runAll(members, cur)
+		base = *s.local.Load()
+		cur := base
+		updates, ends = runAll(members, cur)
 		try = Attempt{N: attempt, Base: cur.Revision, Updates: len(updates), HeldBack: s.writing.lastHold}
 		if len(updates) == 0 {
 			return s.confirmCurrentLocked(ctx, cur.Revision)
@@ -174,12 +179,35 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 		}
 		return
 	}
-	after := s.local.Load().Revisioned
-	for _, m := range members {
+	after := s.afterEach(members, base, updates, ends, try.Revision)
+	for i, m := range members {
 		m.err = memberError(m, ctx, lost, err)
-		m.after = after
+		m.after = after(i)
 		close(m.done)
 	}
+}
+
+// afterEach gives the state just after each member's updates, once the
+// batch's entry landed at rev on base: the local copy as it stands after the
+// batch, for all but the last, would show the updates of the calls after
+// them. A timed update is applied at the time the log stored the entry (read
+// back with it); if the read-back did not see the entry (a snapshot covered
+// it), every member gets the local copy.
+func (s *Synchronizer[S]) afterEach(members []*request[S], base local[S], updates []Update[S], ends []int, rev uint64) func(i int) Revisioned[S] {
+	whole := s.local.Load().Revisioned
+	if len(members) == 1 || rev == 0 || anyTimed(updates) && s.readBackAt.IsZero() {
+		return func(int) Revisioned[S] { return whole }
+	}
+	states := make([]Revisioned[S], len(members))
+	state, from := base.Value, 0
+	for i := range members {
+		for _, u := range updates[from:ends[i]] {
+			state = applyOne(state, u, rev, s.readBackAt)
+		}
+		states[i], from = Revisioned[S]{Revision: rev, Value: state}, ends[i]
+	}
+	states[len(states)-1] = whole
+	return func(i int) Revisioned[S] { return states[i] }
 }
 
 // outcomeShared: err is the same for every call of a batch, whatever their
@@ -211,23 +239,27 @@ func (s *Synchronizer[S]) leaveEnded(members []*request[S], lost int) []*request
 
 // runAll runs each call's function on the state its predecessors' updates
 // produce, as of the revision the entry will land at, and returns all the
-// updates in order.
-func runAll[S any](members []*request[S], cur local[S]) []Update[S] {
+// updates in order and where each call's end. Timed updates are applied
+// at the local clock's time: the entry's own time is not known before it
+// lands, and it alone decides what they do (each call's decision is only
+// as good as that estimate, as a decision on a stale copy is).
+func runAll[S any](members []*request[S], cur local[S]) (all []Update[S], ends []int) {
 	if len(members) == 1 {
-		return members[0].run(cur.Value)
+		all = members[0].run(cur.Value)
+		return all, []int{len(all)}
 	}
-	state := cur.Value
-	var all []Update[S]
+	state, now := cur.Value, time.Now()
 	for i, m := range members {
 		updates := m.run(state)
 		all = append(all, updates...)
+		ends = append(ends, len(all))
 		if i < len(members)-1 {
 			for _, u := range updates {
-				state = u.Apply(state, cur.Revision+1)
+				state = applyOne(state, u, cur.Revision+1, now)
 			}
 		}
 	}
-	return all
+	return all, ends
 }
 
 // memberError is a call's share of the batch's outcome. When the batch's

@@ -346,3 +346,90 @@ func TestPanickingFunctionLeavesTheSynchronizerUsable(t *testing.T) {
 		t.Fatalf("a write after a recovered panic: %v", err)
 	}
 }
+
+// Each call of a batch gets the state just after its own updates, not the
+// state after the whole entry (which holds the updates of the calls after
+// it): a caller judges what its own change did on it.
+func TestBatchedCallsGetTheStateAfterTheirOwnUpdates(t *testing.T) {
+	log := newGateLog()
+	s := newCounter(t, log)
+	ctx := context.Background()
+	releaseFirst := holdOne(t, log, s)
+	afters := make([]chan statesync.Revisioned[counter], 2)
+	for i, n := range []int64{1, 10} {
+		afters[i] = make(chan statesync.Revisioned[counter], 1)
+		before := statesync.Queued(s)
+		go func() {
+			_, after, err := statesync.UpdateStateAt(ctx, s, func(counter) ([]statesync.Update[counter], struct{}) {
+				return []statesync.Update[counter]{add{N: n}}, struct{}{}
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			afters[i] <- after
+		}()
+		waitFor(t, "the call is queued", func() bool { return statesync.Queued(s) == before+1 })
+	}
+	releaseFirst()
+	first, second := <-afters[0], <-afters[1]
+	if first.Value != 2 || second.Value != 12 || first.Revision != second.Revision {
+		t.Fatalf("the batched calls got %d and %d at revisions %d and %d; want 2 and 12, at one revision", first.Value, second.Value, first.Revision, second.Revision)
+	}
+}
+
+// In a batch, a timed update is applied at the time the log stored the
+// entry for the caller's state after it, and at the local clock's time (an
+// estimate, never the zero time) for the calls after it to decide on.
+func TestBatchedTimedUpdatesGetTheEntrysTime(t *testing.T) {
+	ctx := context.Background()
+	log := &gateLog{MemLog: statesync.NewMemLog("timed"), entered: make(chan struct{}), release: make(chan struct{})}
+	logTime := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
+	log.SetClock(func() time.Time { return logTime })
+	s := statesync.New[stamped](log, stampCodec{})
+	if err := s.Initialize(ctx, stampStart{}); err != nil {
+		t.Fatal(err)
+	}
+	log.gated.Store(true)
+	held := make(chan error, 1)
+	go func() {
+		_, err := statesync.UpdateState(ctx, s, func(stamped) ([]statesync.Update[stamped], struct{}) {
+			return []statesync.Update[stamped]{plain{}}, struct{}{}
+		})
+		held <- err
+	}()
+	<-log.entered
+	type result struct {
+		saw, after stamped
+	}
+	results := make([]chan result, 2)
+	for i, u := range []statesync.Update[stamped]{stamp{}, plain{}} {
+		results[i] = make(chan result, 1)
+		before := statesync.Queued(s)
+		go func() {
+			var saw stamped
+			_, after, err := statesync.UpdateStateAt(ctx, s, func(st stamped) ([]statesync.Update[stamped], struct{}) {
+				saw = st
+				return []statesync.Update[stamped]{u}, struct{}{}
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] <- result{saw, after.Value}
+		}()
+		waitFor(t, "the call is queued", func() bool { return statesync.Queued(s) == before+1 })
+	}
+	log.release <- struct{}{}
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	stamper, next := <-results[0], <-results[1]
+	if !stamper.after.at.Equal(logTime) || stamper.after.count != 2 {
+		t.Errorf("the stamping call's state after it: %+v; want the log's time %v and count 2", stamper.after, logTime)
+	}
+	if next.saw.at.IsZero() || next.saw.count != 2 {
+		t.Errorf("the next call decided on %+v; want the stamp applied at an estimate of the time, count 2", next.saw)
+	}
+	if !next.after.at.Equal(logTime) || next.after.count != 3 {
+		t.Errorf("the next call's state after it: %+v; want the log's time and count 3", next.after)
+	}
+}

@@ -27,7 +27,8 @@ type Synchronizer[S any] struct {
 	// readingBack is the revision of this synchronizer's own entry being
 	// read back (see TimedUpdate), so that watchers hear it as local.
 	readingBack uint64
-	queue       queue[S] // UpdateState calls waiting for the batch in flight
+	readBackAt  time.Time // the log's time on that entry, once read
+	queue       queue[S]  // UpdateState calls waiting for the batch in flight
 
 	turns      turns // what this synchronizer hears of other writers' waits
 	listening  bool  // whether turns hears the log's Announcer; guarded by mu
@@ -213,6 +214,9 @@ func (c *catchUp[S]) take(e Entry) error {
 		return err
 	}
 	a.Local = e.Revision == c.s.readingBack
+	if a.Local {
+		c.s.readBackAt = e.Time
+	}
 	if c.record || a.Local && c.s.applied != nil {
 		c.applied = append(c.applied, a)
 	}
@@ -354,8 +358,8 @@ func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(stat
 // just after the call's entry was applied (or, when fn wrote nothing, the
 // state its decision was confirmed on): what the entry did, whatever the
 // copy has taken in since (a Follow, say). Under group commit it is the
-// state after the whole batch's entry, so it includes the updates of calls
-// batched after this one.
+// state just after this call's own updates in the batch's entry, without
+// those of the calls batched after it.
 func UpdateStateAt[S, R any](ctx context.Context, s *Synchronizer[S], fn func(state S) ([]Update[S], R)) (R, Revisioned[S], error) {
 	var result R
 	r := &request[S]{ctx: ctx, done: make(chan struct{}), turn: make(chan struct{})}
@@ -402,7 +406,7 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 // whose effect the local copy cannot know without reading it: it depends on
 // the entry's time, or on entries it did not wait for.
 func (s *Synchronizer[S]) readBackLocked(ctx context.Context, rev uint64) error {
-	s.readingBack = rev
+	s.readingBack, s.readBackAt = rev, time.Time{}
 	defer func() { s.readingBack = 0 }()
 	if _, err := s.fetchLocked(ctx, rev); err != nil {
 		// Landed, but what it did depends on what it landed after.
