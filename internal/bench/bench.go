@@ -280,6 +280,12 @@ func (r *runner) putLatency(ctx context.Context) ([]Row, error) {
 		r.progress("uncontended PUT", i, r.o.Ops)
 		shuffle.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		for _, op := range order {
+			// Each op follows the same untimed read, which ours needs
+			// (its copy takes in the raw entries), so that all three start
+			// alike.
+			if err := c.Refresh(ctx); err != nil {
+				return nil, err
+			}
 			if op < 2 {
 				d, seq, err := publish(last)
 				if err != nil {
@@ -292,9 +298,6 @@ func (r *runner) putLatency(ctx context.Context) ([]Row, error) {
 				}
 				last = seq
 				continue
-			}
-			if err := c.Refresh(ctx); err != nil {
-				return nil, err
 			}
 			start := time.Now()
 			if _, _, err := c.Put(ctx, "key", "value"); err != nil {
