@@ -200,10 +200,15 @@ func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
 
 // refreshed judges a refresh of lease name by the state just after its
 // entry: it renewed the lease only if the lease is still this process's,
-// with a deadline other than before, the one it had.
+// with a deadline other than before, the one it had, and not watched. A
+// lease just renewed is never watched (its deadline is a whole ttl after
+// the entry), and one the refresh found dead stays watched: that catches a
+// late refresh from a copy that missed a change of deadline (a refresh by
+// another process of the same --writer, a grace after a silence), where
+// the deadline differs from before though the refresh did nothing.
 func (c *Config) refreshed(after State, name string, before time.Time) (Lease, error) {
 	l, ok := after.Lease(name)
-	if !ok || l.Holder != c.leases.holder || l.Deadline.Equal(before) {
+	if !ok || l.Holder != c.leases.holder || l.Watched || l.Deadline.Equal(before) {
 		return l, fmt.Errorf("lease '%s': %w", name, ErrLeaseExpired)
 	}
 	return l, nil

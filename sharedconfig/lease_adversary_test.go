@@ -1,0 +1,64 @@
+package sharedconfig_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+)
+
+// Two processes with the same --writer hold the same lease. One refreshes
+// it; the other's copy still shows the old deadline when the lease dies
+// (past its deadline, the log alive in its last half, no expiry written
+// yet). The other's refresh then lands as a no-op: it must be reported
+// expired, although the deadline after it is not the one its copy showed.
+func TestLateRefreshFromACopyThatMissedARefresh(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	a1, a2, b := e.open("a"), e.open("a"), e.open("b")
+	_, err := a1.RegisterLease(ctx, "L", 10*time.Second)
+	ok(t, err)
+	ok(t, a2.Refresh(ctx)) // a2 sees the first deadline
+	e.clock.Advance(4 * time.Second)
+	_, err = a1.RefreshLease(ctx, "L") // a2 does not see this one
+	ok(t, err)
+	e.clock.Advance(6 * time.Second)
+	_, err = b.RegisterLease(ctx, "b", 10*time.Second) // the log is alive in L's last half
+	ok(t, err)
+	e.clock.Advance(5 * time.Second) // L is past its deadline; nobody expired it yet
+	if _, err := a2.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseExpired) {
+		t.Fatalf("a refresh that landed on a dead lease: %v, want ErrLeaseExpired", err)
+	}
+	gone, err := b.ExpireDue(ctx)
+	ok(t, err)
+	if len(gone) != 1 || gone[0] != "L" {
+		t.Fatalf("ExpireDue ended %v, want [L]", gone)
+	}
+}
+
+// The same with one holder: after an outage another process's expiry gave
+// the lease a ttl of grace, which the holder (stalled, its copy stale)
+// missed; its refresh after the grace ran out renews nothing.
+func TestLateRefreshAfterAGraceItMissed(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	a, other := e.open("a"), e.open("other")
+	_, err := a.RegisterLease(ctx, "L", 10*time.Second)
+	ok(t, err)
+	ok(t, other.Refresh(ctx))
+	e.clock.Advance(30 * time.Second) // silence
+	_, err = other.ExpireDue(ctx)     // grace: a fresh ttl
+	ok(t, err)
+	if _, held := other.State().Lease("L"); !held {
+		t.Fatal("no grace after the silence")
+	}
+	e.clock.Advance(8 * time.Second)
+	_, err = other.ExpireDue(ctx) // a witness: the log is alive as the grace ends
+	ok(t, err)
+	e.clock.Advance(3 * time.Second)
+	if _, err := a.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseExpired) {
+		t.Fatalf("a refresh after the grace ran out: %v, want ErrLeaseExpired", err)
+	}
+}
