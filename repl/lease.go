@@ -36,6 +36,8 @@ func (sh *Shell) leaseFailure(name string, err error) reply {
 		r = refuse("Unknown lease: '%s' (LEASES lists the leases)", name)
 	case errors.Is(err, sharedconfig.ErrLeaseHeld):
 		r = refuse("Lease '%s' is held by another writer %s", name, strings.TrimPrefix(err.Error(), sharedconfig.ErrLeaseHeld.Error()+" "))
+	case errors.Is(err, sharedconfig.ErrLeaseEnded):
+		r = refuse("Lease '%s' had ended before this refresh reached the server (it expired, or another process of this writer revoked it); nothing was changed", name)
 	case errors.Is(err, sharedconfig.ErrLeaseExpired):
 		r = refuse("Lease '%s' is past its deadline by the server's clock and is expiring; nothing was changed", name)
 	default:

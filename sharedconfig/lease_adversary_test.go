@@ -62,3 +62,53 @@ func TestLateRefreshAfterAGraceItMissed(t *testing.T) {
 		t.Fatalf("a refresh after the grace ran out: %v, want ErrLeaseExpired", err)
 	}
 }
+
+// A refresh from a copy that shows the lease held, landing after another
+// process of the same --writer revoked it, says the lease ended (not that
+// it is past its deadline: it was not) and revives nothing.
+func TestRefreshAfterATwinRevoked(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	a1, a2 := e.open("a"), e.open("a")
+	_, err := a1.RegisterLease(ctx, "L", 10*time.Second)
+	ok(t, err)
+	ok(t, a2.Refresh(ctx))
+	_, err = a1.RevokeLease(ctx, "L")
+	ok(t, err)
+	if _, err := a2.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseEnded) || errors.Is(err, sharedconfig.ErrLeaseExpired) {
+		t.Fatalf("a refresh of a revoked lease: %v, want ErrLeaseEnded", err)
+	}
+	if _, held := a2.State().Lease("L"); held {
+		t.Fatal("the refresh revived a revoked lease")
+	}
+}
+
+// A refresh from a stale copy, landing after the lease expired and another
+// writer registered it again, says who holds it now and leaves it alone.
+func TestRefreshOfALeaseNowAnothers(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	a, b := e.open("a"), e.open("b")
+	_, err := a.RegisterLease(ctx, "L", 10*time.Second)
+	ok(t, err)
+	ok(t, b.Refresh(ctx))
+	e.clock.Advance(8 * time.Second)
+	_, err = b.ExpireDue(ctx) // a witness
+	ok(t, err)
+	e.clock.Advance(3 * time.Second)
+	gone, err := b.ExpireDue(ctx)
+	ok(t, err)
+	if len(gone) != 1 {
+		t.Fatalf("ExpireDue ended %v, want [L]", gone)
+	}
+	_, err = b.RegisterLease(ctx, "L", 10*time.Second)
+	ok(t, err)
+	mine, _ := b.State().Lease("L")
+	if _, err := a.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseHeld) {
+		t.Fatalf("a refresh of a lease another writer holds now: %v, want ErrLeaseHeld", err)
+	}
+	ok(t, b.Refresh(ctx))
+	if l, _ := b.State().Lease("L"); l != mine {
+		t.Fatalf("the refresh changed another writer's lease: %+v, was %+v", l, mine)
+	}
+}

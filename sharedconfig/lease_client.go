@@ -23,7 +23,11 @@ var (
 	// ErrLeaseExpired: the operation reached the log after the lease's
 	// deadline, so the log refused it; the lease is ending.
 	ErrLeaseExpired = errors.New("the lease is past its deadline by the server's clock and is expiring")
-	ErrBadTTL       = errors.New("a lease's ttl must be a whole number of milliseconds, from 1s to 24h")
+	// ErrLeaseEnded: a refresh, appended because the local copy showed the
+	// lease held, reached the log after the lease was gone: it expired, or
+	// another process of the same --writer revoked it.
+	ErrLeaseEnded = errors.New("the lease had ended (it expired, or another process of this writer revoked it)")
+	ErrBadTTL     = errors.New("a lease's ttl must be a whole number of milliseconds, from 1s to 24h")
 )
 
 // MinLeaseTTL and MaxLeaseTTL bound a lease's ttl.
@@ -206,9 +210,15 @@ func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
 // late refresh from a copy that missed a change of deadline (a refresh by
 // another process of the same --writer, a grace after a silence), where
 // the deadline differs from before though the refresh did nothing.
+// A lease gone, or now another writer's, is reported as such.
 func (c *Config) refreshed(after State, name string, before time.Time) (Lease, error) {
 	l, ok := after.Lease(name)
-	if !ok || l.Holder != c.leases.holder || l.Watched || l.Deadline.Equal(before) {
+	switch {
+	case !ok:
+		return l, fmt.Errorf("lease '%s': %w", name, ErrLeaseEnded)
+	case l.Holder != c.leases.holder:
+		return l, fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)
+	case l.Watched || l.Deadline.Equal(before):
 		return l, fmt.Errorf("lease '%s': %w", name, ErrLeaseExpired)
 	}
 	return l, nil

@@ -73,7 +73,7 @@ func (k *keeper) round(ctx context.Context) {
 			k.lastOK[name], k.warned[name] = time.Now(), false
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, ErrLeaseExpired), errors.Is(err, ErrUnknownLease), errors.Is(err, ErrLeaseHeld):
+		case errors.Is(err, ErrLeaseExpired), errors.Is(err, ErrLeaseEnded), errors.Is(err, ErrUnknownLease), errors.Is(err, ErrLeaseHeld):
 			k.once(name, fmt.Sprintf("Lease '%s' has expired: %v", name, err))
 		case time.Since(k.lastOK[name]) > l.TTL:
 			k.once(name, fmt.Sprintf("Lease '%s' could not be refreshed for more than its ttl of %s: it may have expired (%v)", name, l.TTL, err))
