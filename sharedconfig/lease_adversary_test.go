@@ -3,10 +3,12 @@ package sharedconfig_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 // Two processes with the same --writer hold the same lease. One refreshes
@@ -110,5 +112,54 @@ func TestRefreshOfALeaseNowAnothers(t *testing.T) {
 	ok(t, b.Refresh(ctx))
 	if l, _ := b.State().Lease("L"); l != mine {
 		t.Fatalf("the refresh changed another writer's lease: %+v, was %+v", l, mine)
+	}
+}
+
+// compactingLog is a MemLog on which another process compacts right after
+// the first unconditional append lands, before its writer reads it back.
+type compactingLog struct {
+	*statesync.MemLog
+	once    sync.Once
+	compact func()
+}
+
+func (l *compactingLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
+	rev, err := l.MemLog.Append(ctx, expected, data)
+	if err == nil && expected == statesync.AnyRevision {
+		l.once.Do(l.compact)
+	}
+	return rev, err
+}
+
+// A refresh from a stale copy whose entry a compaction covered before the
+// refresh read it back learns its outcome from the snapshot.
+func TestRefreshWhoseEntryACompactionCovered(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	b := e.open("b")
+	compacted := false
+	log := &compactingLog{MemLog: e.log, compact: func() {
+		ok(t, b.Refresh(ctx))
+		ok(t, b.Compact(ctx))
+		compacted = true
+	}}
+	a, err := sharedconfig.Open(ctx, log, sharedconfig.Options{Holder: "a"})
+	ok(t, err)
+	sharedconfig.SetServerClock(a, e.clock.Now)
+	_, err = a.RegisterLease(ctx, "L", 10*time.Second)
+	ok(t, err)
+	_, _, err = b.Put(ctx, "other", "x") // a's copy is behind
+	ok(t, err)
+	e.clock.Advance(4 * time.Second)
+	l, err := a.RefreshLease(ctx, "L")
+	ok(t, err)
+	if !compacted {
+		t.Fatal("no compaction came between the refresh and its read back")
+	}
+	if want := e.clock.Now().Add(10 * time.Second); !l.Deadline.Equal(want) {
+		t.Fatalf("deadline %v, want %v", l.Deadline, want)
+	}
+	if v, _ := a.Get("other"); v != "x" {
+		t.Fatal("the read back did not take in the snapshot")
 	}
 }
