@@ -163,3 +163,49 @@ func TestRefreshWhoseEntryACompactionCovered(t *testing.T) {
 		t.Fatal("the read back did not take in the snapshot")
 	}
 }
+
+// A process keeps alive, and revokes on a clean exit, only the leases it
+// registered: not those another process of the same --writer registered (a
+// piped one-liner with that --writer revoked a running shell's lease as it
+// ended, and a watch with it kept a dead holder's lease alive).
+func TestTwinLeavesTheLeaseItDidNotRegister(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	shell, twin := e.open("server-1"), e.open("server-1")
+	_, err := shell.RegisterLease(ctx, "L", 10*time.Second)
+	ok(t, err)
+	_, _, err = shell.PutWithLease(ctx, "/servers/1", "up", "L")
+	ok(t, err)
+	_, err = twin.RegisterLease(ctx, "M", 10*time.Second) // the twin's own
+	ok(t, err)
+
+	e.clock.Advance(8 * time.Second) // both are due for a refresh
+	before, _ := twin.State().Lease("L")
+	first, _ := twin.State().Lease("M")
+	stop := twin.KeepLeases(func(msg string) { t.Log("twin:", msg) })
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if m, _ := twin.State().Lease("M"); !m.Deadline.Equal(first.Deadline) {
+			break // refreshed; a refresh of L came first, in the same round
+		}
+		if time.Now().After(end) {
+			t.Fatal("the twin's keeper did not refresh its own lease")
+		}
+	}
+	stop()
+	if l, _ := twin.State().Lease("L"); !l.Deadline.Equal(before.Deadline) {
+		t.Fatalf("the twin's keeper refreshed a lease it did not register: deadline %v, was %v", l.Deadline, before.Deadline)
+	}
+
+	ok(t, twin.RevokeHeld(ctx)) // the twin's clean exit
+	ok(t, shell.Refresh(ctx))
+	if v, _ := shell.Get("/servers/1"); v != "up" {
+		t.Fatal("the twin's exit revoked the shell's lease")
+	}
+	if _, held := shell.State().Lease("M"); held {
+		t.Fatal("the twin's exit left its own lease")
+	}
+	ok(t, shell.RevokeHeld(ctx))
+	if _, held := shell.State().Lease("L"); held {
+		t.Fatal("the shell's exit left its lease")
+	}
+}

@@ -44,6 +44,45 @@ type leaseClient struct {
 	mu     sync.Mutex
 	offset time.Duration    // server time minus local time, as last seen
 	clock  func() time.Time // tests: the server's clock itself
+	// kept: the leases this process registered (or renewed by registering),
+	// which it keeps alive and revokes on a clean exit. A lease its --writer
+	// holds but another process registered is that process's: a piped
+	// one-liner or a watch with the same --writer must neither revoke it
+	// on exit nor keep it alive after its registrant died.
+	kept map[string]bool
+}
+
+// keep records that this process keeps lease name (on) or no longer does.
+func (lc *leaseClient) keep(name string, on bool) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.kept == nil {
+		lc.kept = map[string]bool{}
+	}
+	if on {
+		lc.kept[name] = true
+	} else {
+		delete(lc.kept, name)
+	}
+}
+
+// keptIn returns the leases this process keeps that st shows held by it,
+// and forgets the others: a lease gone, or another writer's, has ended, and
+// a lease of that name registered later is not this process's.
+func (c *Config) keptIn(st State) []string {
+	lc := &c.leases
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	var names []string
+	for name := range lc.kept {
+		if l, ok := st.Lease(name); ok && l.Holder == lc.holder {
+			names = append(names, name)
+		} else {
+			delete(lc.kept, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 func newLeaseClient(holder string) leaseClient {
@@ -160,6 +199,7 @@ func (c *Config) RegisterLease(ctx context.Context, name string, ttl time.Durati
 	if l, ok := after.Lease(name); !ok || l.Holder != c.leases.holder || (f.existed && l.Deadline.Equal(f.before)) {
 		return false, fmt.Errorf("lease '%s': %w", name, ErrLeaseExpired)
 	}
+	c.leases.keep(name, true)
 	return f.existed, nil
 }
 
@@ -241,17 +281,20 @@ func (c *Config) RevokeLease(ctx context.Context, name string) (keys []string, e
 	if err == nil {
 		err = f.err
 	}
+	if err == nil {
+		c.leases.keep(name, false)
+	}
 	return f.keys, err
 }
 
-// RevokeHeld revokes every lease this process holds, as a clean exit does.
+// RevokeHeld revokes the leases this process registered and still holds,
+// as a clean exit does; those of its --writer that another process
+// registered are left alone.
 func (c *Config) RevokeHeld(ctx context.Context) error {
 	var errs []error
-	for name, l := range c.State().Leases() {
-		if l.Holder == c.leases.holder {
-			if _, err := c.RevokeLease(ctx, name); err != nil && !errors.Is(err, ErrUnknownLease) {
-				errs = append(errs, fmt.Errorf("revoking lease '%s': %w", name, err))
-			}
+	for _, name := range c.keptIn(c.State()) {
+		if _, err := c.RevokeLease(ctx, name); err != nil && !errors.Is(err, ErrUnknownLease) {
+			errs = append(errs, fmt.Errorf("revoking lease '%s': %w", name, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -8,7 +8,8 @@ import (
 )
 
 // KeepLeases runs in the background until stop is called: it refreshes the
-// leases this process holds (a third of their ttl after the last refresh)
+// leases this process registered and holds (a third of their ttl after the
+// last refresh)
 // and writes the expiry of any lease that falls due (ExpireDue), so that
 // leases of processes that died end without anyone typing. warn hears, once
 // per lease, that a held lease could not be refreshed for longer than its
@@ -53,10 +54,9 @@ type keeper struct {
 func (k *keeper) round(ctx context.Context) {
 	now := k.c.ServerNow()
 	held := map[string]bool{}
-	for name, l := range k.c.State().Leases() {
-		if l.Holder != k.c.Holder() {
-			continue
-		}
+	st := k.c.State()
+	for _, name := range k.c.keptIn(st) {
+		l, _ := st.Lease(name)
 		held[name] = true
 		if _, ok := k.lastOK[name]; !ok {
 			k.lastOK[name] = time.Now()
