@@ -66,6 +66,13 @@ func (lc *leaseClient) keep(name string, on bool) {
 	}
 }
 
+// keeps reports whether this process keeps lease name.
+func (lc *leaseClient) keeps(name string) bool {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	return lc.kept[name]
+}
+
 // keptIn returns the leases this process keeps that st shows held by it,
 // and forgets the others: a lease gone, or another writer's, has ended, and
 // a lease of that name registered later is not this process's.
@@ -267,6 +274,15 @@ func (c *Config) refreshed(after State, name string, before time.Time) (Lease, e
 // RevokeLease ends lease name, which this process holds, and removes its
 // keys, which it returns.
 func (c *Config) RevokeLease(ctx context.Context, name string) (keys []string, err error) {
+	// Let go first, so that the keeper, refreshing it meanwhile, does not
+	// take its end for news.
+	kept := c.leases.keeps(name)
+	c.leases.keep(name, false)
+	defer func() {
+		if err != nil && kept {
+			c.leases.keep(name, true) // keptIn forgets it if it is gone
+		}
+	}()
 	type found struct {
 		err  error
 		keys []string
@@ -280,9 +296,6 @@ func (c *Config) RevokeLease(ctx context.Context, name string) (keys []string, e
 	}, name)
 	if err == nil {
 		err = f.err
-	}
-	if err == nil {
-		c.leases.keep(name, false)
 	}
 	return f.keys, err
 }

@@ -64,19 +64,8 @@ func (k *keeper) round(ctx context.Context) {
 		if l.Deadline.Sub(now) > l.TTL*2/3 {
 			continue // refreshed less than a third of the ttl ago
 		}
-		// A refresh that takes longer than the ttl is too late anyway.
-		opCtx, cancel := context.WithTimeout(ctx, min(keeperOpTimeout, l.TTL))
-		_, err := k.c.RefreshLease(opCtx, name)
-		cancel()
-		switch {
-		case err == nil:
-			k.lastOK[name], k.warned[name] = time.Now(), false
-		case ctx.Err() != nil:
+		if !k.refresh(ctx, name, l) {
 			return
-		case errors.Is(err, ErrLeaseExpired), errors.Is(err, ErrLeaseEnded), errors.Is(err, ErrUnknownLease), errors.Is(err, ErrLeaseHeld):
-			k.once(name, fmt.Sprintf("Lease '%s' has expired: %v", name, err))
-		case time.Since(k.lastOK[name]) > l.TTL:
-			k.once(name, fmt.Sprintf("Lease '%s' could not be refreshed for more than its ttl of %s: it may have expired (%v)", name, l.TTL, err))
 		}
 	}
 	for name := range k.lastOK {
@@ -88,6 +77,29 @@ func (k *keeper) round(ctx context.Context) {
 	opCtx, cancel := context.WithTimeout(ctx, keeperOpTimeout)
 	defer cancel()
 	_, _ = k.c.ExpireDue(opCtx) // a failure is tried again next round
+}
+
+// refresh refreshes lease name, l in the copy the round began with, and
+// warns of a failure that matters. It returns false when ctx ended.
+func (k *keeper) refresh(ctx context.Context, name string, l Lease) bool {
+	// A refresh that takes longer than the ttl is too late anyway.
+	opCtx, cancel := context.WithTimeout(ctx, min(keeperOpTimeout, l.TTL))
+	_, err := k.c.RefreshLease(opCtx, name)
+	cancel()
+	switch {
+	case err == nil:
+		k.lastOK[name], k.warned[name] = time.Now(), false
+	case ctx.Err() != nil:
+		return false
+	case !k.c.leases.keeps(name):
+		// This process let the lease go (REVOKE_LEASE) since the round
+		// began: its end is no news.
+	case errors.Is(err, ErrLeaseExpired), errors.Is(err, ErrLeaseEnded), errors.Is(err, ErrUnknownLease), errors.Is(err, ErrLeaseHeld):
+		k.once(name, fmt.Sprintf("Lease '%s' has expired: %v", name, err))
+	case time.Since(k.lastOK[name]) > l.TTL:
+		k.once(name, fmt.Sprintf("Lease '%s' could not be refreshed for more than its ttl of %s: it may have expired (%v)", name, l.TTL, err))
+	}
+	return true
 }
 
 func (k *keeper) once(name, msg string) {
