@@ -84,3 +84,16 @@ func TestKeeperTriesGoAboveThePrompt(t *testing.T) {
 		t.Fatalf("above the prompt: %q, want a line with %q", rec.printed(), want)
 	}
 }
+
+// A refresh that reached no server cannot be looked up (it is appended
+// unconditionally); the shell says so, and that sending it again is safe.
+func TestRefreshOfUnknownOutcome(t *testing.T) {
+	srv := jstest.Server(t)
+	sh, out := openShell(t, srv, "w", Options{Timeout: time.Second})
+	run(sh, out, "REGISTER_LEASE L, 60s")
+	srv.Shutdown()
+	got := run(sh, out, "REFRESH_LEASE L")
+	if want := "!!!! Lease 'L' may or may not have been refreshed (a refresh cannot be looked up); sending it again is safe, and the shell keeps refreshing it by itself ("; !strings.HasPrefix(got, want) {
+		t.Fatalf("got %q, want it to start %q", got, want)
+	}
+}
