@@ -9,11 +9,10 @@ import (
 
 // KeepLeases runs in the background until stop is called: it refreshes the
 // leases this process registered and holds (a third of their ttl after the
-// last refresh)
-// and writes the expiry of any lease that falls due (ExpireDue), so that
-// leases of processes that died end without anyone typing. warn hears, once
-// per lease, that a held lease could not be refreshed for longer than its
-// ttl and may have expired, or that it has.
+// last refresh) and writes the expiry of any lease that falls due
+// (ExpireDue), so that leases of processes that died end without anyone
+// typing. warn hears, once per lease, that a held lease could not be
+// refreshed for longer than its ttl and may have expired, or that it has.
 func (c *Config) KeepLeases(warn func(msg string)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
