@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 // The lease commands (sharedconfig's leases: keys that live as long as
@@ -36,6 +37,8 @@ func (sh *Shell) leaseFailure(name string, err error) reply {
 		r = refuse("Unknown lease: '%s' (LEASES lists the leases)", name)
 	case errors.Is(err, sharedconfig.ErrLeaseHeld):
 		r = refuse("Lease '%s' is held by another writer %s", name, strings.TrimPrefix(err.Error(), sharedconfig.ErrLeaseHeld.Error()+" "))
+	case errors.Is(err, sharedconfig.ErrLeaseEnded):
+		r = refuse("Lease '%s' had ended before this refresh reached the server (it expired, or another process of this writer revoked it); nothing was changed", name)
 	case errors.Is(err, sharedconfig.ErrLeaseExpired):
 		r = refuse("Lease '%s' is past its deadline by the server's clock and is expiring; nothing was changed", name)
 	default:
@@ -61,6 +64,11 @@ func runRegisterLease(ctx context.Context, sh *Shell, args []string) reply {
 func runRefreshLease(ctx context.Context, sh *Shell, args []string) reply {
 	name := args[0]
 	l, err := sh.cfg.RefreshLease(ctx, name)
+	if errors.Is(err, statesync.ErrUnknownOutcome) && !sh.cancelled.Load() {
+		// Unconditional, so it cannot be looked up; but, unlike a change,
+		// it is safe to send again.
+		return refuse("Lease '%s' may or may not have been refreshed (a refresh cannot be looked up); sending it again is safe, and the shell keeps refreshing it by itself (%v)", name, err)
+	}
 	if err != nil {
 		return sh.leaseFailure(name, err)
 	}

@@ -83,6 +83,9 @@ type Shell struct {
 
 	tracing  atomic.Bool
 	attempts []jsonTrace // JSON mode: the current command's tries
+	// inCommand: a command is running, so the tries traced are its own;
+	// between commands they are the lease keeper's.
+	inCommand atomic.Bool
 
 	followMu    sync.Mutex
 	stopFollow  func() // set while following: FOLLOW ON or WATCH
@@ -232,6 +235,8 @@ func (sh *Shell) Execute(ctx context.Context, text string) outcome {
 	}
 	cctx, cancel := context.WithTimeout(ctx, sh.timeout)
 	defer cancel()
+	sh.inCommand.Store(true)
+	defer sh.inCommand.Store(false)
 	return sh.render(c.name, c.run(cctx, sh, line.Args))
 }
 
@@ -298,14 +303,26 @@ func (sh *Shell) Attempt(a statesync.Attempt) {
 	if !sh.tracing.Load() {
 		return
 	}
+	background := !sh.inCommand.Load()
 	if sh.json {
 		t := jsonTrace{Attempt: a.N, Base: a.Base, Updates: a.Updates, Committed: a.Revision, HeldBackMS: float64(a.HeldBack.Microseconds()) / 1000, Unconditional: a.Unconditional}
 		if a.Conflict != nil {
 			t.Conflict, t.StreamAt, t.CaughtUp = true, a.Conflict.Current, a.CaughtUp
 		}
+		if background { // an event of its own, not a try of the next command
+			sh.printJSONAsync(struct {
+				Event string `json:"event"`
+				jsonTrace
+			}{"background_attempt", t})
+			return
+		}
 		sh.outMu.Lock()
 		sh.attempts = append(sh.attempts, t)
 		sh.outMu.Unlock()
+		return
+	}
+	if background { // above the line being typed, not into it
+		sh.printAsync([]string{strings.Replace(describeAttempt(a), ".... ", ".... lease keeping, in the background: ", 1)})
 		return
 	}
 	sh.print([]string{describeAttempt(a)})

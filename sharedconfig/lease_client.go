@@ -23,7 +23,11 @@ var (
 	// ErrLeaseExpired: the operation reached the log after the lease's
 	// deadline, so the log refused it; the lease is ending.
 	ErrLeaseExpired = errors.New("the lease is past its deadline by the server's clock and is expiring")
-	ErrBadTTL       = errors.New("a lease's ttl must be a whole number of milliseconds, from 1s to 24h")
+	// ErrLeaseEnded: a refresh, appended because the local copy showed the
+	// lease held, reached the log after the lease was gone: it expired, or
+	// another process of the same --writer revoked it.
+	ErrLeaseEnded = errors.New("the lease had ended (it expired, or another process of this writer revoked it)")
+	ErrBadTTL     = errors.New("a lease's ttl must be a whole number of milliseconds, from 1s to 24h")
 )
 
 // MinLeaseTTL and MaxLeaseTTL bound a lease's ttl.
@@ -40,6 +44,52 @@ type leaseClient struct {
 	mu     sync.Mutex
 	offset time.Duration    // server time minus local time, as last seen
 	clock  func() time.Time // tests: the server's clock itself
+	// kept: the leases this process registered (or renewed by registering),
+	// which it keeps alive and revokes on a clean exit. A lease its --writer
+	// holds but another process registered is that process's: a piped
+	// one-liner or a watch with the same --writer must neither revoke it
+	// on exit nor keep it alive after its registrant died.
+	kept map[string]bool
+}
+
+// keep records that this process keeps lease name (on) or no longer does.
+func (lc *leaseClient) keep(name string, on bool) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.kept == nil {
+		lc.kept = map[string]bool{}
+	}
+	if on {
+		lc.kept[name] = true
+	} else {
+		delete(lc.kept, name)
+	}
+}
+
+// keeps reports whether this process keeps lease name.
+func (lc *leaseClient) keeps(name string) bool {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	return lc.kept[name]
+}
+
+// keptIn returns the leases this process keeps that st shows held by it,
+// and forgets the others: a lease gone, or another writer's, has ended, and
+// a lease of that name registered later is not this process's.
+func (c *Config) keptIn(st State) []string {
+	lc := &c.leases
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	var names []string
+	for name := range lc.kept {
+		if l, ok := st.Lease(name); ok && l.Holder == lc.holder {
+			names = append(names, name)
+		} else {
+			delete(lc.kept, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 func newLeaseClient(holder string) leaseClient {
@@ -156,6 +206,7 @@ func (c *Config) RegisterLease(ctx context.Context, name string, ttl time.Durati
 	if l, ok := after.Lease(name); !ok || l.Holder != c.leases.holder || (f.existed && l.Deadline.Equal(f.before)) {
 		return false, fmt.Errorf("lease '%s': %w", name, ErrLeaseExpired)
 	}
+	c.leases.keep(name, true)
 	return f.existed, nil
 }
 
@@ -200,10 +251,21 @@ func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
 
 // refreshed judges a refresh of lease name by the state just after its
 // entry: it renewed the lease only if the lease is still this process's,
-// with a deadline other than before, the one it had.
+// with a deadline other than before, the one it had, and not watched. A
+// lease just renewed is never watched (its deadline is a whole ttl after
+// the entry), and one the refresh found dead stays watched: that catches a
+// late refresh from a copy that missed a change of deadline (a refresh by
+// another process of the same --writer, a grace after a silence), where
+// the deadline differs from before though the refresh did nothing.
+// A lease gone, or now another writer's, is reported as such.
 func (c *Config) refreshed(after State, name string, before time.Time) (Lease, error) {
 	l, ok := after.Lease(name)
-	if !ok || l.Holder != c.leases.holder || l.Deadline.Equal(before) {
+	switch {
+	case !ok:
+		return l, fmt.Errorf("lease '%s': %w", name, ErrLeaseEnded)
+	case l.Holder != c.leases.holder:
+		return l, fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)
+	case l.Watched || l.Deadline.Equal(before):
 		return l, fmt.Errorf("lease '%s': %w", name, ErrLeaseExpired)
 	}
 	return l, nil
@@ -212,6 +274,15 @@ func (c *Config) refreshed(after State, name string, before time.Time) (Lease, e
 // RevokeLease ends lease name, which this process holds, and removes its
 // keys, which it returns.
 func (c *Config) RevokeLease(ctx context.Context, name string) (keys []string, err error) {
+	// Let go first, so that the keeper, refreshing it meanwhile, does not
+	// take its end for news.
+	kept := c.leases.keeps(name)
+	c.leases.keep(name, false)
+	defer func() {
+		if err != nil && kept {
+			c.leases.keep(name, true) // keptIn forgets it if it is gone
+		}
+	}()
 	type found struct {
 		err  error
 		keys []string
@@ -229,14 +300,14 @@ func (c *Config) RevokeLease(ctx context.Context, name string) (keys []string, e
 	return f.keys, err
 }
 
-// RevokeHeld revokes every lease this process holds, as a clean exit does.
+// RevokeHeld revokes the leases this process registered and still holds,
+// as a clean exit does; those of its --writer that another process
+// registered are left alone.
 func (c *Config) RevokeHeld(ctx context.Context) error {
 	var errs []error
-	for name, l := range c.State().Leases() {
-		if l.Holder == c.leases.holder {
-			if _, err := c.RevokeLease(ctx, name); err != nil && !errors.Is(err, ErrUnknownLease) {
-				errs = append(errs, fmt.Errorf("revoking lease '%s': %w", name, err))
-			}
+	for _, name := range c.keptIn(c.State()) {
+		if _, err := c.RevokeLease(ctx, name); err != nil && !errors.Is(err, ErrUnknownLease) {
+			errs = append(errs, fmt.Errorf("revoking lease '%s': %w", name, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -8,11 +8,11 @@ import (
 )
 
 // KeepLeases runs in the background until stop is called: it refreshes the
-// leases this process holds (a third of their ttl after the last refresh)
-// and writes the expiry of any lease that falls due (ExpireDue), so that
-// leases of processes that died end without anyone typing. warn hears, once
-// per lease, that a held lease could not be refreshed for longer than its
-// ttl and may have expired, or that it has.
+// leases this process registered and holds (a third of their ttl after the
+// last refresh) and writes the expiry of any lease that falls due
+// (ExpireDue), so that leases of processes that died end without anyone
+// typing. warn hears, once per lease, that a held lease could not be
+// refreshed for longer than its ttl and may have expired, or that it has.
 func (c *Config) KeepLeases(warn func(msg string)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -53,10 +53,9 @@ type keeper struct {
 func (k *keeper) round(ctx context.Context) {
 	now := k.c.ServerNow()
 	held := map[string]bool{}
-	for name, l := range k.c.State().Leases() {
-		if l.Holder != k.c.Holder() {
-			continue
-		}
+	st := k.c.State()
+	for _, name := range k.c.keptIn(st) {
+		l, _ := st.Lease(name)
 		held[name] = true
 		if _, ok := k.lastOK[name]; !ok {
 			k.lastOK[name] = time.Now()
@@ -64,19 +63,8 @@ func (k *keeper) round(ctx context.Context) {
 		if l.Deadline.Sub(now) > l.TTL*2/3 {
 			continue // refreshed less than a third of the ttl ago
 		}
-		// A refresh that takes longer than the ttl is too late anyway.
-		opCtx, cancel := context.WithTimeout(ctx, min(keeperOpTimeout, l.TTL))
-		_, err := k.c.RefreshLease(opCtx, name)
-		cancel()
-		switch {
-		case err == nil:
-			k.lastOK[name], k.warned[name] = time.Now(), false
-		case ctx.Err() != nil:
+		if !k.refresh(ctx, name, l) {
 			return
-		case errors.Is(err, ErrLeaseExpired), errors.Is(err, ErrUnknownLease), errors.Is(err, ErrLeaseHeld):
-			k.once(name, fmt.Sprintf("Lease '%s' has expired: %v", name, err))
-		case time.Since(k.lastOK[name]) > l.TTL:
-			k.once(name, fmt.Sprintf("Lease '%s' could not be refreshed for more than its ttl of %s: it may have expired (%v)", name, l.TTL, err))
 		}
 	}
 	for name := range k.lastOK {
@@ -88,6 +76,29 @@ func (k *keeper) round(ctx context.Context) {
 	opCtx, cancel := context.WithTimeout(ctx, keeperOpTimeout)
 	defer cancel()
 	_, _ = k.c.ExpireDue(opCtx) // a failure is tried again next round
+}
+
+// refresh refreshes lease name, l in the copy the round began with, and
+// warns of a failure that matters. It returns false when ctx ended.
+func (k *keeper) refresh(ctx context.Context, name string, l Lease) bool {
+	// A refresh that takes longer than the ttl is too late anyway.
+	opCtx, cancel := context.WithTimeout(ctx, min(keeperOpTimeout, l.TTL))
+	_, err := k.c.RefreshLease(opCtx, name)
+	cancel()
+	switch {
+	case err == nil:
+		k.lastOK[name], k.warned[name] = time.Now(), false
+	case ctx.Err() != nil:
+		return false
+	case !k.c.leases.keeps(name):
+		// This process let the lease go (REVOKE_LEASE) since the round
+		// began: its end is no news.
+	case errors.Is(err, ErrLeaseExpired), errors.Is(err, ErrLeaseEnded), errors.Is(err, ErrUnknownLease), errors.Is(err, ErrLeaseHeld):
+		k.once(name, fmt.Sprintf("Lease '%s' has expired: %v", name, err))
+	case time.Since(k.lastOK[name]) > l.TTL:
+		k.once(name, fmt.Sprintf("Lease '%s' could not be refreshed for more than its ttl of %s: it may have expired (%v)", name, l.TTL, err))
+	}
+	return true
 }
 
 func (k *keeper) once(name, msg string) {

@@ -152,11 +152,14 @@ func llEnd(s llState, lease int) (llState, string) {
 // that entry at. wrote is whether the operation did append one: a refresh
 // is appended unconditionally when its client's copy showed the lease as
 // its own, so it may land where the lease has ended or passed to another
-// client; there it changes nothing and reports the lease expired.
+// client; there it changes nothing and reports the lease ended (gone) or
+// held (another client's).
 func llSpec(s llState, in llInput, at int64, wrote bool) (llResult, bool, llState) {
 	k := s.keys[in.key]
-	if l := s.leases[in.lease]; in.op == "refresh" && wrote && (!l.present || l.holder != in.client) {
-		return llResult{err: "expired"}, true, llTick(s, at)
+	if l := s.leases[in.lease]; in.op == "refresh" && wrote && !l.present {
+		return llResult{err: "ended"}, true, llTick(s, at)
+	} else if in.op == "refresh" && wrote && l.holder != in.client {
+		return llResult{err: "held"}, true, llTick(s, at)
 	}
 	switch in.op {
 	case "get":
@@ -412,7 +415,7 @@ func (cl *llClient) do(in llInput) (llOutput, error) {
 	for _, e := range []struct {
 		err  error
 		name string
-	}{{sharedconfig.ErrUnknownLease, "unknown lease"}, {sharedconfig.ErrLeaseHeld, "held"}, {sharedconfig.ErrLeaseExpired, "expired"}} {
+	}{{sharedconfig.ErrUnknownLease, "unknown lease"}, {sharedconfig.ErrLeaseHeld, "held"}, {sharedconfig.ErrLeaseExpired, "expired"}, {sharedconfig.ErrLeaseEnded, "ended"}} {
 		if errors.Is(err, e.err) {
 			out.res, err = llResult{err: e.name}, nil
 		}
@@ -800,7 +803,7 @@ func TestLeaseModelRejects(t *testing.T) {
 		name: "an unconditional refresh after the lease ended revives it",
 		good: []step{
 			{expire, wrote(4, ms(1200), llResult{ended: true})},
-			{refresh, wrote(5, ms(1300), llResult{err: "expired"})},
+			{refresh, wrote(5, ms(1300), llResult{err: "ended"})},
 			{getA, read(5, llResult{})},
 		},
 		bad: []step{

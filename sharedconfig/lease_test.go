@@ -194,8 +194,8 @@ func TestLateRefreshDoesNotRevive(t *testing.T) {
 
 // A refresh is appended unconditionally: from a stale copy it lands in one
 // try, with no conflict; and once another process has ended the lease, a
-// refresh from a copy that still shows it held is told so and revives
-// nothing.
+// refresh from a copy that still shows it held is told that it ended, and
+// revives nothing.
 func TestRefreshFromAStaleCopy(t *testing.T) {
 	ctx := context.Background()
 	e := newLeaseEnv(t)
@@ -234,8 +234,8 @@ func TestRefreshFromAStaleCopy(t *testing.T) {
 	if _, held := a.State().Lease("a"); !held {
 		t.Fatal("a's copy should still be stale here")
 	}
-	if _, err := a.RefreshLease(ctx, "a"); !errors.Is(err, sharedconfig.ErrLeaseExpired) {
-		t.Fatalf("refresh of an ended lease: %v, want ErrLeaseExpired", err)
+	if _, err := a.RefreshLease(ctx, "a"); !errors.Is(err, sharedconfig.ErrLeaseEnded) {
+		t.Fatalf("refresh of an ended lease: %v, want ErrLeaseEnded", err)
 	}
 	if _, held := a.State().Lease("a"); held {
 		t.Fatal("the refresh revived an ended lease")

@@ -1,0 +1,211 @@
+package sharedconfig_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// Two processes with the same --writer hold the same lease. One refreshes
+// it; the other's copy still shows the old deadline when the lease dies
+// (past its deadline, the log alive in its last half, no expiry written
+// yet). The other's refresh then lands as a no-op: it must be reported
+// expired, although the deadline after it is not the one its copy showed.
+func TestLateRefreshFromACopyThatMissedARefresh(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	a1, a2, b := e.open("a"), e.open("a"), e.open("b")
+	_, err := a1.RegisterLease(ctx, "L", 10*time.Second)
+	ok(t, err)
+	ok(t, a2.Refresh(ctx)) // a2 sees the first deadline
+	e.clock.Advance(4 * time.Second)
+	_, err = a1.RefreshLease(ctx, "L") // a2 does not see this one
+	ok(t, err)
+	e.clock.Advance(6 * time.Second)
+	_, err = b.RegisterLease(ctx, "b", 10*time.Second) // the log is alive in L's last half
+	ok(t, err)
+	e.clock.Advance(5 * time.Second) // L is past its deadline; nobody expired it yet
+	if _, err := a2.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseExpired) {
+		t.Fatalf("a refresh that landed on a dead lease: %v, want ErrLeaseExpired", err)
+	}
+	gone, err := b.ExpireDue(ctx)
+	ok(t, err)
+	if len(gone) != 1 || gone[0] != "L" {
+		t.Fatalf("ExpireDue ended %v, want [L]", gone)
+	}
+}
+
+// The same with one holder: after an outage another process's expiry gave
+// the lease a ttl of grace, which the holder (stalled, its copy stale)
+// missed; its refresh after the grace ran out renews nothing.
+func TestLateRefreshAfterAGraceItMissed(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	a, other := e.open("a"), e.open("other")
+	_, err := a.RegisterLease(ctx, "L", 10*time.Second)
+	ok(t, err)
+	ok(t, other.Refresh(ctx))
+	e.clock.Advance(30 * time.Second) // silence
+	_, err = other.ExpireDue(ctx)     // grace: a fresh ttl
+	ok(t, err)
+	if _, held := other.State().Lease("L"); !held {
+		t.Fatal("no grace after the silence")
+	}
+	e.clock.Advance(8 * time.Second)
+	_, err = other.ExpireDue(ctx) // a witness: the log is alive as the grace ends
+	ok(t, err)
+	e.clock.Advance(3 * time.Second)
+	if _, err := a.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseExpired) {
+		t.Fatalf("a refresh after the grace ran out: %v, want ErrLeaseExpired", err)
+	}
+}
+
+// A refresh from a copy that shows the lease held, landing after another
+// process of the same --writer revoked it, says the lease ended (not that
+// it is past its deadline: it was not) and revives nothing.
+func TestRefreshAfterATwinRevoked(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	a1, a2 := e.open("a"), e.open("a")
+	_, err := a1.RegisterLease(ctx, "L", 10*time.Second)
+	ok(t, err)
+	ok(t, a2.Refresh(ctx))
+	_, err = a1.RevokeLease(ctx, "L")
+	ok(t, err)
+	if _, err := a2.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseEnded) || errors.Is(err, sharedconfig.ErrLeaseExpired) {
+		t.Fatalf("a refresh of a revoked lease: %v, want ErrLeaseEnded", err)
+	}
+	if _, held := a2.State().Lease("L"); held {
+		t.Fatal("the refresh revived a revoked lease")
+	}
+}
+
+// A refresh from a stale copy, landing after the lease expired and another
+// writer registered it again, says who holds it now and leaves it alone.
+func TestRefreshOfALeaseNowAnothers(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	a, b := e.open("a"), e.open("b")
+	_, err := a.RegisterLease(ctx, "L", 10*time.Second)
+	ok(t, err)
+	ok(t, b.Refresh(ctx))
+	e.clock.Advance(8 * time.Second)
+	_, err = b.ExpireDue(ctx) // a witness
+	ok(t, err)
+	e.clock.Advance(3 * time.Second)
+	gone, err := b.ExpireDue(ctx)
+	ok(t, err)
+	if len(gone) != 1 {
+		t.Fatalf("ExpireDue ended %v, want [L]", gone)
+	}
+	_, err = b.RegisterLease(ctx, "L", 10*time.Second)
+	ok(t, err)
+	mine, _ := b.State().Lease("L")
+	if _, err := a.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseHeld) {
+		t.Fatalf("a refresh of a lease another writer holds now: %v, want ErrLeaseHeld", err)
+	}
+	ok(t, b.Refresh(ctx))
+	if l, _ := b.State().Lease("L"); l != mine {
+		t.Fatalf("the refresh changed another writer's lease: %+v, was %+v", l, mine)
+	}
+}
+
+// compactingLog is a MemLog on which another process compacts right after
+// the first unconditional append lands, before its writer reads it back.
+type compactingLog struct {
+	*statesync.MemLog
+	once    sync.Once
+	compact func()
+}
+
+func (l *compactingLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
+	rev, err := l.MemLog.Append(ctx, expected, data)
+	if err == nil && expected == statesync.AnyRevision {
+		l.once.Do(l.compact)
+	}
+	return rev, err
+}
+
+// A refresh from a stale copy whose entry a compaction covered before the
+// refresh read it back learns its outcome from the snapshot.
+func TestRefreshWhoseEntryACompactionCovered(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	b := e.open("b")
+	compacted := false
+	log := &compactingLog{MemLog: e.log, compact: func() {
+		ok(t, b.Refresh(ctx))
+		ok(t, b.Compact(ctx))
+		compacted = true
+	}}
+	a, err := sharedconfig.Open(ctx, log, sharedconfig.Options{Holder: "a"})
+	ok(t, err)
+	sharedconfig.SetServerClock(a, e.clock.Now)
+	_, err = a.RegisterLease(ctx, "L", 10*time.Second)
+	ok(t, err)
+	_, _, err = b.Put(ctx, "other", "x") // a's copy is behind
+	ok(t, err)
+	e.clock.Advance(4 * time.Second)
+	l, err := a.RefreshLease(ctx, "L")
+	ok(t, err)
+	if !compacted {
+		t.Fatal("no compaction came between the refresh and its read back")
+	}
+	if want := e.clock.Now().Add(10 * time.Second); !l.Deadline.Equal(want) {
+		t.Fatalf("deadline %v, want %v", l.Deadline, want)
+	}
+	if v, _ := a.Get("other"); v != "x" {
+		t.Fatal("the read back did not take in the snapshot")
+	}
+}
+
+// A process keeps alive, and revokes on a clean exit, only the leases it
+// registered: not those another process of the same --writer registered (a
+// piped one-liner with that --writer revoked a running shell's lease as it
+// ended, and a watch with it kept a dead holder's lease alive).
+func TestTwinLeavesTheLeaseItDidNotRegister(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	shell, twin := e.open("server-1"), e.open("server-1")
+	_, err := shell.RegisterLease(ctx, "L", 10*time.Second)
+	ok(t, err)
+	_, _, err = shell.PutWithLease(ctx, "/servers/1", "up", "L")
+	ok(t, err)
+	_, err = twin.RegisterLease(ctx, "M", 10*time.Second) // the twin's own
+	ok(t, err)
+
+	e.clock.Advance(8 * time.Second) // both are due for a refresh
+	before, _ := twin.State().Lease("L")
+	first, _ := twin.State().Lease("M")
+	stop := twin.KeepLeases(func(msg string) { t.Log("twin:", msg) })
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if m, _ := twin.State().Lease("M"); !m.Deadline.Equal(first.Deadline) {
+			break // refreshed; a refresh of L came first, in the same round
+		}
+		if time.Now().After(end) {
+			t.Fatal("the twin's keeper did not refresh its own lease")
+		}
+	}
+	stop()
+	if l, _ := twin.State().Lease("L"); !l.Deadline.Equal(before.Deadline) {
+		t.Fatalf("the twin's keeper refreshed a lease it did not register: deadline %v, was %v", l.Deadline, before.Deadline)
+	}
+
+	ok(t, twin.RevokeHeld(ctx)) // the twin's clean exit
+	ok(t, shell.Refresh(ctx))
+	if v, _ := shell.Get("/servers/1"); v != "up" {
+		t.Fatal("the twin's exit revoked the shell's lease")
+	}
+	if _, held := shell.State().Lease("M"); held {
+		t.Fatal("the twin's exit left its own lease")
+	}
+	ok(t, shell.RevokeHeld(ctx))
+	if _, held := shell.State().Lease("L"); held {
+		t.Fatal("the shell's exit left its lease")
+	}
+}
