@@ -86,8 +86,8 @@ type Config struct {
 	watching atomic.Int32 // len(watchers), read without the lock
 }
 
-// ErrNotUTF8: keys and values must be UTF-8 text.
-var ErrNotUTF8 = errors.New("keys and values must be UTF-8 text")
+// ErrNotUTF8: keys, values and lease names must be UTF-8 text.
+var ErrNotUTF8 = errors.New("keys, values and lease names must be UTF-8 text")
 
 // Open opens the shared config held in log, initialising it as empty if the
 // log is empty and loading it otherwise. When the log holds an entry that
