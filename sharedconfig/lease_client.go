@@ -161,7 +161,8 @@ type LeaseInfo struct {
 	Name string
 	Lease
 	Keys []string
-	// Mine: this process holds it.
+	// Mine: this process registered it and holds it (another process of
+	// the same --writer may hold a lease as well; that one is its own).
 	Mine bool
 }
 
@@ -170,7 +171,7 @@ func (c *Config) Leases() []LeaseInfo {
 	st := c.State()
 	var out []LeaseInfo
 	for name, l := range st.Leases() {
-		out = append(out, LeaseInfo{Name: name, Lease: l, Keys: st.LeaseKeys(name), Mine: l.Holder == c.leases.holder})
+		out = append(out, LeaseInfo{Name: name, Lease: l, Keys: st.LeaseKeys(name), Mine: l.Holder == c.leases.holder && c.leases.keeps(name)})
 	}
 	return out
 }
