@@ -44,18 +44,9 @@ func (r *runner) leases(ctx context.Context) ([]Row, error) {
 	}
 	// The two alternate, as the contended figures do, so that a drift in
 	// the machine's speed falls on both.
-	var with, none contention
-	slice := r.o.Duration / turnsEach
-	for range turnsEach {
-		n, err := r.runWriters(ctx, w, slice, noneWrite)
-		if err != nil {
-			return nil, err
-		}
-		l, err := r.runWriters(ctx, w, slice, withWrite)
-		if err != nil {
-			return nil, err
-		}
-		none, with = none.add(n), with.add(l)
+	none, with, err := r.alternate(ctx, w, noneWrite, withWrite)
+	if err != nil {
+		return nil, err
 	}
 	x := row(phase+": commits/s", "commits/s", with.rate(r.o.Duration), none.rate(r.o.Duration), "no leases").atLeast(0.9)
 	x.Note = fmt.Sprintf("tries per commit %.2f (without leases %.2f); refreshes every %s per lease; without leases the %d processes read the log as often", with.perCommit(), none.perCommit(), leaseTTL/3, leasesKept)
