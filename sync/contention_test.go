@@ -248,20 +248,23 @@ func TestGarbageWordsAreIgnored(t *testing.T) {
 }
 
 // A writer in a closed loop that gets its turn keeps it for TurnCommits
-// back-to-back commits, then says it is done; one that does not write back
-// to back (a person, a periodic refresh) says so as soon as it lands.
+// back-to-back commits, or until its turn's time is up, then says it is
+// done; one that does not write back to back (a person, a periodic refresh)
+// says so as soon as it lands.
 func TestTurnLastsForBackToBackWritesOnly(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		loop        time.Duration
-		doneAfter   int // writes after which the writer says done
-		doneAtFirst bool
+		name      string
+		loop      time.Duration
+		turn      time.Duration
+		doneAfter int // writes after which the writer says done
 	}{
-		{"looping", time.Hour, statesync.TurnCommits, false},
-		{"pausing", 0, 1, true},
+		{"looping", time.Hour, time.Hour, statesync.TurnCommits},
+		{"pausing", 0, time.Hour, 1},
+		{"looping past its time", time.Hour, time.Nanosecond, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			statesync.SetTurnTimes(t, time.Hour, time.Hour, time.Hour, tc.loop)
+			statesync.SetTurnTime(t, tc.turn)
 			log := &rivalLog{MemLog: statesync.NewMemLog("t")}
 			s := newCounter(t, log)
 			if _, err := increment(context.Background(), s); err != nil {

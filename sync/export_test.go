@@ -32,5 +32,12 @@ func SetTurnTimes(t interface{ Cleanup(func()) }, stale, repeat, hold, loop time
 // TurnCommits is how many commits one turn holds at most.
 const TurnCommits = turnCommits
 
+// SetTurnTime sets how long one turn lasts at most, until the test ends.
+func SetTurnTime(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := turnTime
+	turnTime = d
+	t.Cleanup(func() { turnTime = old })
+}
+
 // TurnID is the id a synchronizer's words name it by.
 func TurnID[S any](s *Synchronizer[S]) string { return s.turns.id }
