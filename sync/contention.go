@@ -228,14 +228,23 @@ func (s *Synchronizer[S]) listenLocked() bool {
 // its word meanwhile. It uses the wait to catch up, where that saves the
 // others from waiting while it does so at its turn: before it joins the
 // queue if its copy is known to be behind, and once when it is next in
-// line.
-func (s *Synchronizer[S]) holdBackLocked(ctx context.Context) error {
+// line. A write that waited catches up once more before it goes: the
+// writers before it took their turns meanwhile, so a try on its copy would
+// be lost for sure, and a read costs the same round trips as a lost try
+// and its catch-up, without the try.
+func (s *Synchronizer[S]) holdBackLocked(ctx context.Context) (err error) {
 	w := s.writing
 	if w == nil || w.announcer == nil {
 		return nil
 	}
 	before := w.heldBack
-	defer func() { w.lastHold = w.heldBack - before }()
+	waited := false
+	defer func() {
+		w.lastHold = w.heldBack - before
+		if waited && err == nil {
+			_, err = s.fetchLocked(ctx, 0)
+		}
+	}()
 	for w.heldBack < maxHoldBack {
 		now := time.Now()
 		ahead, stale, changed := s.turns.ahead(w.since, now)
@@ -272,6 +281,7 @@ func (s *Synchronizer[S]) holdBackLocked(ctx context.Context) error {
 			return ctx.Err()
 		}
 		timer.Stop()
+		waited = true
 		w.heldBack += time.Since(now)
 	}
 	return nil
@@ -300,8 +310,8 @@ func (s *Synchronizer[S]) sayWaiting(w *write, now time.Time) {
 
 // endWriteLocked ends w's part. A looping writer whose write waited and
 // landed holds the turn for its next back-to-back writes, up to
-// turnCommits or turnTime; otherwise a writer that announced a wait says it is done, so
-// that the writers holding back for it go on.
+// turnCommits or turnTime; otherwise a writer that announced a wait says it
+// is done, so that the writers holding back for it go on.
 func (s *Synchronizer[S]) endWriteLocked(w *write, landed bool) {
 	if landed {
 		s.lastLanded = time.Now()

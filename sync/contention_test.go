@@ -287,6 +287,51 @@ func TestTurnLastsForBackToBackWritesOnly(t *testing.T) {
 	}
 }
 
+// A write that waited for another writer's turn catches up before it
+// tries: the log moved meanwhile, and a try on its old copy would be lost
+// for sure.
+func TestWaitedWriteCatchesUpBeforeItTries(t *testing.T) {
+	statesync.SetTurnTimes(t, time.Hour, time.Hour, time.Hour, 0)
+	log := statesync.NewMemLog("t")
+	var mu sync.Mutex
+	var tries []statesync.Attempt
+	s := newCounter(t, log, statesync.WithTrace(func(a statesync.Attempt) {
+		mu.Lock()
+		tries = append(tries, a)
+		mu.Unlock()
+	}))
+	other := newCounter(t, struct{ statesync.Log }{log}) // a writer that takes no turns
+	if _, err := increment(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	h := listen(t, log)
+	log.Announce([]byte("wait older 0"))
+	done := incrementAsync(s)
+	me := statesync.TurnID(s)
+	waitFor(t, "the writer to hold back", func() bool { return len(h.from(me)) > 0 })
+	for range 3 { // the older writer's turn
+		if _, err := increment(context.Background(), other); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	tries = nil
+	mu.Unlock()
+	log.Announce([]byte("done older"))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	last, err := log.LastRevision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(tries) != 1 || tries[0].Conflict != nil || tries[0].Base != last-1 {
+		t.Fatalf("tries after the wait: %+v; want one, on the other writer's last revision, that landed", tries)
+	}
+}
+
 // A write that holds back joins the queue behind the waiters it heard,
 // however old its copy: an old copy is no claim to go first.
 func TestHoldingBackJoinsBehindTheWaiters(t *testing.T) {
