@@ -55,9 +55,11 @@ type Options struct {
 // 8,000 operations per latency figure: at 2,000 the p99 of two identical
 // raw publishes came out 0.89× to 1.32× of each other here (the few
 // operations that meet a garbage collection of the process, which hosts
-// the server too, decide it), at 8,000 0.87× to 1.06× in four runs.
+// the server too, decide it), at 8,000 0.87× to 1.06× in four runs; and
+// 4 s per contended figure, where two identical sides measured 1.03× and
+// 1.06× of each other at 2 s.
 func DefaultOptions() Options {
-	return Options{Ops: 8000, Keys: 100_000, Entries: 100_000, Writers: []int{1, 2, 4, 8, 16}, Duration: 2 * time.Second}
+	return Options{Ops: 8000, Keys: 100_000, Entries: 100_000, Writers: []int{1, 2, 4, 8, 16}, Duration: 4 * time.Second}
 }
 
 // Row is one figure beside its anchor.
