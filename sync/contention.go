@@ -143,9 +143,9 @@ func (t *turns) ahead(since uint64, now time.Time) (int, time.Time, <-chan struc
 // ownTurn is the turn this synchronizer holds, if any, across its writes:
 // a waiter that got through keeps going before the others for up to
 // turnCommits back-to-back commits or turnTime, whichever comes first, so
-// that a handoff, which costs the next writer a try to learn what the last
-// one wrote, is paid once per turn rather than once per commit. Guarded by
-// the synchronizer's mu.
+// that a handoff, which costs the next writer a read of what the last one
+// wrote, is paid once per turn rather than once per commit. Guarded by the
+// synchronizer's mu.
 type ownTurn struct {
 	held    bool
 	since   uint64    // the age its words give
@@ -155,9 +155,10 @@ type ownTurn struct {
 	gen     int       // counts writes, so a late release knows it is late
 }
 
-// turnCommits is how many commits one turn holds at most: a handoff costs
-// about one commit, so turns of 32 lose about 3% to them (turns of 16 gave
-// 4 writers on one server about 9% less throughput, turns of 8 more still).
+// turnCommits is how many commits one turn holds at most. A handoff costs
+// about one commit's time: with turns of 16, 4 writers on one server made
+// 1.05× to 1.14× NATS KV's commits where turns of 32 made 1.16× to 1.20×;
+// longer turns make the others wait longer.
 const turnCommits = 32
 
 // turnTime bounds a turn's length where commits are slow (a replicated
