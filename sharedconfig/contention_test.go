@@ -13,13 +13,13 @@ import (
 // writer can lose hundreds of times in a row (it is always a round trip
 // behind the writer that just won). The bound leaves room for a loaded
 // machine: a writer announces after its second loss, and may lose once
-// more to a write already under way, once after its turn comes (it learns
-// then what the last turn wrote), and a few times if a wait runs out or
-// words arrive late. Measured on 2 cores: with turns 4 in most runs, 10 to
-// 16 in one run of five (the words are asynchronous, and the whole run
-// takes a third of a second), 21 once under -race on a loaded machine;
-// without turns (the log hiding its Announcer) 74 to 143, and 91 to 161
-// under -race.
+// more to a write already under way, and a few times if a wait runs out or
+// words arrive late. Measured on 2 cores: with turns 3 to 5 in eighteen
+// runs (six under -race). Before writers said hello when they start to
+// listen, a writer that missed the word of a turn's holder lost every try
+// of that turn: 10 to 16 in one run of five with turns of 16 commits, 21
+// once under -race on a loaded machine, 31 with turns of 32. Without turns
+// (the log hiding its Announcer) 74 to 143, and 91 to 161 under -race.
 func TestWritersTakeTurns(t *testing.T) {
 	srv := jstest.Server(t)
 	const writers, each, bound = 4, 100, 30

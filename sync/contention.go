@@ -47,13 +47,16 @@ var (
 	maxHoldBack = time.Second
 )
 
-// turns is what a synchronizer hears of other writers' waits.
+// turns is what a synchronizer hears of other writers' waits, and what it
+// stands by itself.
 type turns struct {
 	id string // names this synchronizer in its words
 
-	mu      sync.Mutex
-	waiting map[string]waiter // other writers' announced waits, by id
-	changed chan struct{}     // closed when waiting loses an entry
+	mu       sync.Mutex
+	waiting  map[string]waiter // other writers' announced waits, by id
+	changed  chan struct{}     // closed when waiting loses an entry
+	mine     []byte            // the wait this synchronizer announced and has not said done to
+	announce func([]byte) error
 }
 
 type waiter struct {
@@ -67,12 +70,19 @@ func newTurns() turns {
 	return turns{id: hex.EncodeToString(b), waiting: map[string]waiter{}, changed: make(chan struct{})}
 }
 
-// A word is "wait <id> <since>" or "done <id>".
+// A word is "wait <id> <since>", "done <id>" or "hello <id>". A writer
+// says hello when it starts to listen: it has missed the words said before,
+// and a writer that holds a turn says nothing until the turn ends, so every
+// writer that waits or holds a turn says its wait again. Unheard, a
+// newcomer would race the turn's holder, which does not give way to a
+// younger writer, and lose every try of that turn (up to turnCommits).
 func waitWord(id string, since uint64) []byte {
 	return []byte("wait " + id + " " + strconv.FormatUint(since, 10))
 }
 
 func doneWord(id string) []byte { return []byte("done " + id) }
+
+func helloWord(id string) []byte { return []byte("hello " + id) }
 
 // hear takes in one word from any writer. Words it cannot parse are dropped.
 func (t *turns) hear(word []byte) {
@@ -81,6 +91,15 @@ func (t *turns) hear(word []byte) {
 	}
 	f := strings.Fields(string(word))
 	if len(f) < 2 || f[1] == t.id {
+		return
+	}
+	if f[0] == "hello" && len(f) == 2 {
+		t.mu.Lock()
+		mine, announce := t.mine, t.announce
+		t.mu.Unlock()
+		if mine != nil && announce != nil {
+			announce(mine) // a hint, as every word
+		}
 		return
 	}
 	t.mu.Lock()
@@ -218,6 +237,10 @@ func (s *Synchronizer[S]) listenLocked() bool {
 	if _, err := a.Listen(s.turns.hear); err != nil {
 		return false
 	}
+	s.turns.mu.Lock()
+	s.turns.announce = a.Announce
+	s.turns.mu.Unlock()
+	a.Announce(helloWord(s.turns.id)) // a hint: unanswered, it costs only fairness
 	s.listening = true
 	return true
 }
@@ -306,7 +329,11 @@ func (s *Synchronizer[S]) lostLocked(w *write, current uint64) {
 
 func (s *Synchronizer[S]) sayWaiting(w *write, now time.Time) {
 	w.said = now
-	w.announcer.Announce(waitWord(s.turns.id, w.since)) // a hint: a lost word costs only fairness
+	word := waitWord(s.turns.id, w.since)
+	s.turns.mu.Lock()
+	s.turns.mine = word
+	s.turns.mu.Unlock()
+	w.announcer.Announce(word) // a hint: a lost word costs only fairness
 }
 
 // endWriteLocked ends w's part. A looping writer whose write waited and
@@ -357,6 +384,9 @@ func (s *Synchronizer[S]) endTurnLocked() {
 
 // sayDone tells the writers holding back for this one that it is done.
 func (s *Synchronizer[S]) sayDone() {
+	s.turns.mu.Lock()
+	s.turns.mine = nil
+	s.turns.mu.Unlock()
 	if a, ok := s.log.(Announcer); ok {
 		a.Announce(doneWord(s.turns.id)) // a hint, as sayWaiting's
 	}

@@ -332,6 +332,41 @@ func TestWaitedWriteCatchesUpBeforeItTries(t *testing.T) {
 	}
 }
 
+// A writer that starts to listen says hello, and every writer that waits
+// or holds a turn says its wait again: the newcomer missed it, and would
+// otherwise race a turn's holder that does not give way to it.
+func TestWaitersAnswerANewcomer(t *testing.T) {
+	statesync.SetTurnTimes(t, time.Hour, time.Hour, time.Hour, 0)
+	log := statesync.NewMemLog("t")
+	s := newCounter(t, log)
+	if _, err := increment(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	h := listen(t, log)
+	log.Announce([]byte("wait older 0"))
+	done := incrementAsync(s)
+	me := statesync.TurnID(s)
+	waitFor(t, "the writer to hold back", func() bool { return len(h.from(me)) > 0 })
+	// The log moves on, so the newcomer's write is younger than the waiting
+	// one (of writes of one age, the lower id goes first).
+	if _, err := increment(context.Background(), newCounter(t, struct{ statesync.Log }{log})); err != nil {
+		t.Fatal(err)
+	}
+	newcomer := newCounter(t, log)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := increment(ctx, newcomer); err == nil {
+		t.Errorf("the newcomer's write went ahead of the writer that waits (words %q)", h.from(me))
+	}
+	if said := h.from(me); len(said) < 2 || said[1] != said[0] {
+		t.Errorf("the waiting writer said %q; want its wait said again when the newcomer said hello", said)
+	}
+	log.Announce([]byte("done older"))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A write that holds back joins the queue behind the waiters it heard,
 // however old its copy: an old copy is no claim to go first.
 func TestHoldingBackJoinsBehindTheWaiters(t *testing.T) {
