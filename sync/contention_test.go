@@ -287,6 +287,23 @@ func TestTurnLastsForBackToBackWritesOnly(t *testing.T) {
 	}
 }
 
+// holdBackBehindOlder has s write once, then start a write while an older
+// writer ("older", since 0) waits, and returns when s has said that it
+// holds back: what s says, and its write's result once "done older" is
+// announced.
+func holdBackBehindOlder(t *testing.T, log *statesync.MemLog, s *statesync.Synchronizer[counter]) (*heard, <-chan error) {
+	t.Helper()
+	if _, err := increment(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	h := listen(t, log)
+	log.Announce([]byte("wait older 0"))
+	done := incrementAsync(s)
+	me := statesync.TurnID(s)
+	waitFor(t, "the writer to hold back", func() bool { return len(h.from(me)) > 0 })
+	return h, done
+}
+
 // A write that waited for another writer's turn catches up before it
 // tries: the log moved meanwhile, and a try on its old copy would be lost
 // for sure.
@@ -301,14 +318,7 @@ func TestWaitedWriteCatchesUpBeforeItTries(t *testing.T) {
 		mu.Unlock()
 	}))
 	other := newCounter(t, struct{ statesync.Log }{log}) // a writer that takes no turns
-	if _, err := increment(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
-	h := listen(t, log)
-	log.Announce([]byte("wait older 0"))
-	done := incrementAsync(s)
-	me := statesync.TurnID(s)
-	waitFor(t, "the writer to hold back", func() bool { return len(h.from(me)) > 0 })
+	_, done := holdBackBehindOlder(t, log, s)
 	for range 3 { // the older writer's turn
 		if _, err := increment(context.Background(), other); err != nil {
 			t.Fatal(err)
@@ -339,14 +349,8 @@ func TestWaitersAnswerANewcomer(t *testing.T) {
 	statesync.SetTurnTimes(t, time.Hour, time.Hour, time.Hour, 0)
 	log := statesync.NewMemLog("t")
 	s := newCounter(t, log)
-	if _, err := increment(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
-	h := listen(t, log)
-	log.Announce([]byte("wait older 0"))
-	done := incrementAsync(s)
+	h, done := holdBackBehindOlder(t, log, s)
 	me := statesync.TurnID(s)
-	waitFor(t, "the writer to hold back", func() bool { return len(h.from(me)) > 0 })
 	// The log moves on, so the newcomer's write is younger than the waiting
 	// one (of writes of one age, the lower id goes first).
 	if _, err := increment(context.Background(), newCounter(t, struct{ statesync.Log }{log})); err != nil {
