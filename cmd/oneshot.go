@@ -21,7 +21,7 @@ import (
 func addConfigCommands(root *cobra.Command, f *rootFlags) {
 	for _, c := range []*cobra.Command{
 		newGetCmd(f), newPutCmd(f), newRemoveCmd(f), newGetAllCmd(f), newWatchCmd(f), newExecCmd(f),
-		newListCmd(f), newExportCmd(f), newImportCmd(f), newDestroyCmd(f), newRepairCmd(f),
+		newListCmd(f), newExportCmd(f), newImportCmd(f), newDestroyCmd(f), newRepairCmd(f), newTimelineCmd(f),
 	} {
 		f.register(c)
 		root.AddCommand(c)

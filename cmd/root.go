@@ -215,7 +215,7 @@ malformed or a command failed, 2 when the shell could not start.`,
 	f.register(root)
 	root.Flags().StringVarP(&f.file, "file", "f", "", "run the commands in `FILE` as a script, then exit (- reads standard input)")
 	root.Flags().BoolVar(&f.follow, "follow", false, "start with FOLLOW ON: show others' changes as they land, no REFRESH needed")
-	root.AddCommand(newServerCmd(), newBenchCmd())
+	root.AddCommand(newServerCmd(), newBenchCmd(), newDemoCmd())
 	addConfigCommands(root, &f)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	return root

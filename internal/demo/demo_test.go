@@ -1,0 +1,188 @@
+package demo_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/goleak"
+
+	"github.com/sharedconfig/sharedconfig/internal/demo"
+	"github.com/sharedconfig/sharedconfig/internal/timeline"
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// runScenario runs a scenario against a real server, fast, and returns
+// what it did and said.
+func runScenario(t *testing.T, name string, writers int) (*demo.Result, string) {
+	t.Helper()
+	srv := jstest.Server(t)
+	var out bytes.Buffer
+	res, err := demo.Run(context.Background(), name, demo.Options{
+		Dial: func(context.Context) (*nats.Conn, error) {
+			return jetstream.Connect(jetstream.ConnectOptions{URLs: srv.ClientURL()})
+		},
+		Out: &out, Writers: writers, Speed: 100, Scope: "demo", Timeout: 10 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", name, err, out.String())
+	}
+	return res, out.String()
+}
+
+// refusedThenRetried reports whether lane has a write whose try was
+// refused and whose next try ended as want.
+func refusedThenRetried(tries []timeline.Try, lane int, want timeline.Outcome) bool {
+	for i, tr := range tries {
+		if tr.Lane != lane || tr.Outcome != timeline.Refused {
+			continue
+		}
+		for _, next := range tries[i+1:] {
+			if next.Write == tr.Write {
+				if next.Outcome == want && next.N == tr.N+1 && next.Base == tr.CaughtUp {
+					return true
+				}
+				break
+			}
+		}
+	}
+	return false
+}
+
+func TestRaceShowsTheConflictAndTheSecondDecision(t *testing.T) {
+	res, out := runScenario(t, "race", 3)
+	tl := res.Timeline
+	if len(tl.Lanes) != 3 {
+		t.Fatalf("lanes %v, want 3", tl.Lanes)
+	}
+	bob, carol := tl.LaneOf("bob"), tl.LaneOf("carol")
+	if !refusedThenRetried(tl.Tries, bob, timeline.Confirmed) {
+		t.Errorf("bob's REPLACE was not refused and then decided again with nothing to write: %+v", tl.Tries)
+	}
+	if !refusedThenRetried(tl.Tries, carol, timeline.Committed) {
+		t.Errorf("carol's PUT was not refused and then committed on the caught-up copy: %+v", tl.Tries)
+	}
+	for _, want := range []string{
+		"bob: try 1 on r2: refused, the stream was at r3; caught up to r3",
+		"bob: try 2 on r3: nothing to write",
+		"!!!! Property 'color' was NOT replaced -- current value did not match given value 'white'",
+		"**** Property 'color' updated from: 'red' to: 'green'",
+		"carol: color = 'green' at revision 4",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the narration lacks %q:\n%s", want, out)
+		}
+	}
+	if len(tl.Tape) != 4 || !tl.Tape[0].Snapshot || tl.Tape[3].Revision != 4 || tl.Tape[3].Lane != carol {
+		t.Errorf("tape %+v, want the initial snapshot and three changes", tl.Tape)
+	}
+}
+
+func TestStaleCopyIsRefusedThenDecidesAgain(t *testing.T) {
+	res, out := runScenario(t, "stale", 2)
+	tl := res.Timeline
+	p1 := tl.LaneOf("process-1")
+	if !refusedThenRetried(tl.Tries, p1, timeline.Confirmed) {
+		t.Errorf("process-1's REPLACE on its stale copy was not refused and decided again: %+v", tl.Tries)
+	}
+	for _, want := range []string{
+		"process-2> GET p1\n  !!!! Property 'p1' is undefined (copy at revision 1)",
+		"process-1: try 1 on r2: refused, the stream was at r3; caught up to r3",
+		"!!!! Property 'p1' was NOT replaced -- current value did not match given value 'v1'",
+		"process-1> GET p1\n  **** The value of property 'p1' is 'newVal' (copy at revision 3)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the narration lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestCompactionRacesAWriter(t *testing.T) {
+	res, out := runScenario(t, "compact", 2)
+	tl := res.Timeline
+	compactor, alice := tl.LaneOf("compactor"), tl.LaneOf("alice")
+	if !refusedThenRetried(tl.Tries, compactor, timeline.Snapshot) {
+		t.Errorf("the compaction was not refused and then landed on the caught-up copy: %+v", tl.Tries)
+	}
+	if !refusedThenRetried(tl.Tries, alice, timeline.Committed) {
+		t.Errorf("alice's write after the snapshot was not refused and retried: %+v", tl.Tries)
+	}
+	var snapshots, dropped int
+	for _, e := range tl.Tape {
+		if e.Snapshot && e.Revision > 1 {
+			snapshots++
+		}
+		if strings.Contains(e.Text, "dropped") {
+			dropped++
+		}
+	}
+	if snapshots != 1 || dropped != 5 {
+		t.Errorf("tape: %d snapshots after the first and %d dropped entries, want 1 and 5: %+v", snapshots, dropped, tl.Tape)
+	}
+	if !strings.Contains(out, "compactor: try 1 on r5: snapshot") && !strings.Contains(out, "compactor: try 2 on r5: snapshot landed at r6") {
+		t.Errorf("the narration lacks the snapshot's second try:\n%s", out)
+	}
+}
+
+func TestLeaseExpiresByTheServersTimestamp(t *testing.T) {
+	res, out := runScenario(t, "lease", 2)
+	tl := res.Timeline
+	var bob *timeline.Lease
+	for i := range tl.Leases {
+		if tl.Leases[i].Name == "/servers/bob" {
+			bob = &tl.Leases[i]
+		}
+	}
+	if bob == nil {
+		t.Fatalf("no lease /servers/bob drawn: %+v\n%s", tl.Leases, out)
+	}
+	if !bob.Expired || bob.Ended.Before(bob.Deadline) {
+		t.Errorf("bob's lease: expired %v at server time %s, deadline %s; want expired at or after the deadline", bob.Expired, bob.Ended, bob.Deadline)
+	}
+	if tl.Lanes[bob.EndedBy] != "alice" {
+		t.Errorf("the expiry was written by %s, want alice (the only keeper left)", tl.Lanes[bob.EndedBy])
+	}
+	var entry *timeline.Entry
+	for i := range tl.Tape {
+		if tl.Tape[i].Revision == bob.EndedAt {
+			entry = &tl.Tape[i]
+		}
+	}
+	if entry == nil || !strings.Contains(entry.Text, "EXPIRE_LEASE /servers/bob") || !entry.Time.Equal(bob.Ended) {
+		t.Errorf("the stream's entry at r%d is %+v, want bob's expiry at the time the watcher heard", bob.EndedAt, entry)
+	}
+	for _, want := range []string{
+		"lease /servers/bob expired, removing /servers/2",
+		"the server's timestamp on that entry is after the deadline",
+		"lease /servers/alice revoked, removing /servers/1",
+		"watcher: /servers/ now holds 0 keys",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the narration lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestTurnsCompareBothSides(t *testing.T) {
+	res, out := runScenario(t, "turns", 3)
+	if len(res.Sides) != 2 || res.Sides[0].Turns || !res.Sides[1].Turns {
+		t.Fatalf("sides %+v, want one without turns then one with", res.Sides)
+	}
+	for _, s := range res.Sides {
+		if s.Commits == 0 || s.Tries < s.Commits || len(s.Writers) != 3 {
+			t.Errorf("side %+v: want commits, at least one try each", s)
+		}
+	}
+	if len(res.Timeline.Lanes) != 3 {
+		t.Errorf("lanes %v, want one per writer, shared by both sides", res.Timeline.Lanes)
+	}
+	if !strings.Contains(out, "| tries per commit") {
+		t.Errorf("no side-by-side table:\n%s", out)
+	}
+}
