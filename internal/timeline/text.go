@@ -3,6 +3,7 @@ package timeline
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,7 +51,10 @@ func WriteText(w io.Writer, t *Timeline, color bool) error {
 		}
 		p.tryRow(t, tr, start, cell)
 	}
-	p.line("✓ committed at  ✗ refused: the stream was at  = nothing to write, still current  (w) waited for a turn")
+	p.line("#N on rB: try N, based on revision B;  ✓ committed at;  ✗ refused, the stream was at;  = no write")
+	if slices.ContainsFunc(t.Tries, func(tr Try) bool { return tr.HeldBack > 0 }) {
+		p.line("(w 3ms): the try first waited 3ms for older writers' turns")
+	}
 	p.tape(t)
 	p.leases(t)
 	return p.err

@@ -1,0 +1,156 @@
+package demo_test
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/sharedconfig/sharedconfig/internal/timeline"
+)
+
+// findBrowser is Debian's chromium, or another Chromium-based browser.
+func findBrowser() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// pageFacts is what the test reads from the page once its script ran.
+type pageFacts struct {
+	lanes, tries, revisions, retries int
+	ready                            string
+}
+
+// TestRacePageInABrowser draws a real race and opens the page in headless
+// Chromium: no console errors, as many lanes and tries in the DOM as the
+// run had, and a screenshot that is not blank. SHAREDCONFIG_SCREENSHOT
+// names a file to keep the screenshot in (docs/img/demo-race.png is made
+// so).
+func TestRacePageInABrowser(t *testing.T) {
+	browser := findBrowser()
+	if browser == "" {
+		t.Skip("!!!!!!!! NO BROWSER: chromium is not installed, so the HTML timeline is NOT checked in a browser. Install it: apt-get install -y chromium")
+	}
+	res, _ := runScenario(t, "race", 3)
+	page := filepath.Join(t.TempDir(), "race.html")
+	f, err := os.Create(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := timeline.WriteHTML(f, res.Timeline); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	facts, shot, problems := openInBrowser(t, browser, page)
+	for _, p := range problems {
+		t.Errorf("the page logged: %s", p)
+	}
+	tl := res.Timeline
+	if facts.ready != "yes" || facts.lanes != len(tl.Lanes) || facts.tries != len(tl.Tries) || facts.revisions != len(tl.Tape) {
+		t.Errorf("the DOM has %+v; want the script run, %d lanes, %d tries, %d revisions", facts, len(tl.Lanes), len(tl.Tries), len(tl.Tape))
+	}
+	if want := 2; facts.retries != want { // bob's and carol's refused tries
+		t.Errorf("%d arrows from a refused try to its retry, want %d", facts.retries, want)
+	}
+	checkNotBlank(t, shot)
+	if keep := os.Getenv("SHAREDCONFIG_SCREENSHOT"); keep != "" {
+		if err := os.WriteFile(keep, shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func openInBrowser(t *testing.T, browser, page string) (pageFacts, []byte, []string) {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1100, 420))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelTime := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelTime()
+	var mu sync.Mutex
+	var problems []string
+	err := chromedp.Listen(ctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, "exception: "+ev.ExceptionDetails.Text)
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
+				problems = append(problems, "console "+string(ev.Type))
+			}
+		case *network.EventRequestWillBeSent:
+			if !strings.HasPrefix(ev.Request.URL, "file:") && !strings.HasPrefix(ev.Request.URL, "data:") {
+				problems = append(problems, "a request to the network: "+ev.Request.URL)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("starting %s: %v", browser, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+page), chromedp.WaitVisible(`body[data-ready="yes"]`)); err != nil {
+		t.Fatalf("driving %s: %v", browser, err)
+	}
+	count := func(js string) int {
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](js))
+		if err != nil {
+			t.Fatalf("evaluating %s: %v", js, err)
+		}
+		return n
+	}
+	facts := pageFacts{
+		lanes:     count(`document.querySelectorAll("g.lane").length`),
+		tries:     count(`document.querySelectorAll("g.try").length`),
+		revisions: count(`document.querySelectorAll("g.rev").length`),
+		retries:   count(`document.querySelectorAll("path.retry").length`),
+	}
+	ready, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.getAttribute("data-ready")`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts.ready = ready
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("taking a screenshot: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return facts, shot, problems
+}
+
+// checkNotBlank: the screenshot has the drawing's colours, not one.
+func checkNotBlank(t *testing.T, shot []byte) {
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("the screenshot is not a PNG: %v", err)
+	}
+	colours := map[[3]uint32]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 3 {
+		for x := b.Min.X; x < b.Max.X; x += 3 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			colours[[3]uint32{r >> 8, g >> 8, bl >> 8}] = true
+		}
+	}
+	if len(colours) < 8 || b.Dx() < 400 {
+		t.Errorf("the screenshot (%v) has %d colours: blank", b, len(colours))
+	}
+}
