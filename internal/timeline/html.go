@@ -260,7 +260,7 @@ text{font:12px ui-monospace,monospace}
 <h1>{{.Title}}</h1>
 <p class="note">{{.Note}} Tries are drawn in the order they happened, each labelled base→landed (✗: refused, the stream was at; =: nothing to write). Hover for revision, entry and time.</p>
 <div class="scroll">
-<svg xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}">
+<svg width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}">
 <defs><marker id="head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="#c0392b"/></marker></defs>
 {{range .Lanes}}<g class="lane"><rect x="0" y="{{.Y}}" width="100%" height="{{$.LaneInner}}"/><text x="8" y="{{.Y}}" dy="32">{{.Name}}</text></g>
 {{end}}{{range .Arrows}}<path class="retry" marker-end="url(#head)" d="M{{.X1}},{{.Y1}} Q{{.X1}},{{.CY}} {{.X2}},{{.Y2}}"/>
