@@ -103,7 +103,10 @@ func layout(t *Timeline) page {
 	for _, l := range p.Leases {
 		p.Width = max(p.Width, l.X+l.W+padding, l.EndX+padding)
 	}
-	p.Height = p.LeaseAxisY + len(t.Leases)*leaseH + padding
+	p.Height = p.TapeY + tryH + padding
+	if len(t.Leases) > 0 {
+		p.Height = p.LeaseAxisY + len(t.Leases)*leaseH + padding
+	}
 	return p
 }
 
