@@ -85,27 +85,7 @@ func openInBrowser(t *testing.T, browser, page string) (pageFacts, []byte, []str
 	defer cancel()
 	ctx, cancelTime := context.WithTimeout(ctx, 90*time.Second)
 	defer cancelTime()
-	var mu sync.Mutex
-	var problems []string
-	err := chromedp.Listen(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch ev := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, "exception: "+ev.ExceptionDetails.Text)
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
-				problems = append(problems, "console "+string(ev.Type))
-			}
-		case *network.EventRequestWillBeSent:
-			if !strings.HasPrefix(ev.Request.URL, "file:") && !strings.HasPrefix(ev.Request.URL, "data:") {
-				problems = append(problems, "a request to the network: "+ev.Request.URL)
-			}
-		}
-	})
-	if err != nil {
-		t.Fatalf("starting %s: %v", browser, err)
-	}
+	problems := listenForProblems(ctx, t, browser)
 	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+page), chromedp.WaitVisible(`body[data-ready="yes"]`)); err != nil {
 		t.Fatalf("driving %s: %v", browser, err)
 	}
@@ -131,9 +111,38 @@ func openInBrowser(t *testing.T, browser, page string) (pageFacts, []byte, []str
 	if err != nil {
 		t.Fatalf("taking a screenshot: %v", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	return facts, shot, problems
+	return facts, shot, problems()
+}
+
+// listenForProblems collects the page's exceptions, console errors and
+// warnings, and requests to anywhere but the page's own file.
+func listenForProblems(ctx context.Context, t *testing.T, browser string) func() []string {
+	var mu sync.Mutex
+	var problems []string
+	err := chromedp.Listen(ctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, "exception: "+ev.ExceptionDetails.Text)
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
+				problems = append(problems, "console "+string(ev.Type))
+			}
+		case *network.EventRequestWillBeSent:
+			if !strings.HasPrefix(ev.Request.URL, "file:") && !strings.HasPrefix(ev.Request.URL, "data:") {
+				problems = append(problems, "a request to the network: "+ev.Request.URL)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("starting %s: %v", browser, err)
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), problems...)
+	}
 }
 
 // checkNotBlank: the screenshot has the drawing's colours, not one.

@@ -81,7 +81,7 @@ func Run(ctx context.Context, name string, o Options) (*Result, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
 	}
-	r := &run{o: o, name: name, rec: newRecorder(), res: &Result{}}
+	r := &run{ctx: ctx, o: o, name: name, rec: newRecorder(), res: &Result{}}
 	r.res.Timeline = &timeline.Timeline{Title: "sharedconfig demo " + name}
 	err := fn(ctx, r)
 	r.close()
@@ -89,14 +89,12 @@ func Run(ctx context.Context, name string, o Options) (*Result, error) {
 	if r.drawn != nil {
 		r.res.Timeline.Tries = r.drawn
 	}
-	if err != nil {
-		return r.res, err
-	}
-	return r.res, r.removeConfigs()
+	return r.res, errors.Join(err, r.removeConfigs())
 }
 
 // run is one scenario's run: its writers, what they did, what it says.
 type run struct {
+	ctx     context.Context // the run's: when it ends, so do the operations
 	o       Options
 	name    string
 	rec     *recorder
@@ -173,6 +171,7 @@ func (r *run) removeConfigs() error {
 	if r.o.Keep || len(r.res.Configs) == 0 {
 		return nil
 	}
+	// Not the run's context: a run stopped by Ctrl-C still cleans up.
 	ctx, cancel := context.WithTimeout(context.Background(), r.o.Timeout)
 	defer cancel()
 	nc, err := r.o.Dial(ctx)

@@ -3,6 +3,7 @@ package demo_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -184,5 +185,36 @@ func TestTurnsCompareBothSides(t *testing.T) {
 	}
 	if !strings.Contains(out, "| tries per commit") {
 		t.Errorf("no side-by-side table:\n%s", out)
+	}
+}
+
+// A run stopped part way (here, the reader's input ended) still removes
+// the config it made.
+func TestStoppedRunLeavesNoConfig(t *testing.T) {
+	srv := jstest.Server(t)
+	dial := func(context.Context) (*nats.Conn, error) {
+		return jetstream.Connect(jetstream.ConnectOptions{URLs: srv.ClientURL()})
+	}
+	steps := 0
+	var out bytes.Buffer
+	_, err := demo.Run(context.Background(), "stale", demo.Options{
+		Dial: dial, Out: &out, Writers: 2, Speed: 100, Scope: "demo", Timeout: 10 * time.Second,
+		Step: func() error {
+			if steps++; steps == 3 {
+				return errors.New("the input ended")
+			}
+			return nil
+		},
+	})
+	if err == nil || !strings.Contains(err.Error(), "the input ended") {
+		t.Fatalf("the run ended with %v, want the step's error", err)
+	}
+	nc := jstest.Connect(t, srv)
+	configs, err := jetstream.ListConfigs(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(configs) != 0 {
+		t.Errorf("the stopped run left %+v on the server", configs)
 	}
 }

@@ -60,7 +60,6 @@ func (r *run) register(members []*member) error {
 		return err
 	}
 	for _, m := range members {
-		m := m
 		what := fmt.Sprintf("REGISTER_LEASE %s , %s", m.lease, leaseTTL)
 		if err := r.doTraced(m.w, what, func(ctx context.Context, c *sharedconfig.Config) (string, error) {
 			_, err := c.RegisterLease(ctx, m.lease, leaseTTL)

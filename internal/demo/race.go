@@ -35,7 +35,7 @@ func (r *run) doTraced(w *writer, what string, fn answerFunc) error {
 	from := len(r.rec.tries())
 	var answer string
 	err := w.do(what, func(c *sharedconfig.Config) error {
-		ctx, cancel := context.WithTimeout(context.Background(), r.o.Timeout)
+		ctx, cancel := ctxFor(r)
 		defer cancel()
 		var err error
 		answer, err = fn(ctx, c)
@@ -54,7 +54,7 @@ func (r *run) doTraced(w *writer, what string, fn answerFunc) error {
 type answerFunc func(ctx context.Context, c *sharedconfig.Config) (string, error)
 
 func ctxFor(r *run) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), r.o.Timeout)
+	return context.WithTimeout(r.ctx, r.o.Timeout)
 }
 
 func race(ctx context.Context, r *run) error {

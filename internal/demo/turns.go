@@ -100,7 +100,7 @@ func (r *run) runSide(ctx context.Context, on bool, d time.Duration) (Side, erro
 	var wg sync.WaitGroup
 	end := time.Now().Add(d)
 	for i, w := range ws {
-		wg.Go(func() { errs[i] = w.do("PUT n", loopPuts(w.name, end, r.o.Timeout)) })
+		wg.Go(func() { errs[i] = w.do("PUT n", loopPuts(r.ctx, w.name, end, r.o.Timeout)) })
 	}
 	wg.Wait()
 	for _, w := range ws {
@@ -117,10 +117,10 @@ func (r *run) runSide(ctx context.Context, on bool, d time.Duration) (Side, erro
 }
 
 // loopPuts puts the key n until end, each put right after the last.
-func loopPuts(name string, end time.Time, timeout time.Duration) func(c *sharedconfig.Config) error {
+func loopPuts(runCtx context.Context, name string, end time.Time, timeout time.Duration) func(c *sharedconfig.Config) error {
 	return func(c *sharedconfig.Config) error {
 		for i := 0; time.Now().Before(end); i++ {
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			ctx, cancel := context.WithTimeout(runCtx, timeout)
 			_, _, err := c.Put(ctx, "n", name+"-"+strconv.Itoa(i))
 			cancel()
 			if err != nil {
