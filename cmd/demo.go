@@ -71,6 +71,16 @@ func demoCommandFunc(cmd *cobra.Command, d *demoFlags, scenario string) error {
 	if d.conn.timeout <= 0 {
 		return &exitError{exitStartup, fmt.Errorf("--timeout %s: give a duration above zero, such as 5s", d.conn.timeout)}
 	}
+	// The page's file is made first: a path that cannot be written fails
+	// before the demo runs, not after.
+	var page *os.File
+	if d.html != "" {
+		var err error
+		if page, err = os.Create(d.html); err != nil {
+			return &exitError{exitStartup, fmt.Errorf("--html: %w", err)}
+		}
+		defer page.Close()
+	}
 	out := cmd.OutOrStdout()
 	o := demo.Options{
 		Dial: func(ctx context.Context) (*nats.Conn, error) {
@@ -99,8 +109,8 @@ func demoCommandFunc(cmd *cobra.Command, d *demoFlags, scenario string) error {
 			fmt.Fprintf(out, "**** Kept %s/%s: 'sharedconfig timeline -s %s -n %s' draws its log\n", d.scope, name, d.scope, name)
 		}
 	}
-	if d.html != "" {
-		if herr := writeHTMLFile(d.html, res.Timeline); herr != nil {
+	if page != nil {
+		if herr := writeHTML(page, res.Timeline); herr != nil {
 			return &exitError{exitFailures, herr}
 		}
 		fmt.Fprintf(out, "**** The timeline is drawn in %s\n", visible(d.html))
@@ -150,6 +160,11 @@ func writeHTMLFile(path string, t *timeline.Timeline) error {
 	if err != nil {
 		return err
 	}
+	return writeHTML(f, t)
+}
+
+// writeHTML writes t's page to f and closes it.
+func writeHTML(f *os.File, t *timeline.Timeline) error {
 	if err := timeline.WriteHTML(f, t); err != nil {
 		f.Close()
 		return err

@@ -48,6 +48,9 @@ type Options struct {
 	Timeout time.Duration
 }
 
+// maxSpeed bounds Options.Speed: beyond it every pause is already nothing.
+const maxSpeed = 1000
+
 // MaxWriters bounds Writers: each is a lane of a drawing 100 columns wide.
 const MaxWriters = 8
 
@@ -75,8 +78,8 @@ func Run(ctx context.Context, name string, o Options) (*Result, error) {
 	if o.Writers < 2 || o.Writers > MaxWriters {
 		return nil, fmt.Errorf("--writers %d: use 2 to %d", o.Writers, MaxWriters)
 	}
-	if o.Speed <= 0 {
-		return nil, fmt.Errorf("--speed %g: use a number above 0 (2 is twice as fast)", o.Speed)
+	if !(o.Speed > 0 && o.Speed <= maxSpeed) { // NaN too
+		return nil, fmt.Errorf("--speed %g: use a number above 0 and at most %d (2 is twice as fast)", o.Speed, maxSpeed)
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
