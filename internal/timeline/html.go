@@ -55,7 +55,10 @@ type tryBox struct {
 	Lane, Base int
 }
 
-type arrow struct{ X1, Y1, X2, Y2, CY int }
+type arrow struct {
+	X1, Y1, X2, Y2, CY int
+	Label              string // what happened between the tries
+}
 
 type tapeBox struct {
 	X, Y  int
@@ -91,7 +94,8 @@ func layout(t *Timeline) page {
 		if tr.Outcome == Refused {
 			if j := nextTry(t.Tries, i); j >= 0 {
 				y2 := top + t.Tries[j].Lane*laneH + (laneH-tryH)/2
-				p.Arrows = append(p.Arrows, arrow{X1: x + tryW/2, Y1: y, X2: left + (lead+j)*slotW + tryW/2, Y2: y2, CY: min(y, y2) - 18})
+				p.Arrows = append(p.Arrows, arrow{X1: x + tryW/2, Y1: y, X2: left + (lead+j)*slotW + tryW/2, Y2: y2, CY: min(y, y2) - 18,
+					Label: fmt.Sprintf("caught up to r%d", tr.CaughtUp)})
 			}
 		}
 	}
@@ -253,7 +257,7 @@ text{font:12px ui-monospace,monospace}
 .try rect{stroke:#333;stroke-width:1}
 .committed rect,.snapshot rect,.unconditional rect,.recorded rect{fill:#9be7a1}
 .refused rect{fill:#f4a3a3} .confirmed rect{fill:#ffe08a}
-.retry{fill:none;stroke:#c0392b;stroke-width:1.5}
+.retry{fill:none;stroke:#c0392b;stroke-width:1.5} text.catchup{font-size:10px;fill:#c0392b}
 .lands{stroke:#888;stroke-dasharray:3 3}
 .rev rect{fill:#cfe3ff;stroke:#336} .snap rect{fill:#d9c7ff}
 .lease rect.bar{fill:#ffd59e;stroke:#a66} .lease line{stroke:#c0392b;stroke-width:3}
@@ -266,7 +270,7 @@ text{font:12px ui-monospace,monospace}
 <svg width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}">
 <defs><marker id="head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="#c0392b"/></marker></defs>
 {{range .Lanes}}<g class="lane"><rect x="0" y="{{.Y}}" width="100%" height="{{$.LaneInner}}"/><text x="8" y="{{.Y}}" dy="32">{{.Name}}</text></g>
-{{end}}{{range .Arrows}}<path class="retry" marker-end="url(#head)" d="M{{.X1}},{{.Y1}} Q{{.X1}},{{.CY}} {{.X2}},{{.Y2}}"/>
+{{end}}{{range .Arrows}}<path class="retry" marker-end="url(#head)" d="M{{.X1}},{{.Y1}} Q{{.X1}},{{.CY}} {{.X2}},{{.Y2}}"><title>{{.Label}}</title></path><text class="catchup" x="{{.X1}}" y="{{.CY}}" dy="-2">{{.Label}}</text>
 {{end}}{{range .Lands}}<line class="lands" x1="{{.X1}}" y1="{{.Y1}}" x2="{{.X2}}" y2="{{.Y2}}"/>
 {{end}}{{range .Tries}}<g class="try {{.Class}}" data-info="{{.Info}}" data-lane="{{.Lane}}" data-base="{{.Base}}"><title>{{.Info}}</title><rect x="{{.X}}" y="{{.Y}}" width="48" height="28" rx="4"/><text x="{{.X}}" y="{{.Y}}" dx="4" dy="18">{{.Label}}</text></g>
 {{end}}<text x="8" y="{{.TapeY}}" dy="18">stream</text>
