@@ -169,14 +169,16 @@ func (p *printer) tape(t *Timeline) {
 
 func (p *printer) leases(t *Timeline) {
 	for _, l := range t.Leases {
-		row := fmt.Sprintf("  lease %s (%s): deadline %s server time", l.Name, t.laneName(l.Lane), l.Deadline.UTC().Format("15:04:05.000"))
-		switch {
-		case l.Expired:
-			row += fmt.Sprintf("; expired at r%d by %s, stamped %s", l.EndedAt, t.laneName(l.EndedBy), l.Ended.UTC().Format("15:04:05.000"))
-		case !l.Ended.IsZero():
-			row += fmt.Sprintf("; revoked at r%d by %s", l.EndedAt, t.laneName(l.EndedBy))
-		}
+		row := fmt.Sprintf("  lease %s (%s): deadline %s, server time", l.Name, t.laneName(l.Lane), l.Deadline.UTC().Format("15:04:05.000"))
 		p.line(p.paint(yellow, truncate(row, Width)))
+		how := "revoked"
+		if l.Expired {
+			how = "expired"
+		}
+		if !l.Ended.IsZero() {
+			row = fmt.Sprintf("    %s at r%d, written by %s; that entry's server time %s", how, l.EndedAt, t.laneName(l.EndedBy), l.Ended.UTC().Format("15:04:05.000"))
+			p.line(p.paint(yellow, truncate(row, Width)))
+		}
 	}
 }
 
