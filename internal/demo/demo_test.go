@@ -119,7 +119,7 @@ func TestCompactionRacesAWriter(t *testing.T) {
 		if e.Snapshot && e.Revision > 1 {
 			snapshots++
 		}
-		if strings.Contains(e.Text, "dropped") {
+		if e.Dropped && strings.Contains(e.Text, "dropped") {
 			dropped++
 		}
 	}

@@ -164,6 +164,7 @@ func mergeTapes(before, after []timeline.Entry) []timeline.Entry {
 	for _, e := range before {
 		if e.Revision < first {
 			e.Text += fmt.Sprintf(" (dropped: the snapshot at r%d replaces it)", first)
+			e.Dropped = true
 			out = append(out, e)
 		}
 	}

@@ -174,7 +174,10 @@ func (p *page) layoutTape(t *Timeline, landedAt map[uint64]int) {
 		}
 		class := "rev"
 		if e.Snapshot {
-			class = "rev snap"
+			class += " snap"
+		}
+		if e.Dropped {
+			class += " dropped"
 		}
 		kind := e.Text
 		if e.Snapshot {
@@ -259,7 +262,7 @@ text{font:12px ui-monospace,monospace}
 .refused rect{fill:#f4a3a3} .confirmed rect{fill:#ffe08a}
 .retry{fill:none;stroke:#c0392b;stroke-width:1.5} text.catchup{font-size:10px;fill:#c0392b}
 .lands{stroke:#888;stroke-dasharray:3 3}
-.rev rect{fill:#cfe3ff;stroke:#336} .snap rect{fill:#d9c7ff}
+.rev rect{fill:#cfe3ff;stroke:#336} .snap rect{fill:#d9c7ff} .dropped{opacity:.4} .dropped rect{stroke-dasharray:4 3}
 .lease rect.bar{fill:#ffd59e;stroke:#a66} .lease line{stroke:#c0392b;stroke-width:3}
 #tip{position:fixed;display:none;background:#222;color:#fff;padding:6px 8px;border-radius:4px;white-space:pre;font:12px ui-monospace,monospace;pointer-events:none}
 </style></head>

@@ -60,6 +60,8 @@ type Entry struct {
 	Text     string
 	Snapshot bool
 	Time     time.Time // the server's time on the entry
+	// Dropped: a later snapshot replaced the entry; it was read before.
+	Dropped bool
 }
 
 // Lease is a lease's life, in the server's time.
