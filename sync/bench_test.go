@@ -15,6 +15,10 @@ func (nullLog) Append(_ context.Context, expected uint64, _ []byte) (uint64, err
 	return expected + 1, nil
 }
 
+func (nullLog) AppendAfter(_ context.Context, last statesync.Position, _ []byte) (statesync.Position, error) {
+	return statesync.Position{Revision: last.Revision + 1}, nil
+}
+
 // BenchmarkLoneUpdate: one caller at a time, on a log that costs nothing:
 // the synchronizer's own cost per write (group commit's queue included).
 func BenchmarkLoneUpdate(b *testing.B) {

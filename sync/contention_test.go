@@ -183,17 +183,31 @@ type rivalLog struct {
 }
 
 func (l *rivalLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
+	if err := l.letRivalIn(ctx); err != nil {
+		return 0, err
+	}
+	return l.MemLog.Append(ctx, expected, data)
+}
+
+func (l *rivalLog) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
+	if err := l.letRivalIn(ctx); err != nil {
+		return statesync.Position{}, err
+	}
+	return l.MemLog.AppendAfter(ctx, last, data)
+}
+
+// letRivalIn appends another writer's entry while rivals are left.
+func (l *rivalLog) letRivalIn(ctx context.Context) error {
 	l.mu.Lock()
 	rival := l.rivals > 0
 	l.rivals--
 	l.mu.Unlock()
-	if rival {
-		other, _ := counterCodec.EncodeUpdates([]statesync.Update[counter]{add{N: 100}})
-		if _, err := l.MemLog.Append(ctx, statesync.AnyRevision, other); err != nil {
-			return 0, err
-		}
+	if !rival {
+		return nil
 	}
-	return l.MemLog.Append(ctx, expected, data)
+	other, _ := counterCodec.EncodeUpdates([]statesync.Update[counter]{add{N: 100}})
+	_, err := l.MemLog.Append(ctx, statesync.AnyRevision, other)
+	return err
 }
 
 // A write that loses twice in a row says it waits, giving where the log was

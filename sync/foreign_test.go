@@ -12,12 +12,21 @@ import (
 type foreignLog struct{ *statesync.MemLog }
 
 func (l foreignLog) Read(ctx context.Context, after, upTo uint64, fn func(statesync.Entry) error) error {
-	return l.MemLog.Read(ctx, after, upTo, func(e statesync.Entry) error {
+	return l.MemLog.Read(ctx, after, upTo, foreignToo(fn))
+}
+
+func (l foreignLog) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
+	return l.MemLog.ReadAfter(ctx, after, upTo, foreignToo(fn))
+}
+
+// foreignToo delivers the entries whose data is "foreign" to fn as foreign.
+func foreignToo(fn func(statesync.Entry) error) func(statesync.Entry) error {
+	return func(e statesync.Entry) error {
 		if string(e.Data) == "foreign" {
-			e = statesync.Entry{Revision: e.Revision, Foreign: "written by someone else"}
+			e = statesync.Entry{Revision: e.Revision, ID: e.ID, Foreign: "written by someone else"}
 		}
 		return fn(e)
-	})
+	}
 }
 
 // A foreign entry holds no state: the synchronizer steps over it, tells

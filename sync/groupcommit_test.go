@@ -28,16 +28,26 @@ func newGateLog() *gateLog {
 }
 
 func (l *gateLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
+	l.beforeAppend()
+	return l.MemLog.Append(ctx, expected, data)
+}
+
+func (l *gateLog) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
+	l.beforeAppend()
+	return l.MemLog.AppendAfter(ctx, last, data)
+}
+
+// beforeAppend holds the append if the gate is shut, or lets a rival in.
+func (l *gateLog) beforeAppend() {
 	l.appends.Add(1)
 	if l.gated.CompareAndSwap(true, false) {
 		l.entered <- struct{}{}
 		<-l.release
-		return l.MemLog.Append(ctx, expected, data)
+		return
 	}
 	if l.rivals.Add(-1) >= 0 {
 		l.AppendRaw([]byte(`{"add":[100]}`), false)
 	}
-	return l.MemLog.Append(ctx, expected, data)
 }
 
 // waitFor polls cond until it holds, failing the test after a long while.

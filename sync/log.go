@@ -24,6 +24,37 @@ type Entry struct {
 	// synchronizer's (another program wrote it): it holds no state, and
 	// readers step over it. Data is then unused.
 	Foreign string
+	// ID, when not empty, identifies the entry across incarnations of the
+	// log (see Incarnated): no other entry of any incarnation has it.
+	ID string
+}
+
+// Position is an entry's place in a log: its revision and its ID (Entry.ID;
+// empty when not known).
+type Position struct {
+	Revision uint64
+	ID       string
+}
+
+// Incarnated is implemented by logs that can be deleted and created again
+// under the same name, as a JetStream stream can. A new incarnation numbers
+// its entries from 1 again, so a revision alone cannot say which entry it
+// is; an ID can, and these methods bind what they do to it, so that state
+// read from one incarnation is never written into another. A Position with
+// no ID binds nothing: the methods then do what Append, Compact and Read do.
+type Incarnated interface {
+	// AppendAfter is Append on the condition that the log's last entry is
+	// last. If the log's last revision is last.Revision but its entry is
+	// another, it appends nothing and returns an error wrapping
+	// ErrReplaced. It returns the new entry's position.
+	AppendAfter(ctx context.Context, last Position, data []byte) (Position, error)
+	// CompactAfter is Compact with the condition of AppendAfter.
+	CompactAfter(ctx context.Context, last Position, snapshot []byte) (Position, error)
+	// ReadAfter is Read(after.Revision, upTo) that first makes sure the
+	// entry at after.Revision, if the log still holds it, is after: if it
+	// is another, it delivers nothing and returns an error wrapping
+	// ErrReplaced.
+	ReadAfter(ctx context.Context, after Position, upTo uint64, fn func(Entry) error) error
 }
 
 // Notifier is implemented by logs that can say when entries are appended.
@@ -99,6 +130,11 @@ var (
 	// cannot tell which (for example its entry was compacted away before the
 	// writer could look for it). Fetch, then look at the state.
 	ErrUnknownOutcome = errors.New("the append may or may not have been applied")
+	// ErrReplaced: the log was deleted and created again (another
+	// incarnation stands under its name) since the state was read from it.
+	ErrReplaced = errors.New("the log was deleted and created again")
+	// ErrDeleted: the log was deleted, and nothing stands under its name.
+	ErrDeleted = errors.New("the log was deleted")
 )
 
 // ConflictError reports a conditional append that found the log elsewhere.

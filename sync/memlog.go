@@ -20,10 +20,23 @@ type MemLog struct {
 	listeners map[int]func([]byte)
 	nextID    int
 	now       func() time.Time // the log's clock: Entry.Time
+	// incarnation counts the times the log was created (see Recreate); it
+	// makes entry IDs unique across incarnations.
+	incarnation int
 }
 
 // NewMemLog returns an empty in-memory log.
-func NewMemLog(name string) *MemLog { return &MemLog{name: name} }
+func NewMemLog(name string) *MemLog { return &MemLog{name: name, incarnation: 1} }
+
+// Recreate models a log deleted and created again under its name: every
+// entry goes, revisions start again from 1, and the new entries' IDs are
+// new.
+func (l *MemLog) Recreate() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entries, l.last = nil, 0
+	l.incarnation++
+}
 
 // SetClock makes now the log's clock, the time it stamps on entries (by
 // default time.Now): tests of time-dependent updates (TimedUpdate) drive it.
@@ -46,6 +59,34 @@ func (l *MemLog) Compact(ctx context.Context, expected uint64, snapshot []byte) 
 	return l.add(ctx, expected, Entry{Snapshot: true, Data: slices.Clone(snapshot)})
 }
 
+// AppendAfter implements Incarnated.
+func (l *MemLog) AppendAfter(ctx context.Context, last Position, data []byte) (Position, error) {
+	return l.addAfter(ctx, last, Entry{Data: slices.Clone(data)})
+}
+
+// CompactAfter implements Incarnated.
+func (l *MemLog) CompactAfter(ctx context.Context, last Position, snapshot []byte) (Position, error) {
+	return l.addAfter(ctx, last, Entry{Snapshot: true, Data: slices.Clone(snapshot)})
+}
+
+func (l *MemLog) addAfter(ctx context.Context, last Position, e Entry) (Position, error) {
+	e.ID = last.ID // checked under the lock by add
+	rev, err := l.add(ctx, last.Revision, e)
+	if err != nil {
+		return Position{}, err
+	}
+	return Position{Revision: rev, ID: l.entryID(rev)}, nil
+}
+
+// entryID is the ID of the entry at rev of the current incarnation.
+func (l *MemLog) entryID(rev uint64) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return fmt.Sprintf("%d.%d", l.incarnation, rev)
+}
+
+// add appends e if the log is at expected and, when e.ID is set, its last
+// entry has that ID.
 func (l *MemLog) add(ctx context.Context, expected uint64, e Entry) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -55,8 +96,12 @@ func (l *MemLog) add(ctx context.Context, expected uint64, e Entry) (uint64, err
 	if expected != AnyRevision && expected != l.last {
 		return 0, &ConflictError{Expected: expected, Current: l.last}
 	}
+	if want := e.ID; want != "" && expected != AnyRevision && want != fmt.Sprintf("%d.%d", l.incarnation, l.last) {
+		return 0, fmt.Errorf("%s: its entry %d is not the one read (%s): %w", l.name, l.last, want, ErrReplaced)
+	}
 	l.last++
 	e.Revision = l.last
+	e.ID = fmt.Sprintf("%d.%d", l.incarnation, l.last)
 	e.Time = time.Now()
 	if l.now != nil {
 		e.Time = l.now()
@@ -123,6 +168,23 @@ func (l *MemLog) Read(ctx context.Context, after, upTo uint64, fn func(Entry) er
 		}
 	}
 	return nil
+}
+
+// ReadAfter implements Incarnated.
+func (l *MemLog) ReadAfter(ctx context.Context, after Position, upTo uint64, fn func(Entry) error) error {
+	if after.ID != "" && after.Revision > 0 {
+		l.mu.Lock()
+		i := slices.IndexFunc(l.entries, func(e Entry) bool { return e.Revision == after.Revision })
+		found := ""
+		if i >= 0 {
+			found = l.entries[i].ID
+		}
+		l.mu.Unlock()
+		if i >= 0 && found != after.ID {
+			return fmt.Errorf("%s: its entry %d is not the one read (%s but %s): %w", l.name, after.Revision, after.ID, found, ErrReplaced)
+		}
+	}
+	return l.Read(ctx, after.Revision, upTo, fn)
 }
 
 // LastRevision implements Log.

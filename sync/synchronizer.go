@@ -42,6 +42,7 @@ type local[S any] struct {
 	Revisioned[S]
 	initialized bool
 	compactedAt uint64 // revision of the newest snapshot applied or written
+	id          string // the ID of the entry at Revision, if known (see incarnation.go)
 }
 
 // Attempt describes one try of a conditional write, for tracing.
@@ -173,23 +174,29 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 		}
 		target = last
 	}
-	if target <= cur.Revision {
-		return cur.Revision, nil
+	if target < cur.Revision {
+		return s.reloadedLocked(ctx, s.shorterLog(cur.Revision, target))
+	}
+	if target == cur.Revision {
+		return s.sameLengthLocked(ctx, cur)
 	}
 	c := &catchUp[S]{s: s, cur: cur, start: cur.Revision, total: target - cur.Revision}
 	c.record = s.applied != nil && (s.wanted == nil || s.wanted())
-	err := s.log.Read(ctx, cur.Revision, target, c.take)
+	err := s.readAfter(ctx, cur.position(), target, c.take)
 	c.finish()
 	if err == nil && c.cur.Revision < target {
 		// Every entry up to target was read; those not delivered carry no
 		// state, so the copy is at target. (A snapshot that covered a gap
 		// may have taken it further.)
-		c.cur.Revision = target
+		c.cur.Revision, c.cur.id = target, ""
 	}
 	s.local.Store(&c.cur)
 	// Watchers hear of changes only once reads of the local copy show them.
 	for _, a := range c.applied {
 		s.applied(a)
+	}
+	if errors.Is(err, ErrReplaced) {
+		return s.reloadedLocked(ctx, err)
 	}
 	return c.cur.Revision, err
 }
@@ -213,6 +220,7 @@ func (c *catchUp[S]) take(e Entry) error {
 	if err != nil {
 		return err
 	}
+	c.cur.id = e.ID
 	a.Local = e.Revision == c.s.readingBack
 	if a.Local {
 		c.s.readBackAt = e.Time
@@ -384,10 +392,11 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 	if err != nil {
 		return 0, err
 	}
-	rev, err := s.log.Append(ctx, cur.Revision, data)
+	at, err := s.appendAfter(ctx, cur.position(), data)
 	if err != nil {
-		return 0, err
+		return 0, s.replacedLocked(ctx, err)
 	}
+	rev := at.Revision
 	if anyTimed(updates) {
 		// Only the log knows the time it stored the entry at: read it back.
 		return rev, s.readBackLocked(ctx, rev)
@@ -396,7 +405,7 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 	for _, u := range updates {
 		cur.Value = u.Apply(cur.Value, rev)
 	}
-	cur.Revision = rev
+	cur.Revision, cur.id = rev, at.ID
 	s.local.Store(&cur)
 	s.notifyApplied(Applied[S]{Entry: Entry{Revision: rev, Data: data, Time: time.Now()}, Updates: updates, Local: true, Before: before, After: cur.Value, HasStates: true})
 	return rev, nil
@@ -543,9 +552,10 @@ func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S])
 	if err != nil {
 		return err
 	}
-	rev, err := s.log.Compact(ctx, 0, data)
+	at, err := s.compactAfter(ctx, Position{}, data)
 	if err == nil {
-		s.local.Store(&local[S]{Revisioned: Revisioned[S]{Value: init.Create(rev), Revision: rev}, initialized: true, compactedAt: rev})
+		rev := at.Revision
+		s.local.Store(&local[S]{Revisioned: Revisioned[S]{Value: init.Create(rev), Revision: rev}, initialized: true, compactedAt: rev, id: at.ID})
 		return nil
 	}
 	if !errors.Is(err, ErrConflict) {
@@ -580,13 +590,13 @@ func (s *Synchronizer[S]) Compact(ctx context.Context, snapshot func(state S) In
 		if err != nil {
 			return err
 		}
-		rev, err := s.log.Compact(ctx, cur.Revision, data)
+		at, err := s.compactAfter(ctx, cur.position(), data)
 		if err != nil {
-			return err
+			return s.replacedLocked(ctx, err)
 		}
 		// The snapshot is the local state itself, so the copy stays valid
 		// and moves to the snapshot's revision.
-		cur.Revision, cur.compactedAt = rev, rev
+		cur.Revision, cur.compactedAt, cur.id = at.Revision, at.Revision, at.ID
 		s.local.Store(&cur)
 		return nil
 	}, nil)

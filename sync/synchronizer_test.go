@@ -214,6 +214,10 @@ func (l conflictingLog) Append(ctx context.Context, expected uint64, data []byte
 	return 0, &statesync.ConflictError{Expected: expected}
 }
 
+func (l conflictingLog) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
+	return statesync.Position{}, &statesync.ConflictError{Expected: last.Revision}
+}
+
 func TestUpdateStateIsBoundedByContext(t *testing.T) {
 	log := conflictingLog{statesync.NewMemLog("t")}
 	s := newCounter(t, log)
@@ -238,11 +242,25 @@ func (l outrunLog) Append(ctx context.Context, expected uint64, data []byte) (ui
 	return l.MemLog.Append(ctx, expected, data)
 }
 
+func (l outrunLog) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
+	if _, err := increment(ctx, l.rival); err != nil {
+		return statesync.Position{}, err
+	}
+	return l.MemLog.AppendAfter(ctx, last, data)
+}
+
 func (l outrunLog) Compact(ctx context.Context, expected uint64, snapshot []byte) (uint64, error) {
 	if _, err := increment(ctx, l.rival); err != nil {
 		return 0, err
 	}
 	return l.MemLog.Compact(ctx, expected, snapshot)
+}
+
+func (l outrunLog) CompactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
+	if _, err := increment(ctx, l.rival); err != nil {
+		return statesync.Position{}, err
+	}
+	return l.MemLog.CompactAfter(ctx, last, snapshot)
 }
 
 // A write starved by other writers says how many tries it lost, so that it

@@ -11,3 +11,10 @@ import (
 func TestMemLogConformance(t *testing.T) {
 	logtest.Run(t, func(t *testing.T) statesync.Log { return statesync.NewMemLog(t.Name()) })
 }
+
+func TestMemLogIncarnations(t *testing.T) {
+	logtest.RunIncarnations(t, func(t *testing.T) (statesync.Log, func()) {
+		l := statesync.NewMemLog(t.Name())
+		return l, l.Recreate
+	})
+}

@@ -1,0 +1,91 @@
+package statesync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// A log deleted and created again under its name (see Incarnated) numbers
+// its entries from 1 again. A copy read from the old incarnation must never
+// take in the new one's entries, nor write into it: its writes are decided
+// on a state the new log never held, and a compaction would replace entries
+// it never read. So the synchronizer keeps the ID of the entry at its
+// revision and binds every conditional write and every catch-up to it; it
+// also takes a log whose last revision is below its own for another one.
+// Finding either, it drops its copy, reloads the log, and reports
+// ErrReplaced.
+
+// position is where the local copy stands in the log.
+func (l *local[S]) position() Position { return Position{Revision: l.Revision, ID: l.id} }
+
+// appendAfter appends data after last, bound to last's ID where the log has
+// IDs.
+func (s *Synchronizer[S]) appendAfter(ctx context.Context, last Position, data []byte) (Position, error) {
+	if il, ok := s.log.(Incarnated); ok {
+		return il.AppendAfter(ctx, last, data)
+	}
+	rev, err := s.log.Append(ctx, last.Revision, data)
+	return Position{Revision: rev}, err
+}
+
+// compactAfter writes snapshot after last, bound as appendAfter is.
+func (s *Synchronizer[S]) compactAfter(ctx context.Context, last Position, snapshot []byte) (Position, error) {
+	if il, ok := s.log.(Incarnated); ok {
+		return il.CompactAfter(ctx, last, snapshot)
+	}
+	rev, err := s.log.Compact(ctx, last.Revision, snapshot)
+	return Position{Revision: rev}, err
+}
+
+// readAfter reads from after up to upTo, making sure first, where the log
+// has IDs, that after is still the log's entry.
+func (s *Synchronizer[S]) readAfter(ctx context.Context, after Position, upTo uint64, fn func(Entry) error) error {
+	if il, ok := s.log.(Incarnated); ok {
+		return il.ReadAfter(ctx, after, upTo, fn)
+	}
+	return s.log.Read(ctx, after.Revision, upTo, fn)
+}
+
+// replacedLocked handles err if it says the log is another incarnation than
+// the local copy's: it drops the copy, loads the log afresh, and returns
+// the error to report (ErrReplaced, with the reload's error if it failed).
+// Any other err is returned as it is.
+func (s *Synchronizer[S]) replacedLocked(ctx context.Context, err error) error {
+	if !errors.Is(err, ErrReplaced) {
+		return err
+	}
+	s.local.Store(&local[S]{})
+	if _, reloadErr := s.fetchLocked(ctx, 0); reloadErr != nil {
+		return errors.Join(err, fmt.Errorf("reloading it: %w", reloadErr))
+	}
+	return err
+}
+
+// shorterLog is the error for a log whose last revision, last, is below the
+// local copy's: only another incarnation can be (compaction never moves the
+// last revision back).
+func (s *Synchronizer[S]) shorterLog(own, last uint64) error {
+	return fmt.Errorf("%s: its last revision is %d, below the %d read from it: %w", s.log.Name(), last, own, ErrReplaced)
+}
+
+// reloadedLocked is fetchLocked's answer when it finds the log replaced
+// (err): the copy is reloaded, and err reported.
+func (s *Synchronizer[S]) reloadedLocked(ctx context.Context, err error) (uint64, error) {
+	err = s.replacedLocked(ctx, err)
+	return s.local.Load().Revision, err
+}
+
+// sameLengthLocked is fetchLocked's answer when the log's last revision is
+// the copy's: nothing to read, unless the log is another incarnation of the
+// same length (its entry there is not cur's).
+func (s *Synchronizer[S]) sameLengthLocked(ctx context.Context, cur local[S]) (uint64, error) {
+	if cur.id == "" {
+		return cur.Revision, nil
+	}
+	err := s.readAfter(ctx, cur.position(), cur.Revision, func(Entry) error { return nil })
+	if errors.Is(err, ErrReplaced) {
+		return s.reloadedLocked(ctx, err)
+	}
+	return cur.Revision, err
+}

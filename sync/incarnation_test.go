@@ -1,0 +1,72 @@
+package statesync_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/example"
+)
+
+// A synchronizer whose log was deleted and created again never mixes the two
+// incarnations: whatever it does next (a fetch, a write, a compaction), it
+// finds the log replaced, reloads it, reports ErrReplaced and writes
+// nothing, whether the new log is shorter than its copy, as long, or longer.
+func TestReplacedLogIsReloadedNotMixed(t *testing.T) {
+	ops := map[string]func(context.Context, *statesync.Synchronizer[counter]) error{
+		"fetch": func(ctx context.Context, s *statesync.Synchronizer[counter]) error { return s.Fetch(ctx) },
+		"write": func(ctx context.Context, s *statesync.Synchronizer[counter]) error {
+			_, err := increment(ctx, s)
+			return err
+		},
+		"compact": func(ctx context.Context, s *statesync.Synchronizer[counter]) error {
+			return s.Compact(ctx, func(c counter) statesync.InitialUpdate[counter] { return example.CounterStart{Value: int64(c)} })
+		},
+	}
+	// The old copy stands at revision 4; the new log gets 1 + newWrites
+	// entries.
+	for _, newWrites := range []int{1, 3, 8} {
+		for name, op := range ops {
+			t.Run(fmt.Sprintf("%s/new log at %d", name, 1+newWrites), func(t *testing.T) {
+				ctx := context.Background()
+				log := statesync.NewMemLog("t")
+				old := statesync.New[counter](log, counterCodec)
+				if err := old.Initialize(ctx, start(100)); err != nil {
+					t.Fatal(err)
+				}
+				for range 3 {
+					if _, err := increment(ctx, old); err != nil {
+						t.Fatal(err)
+					}
+				}
+				log.Recreate()
+				fresh := newCounter(t, log)
+				for range newWrites {
+					if _, err := increment(ctx, fresh); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := op(ctx, old); !errors.Is(err, statesync.ErrReplaced) {
+					t.Fatalf("%s on the old copy: %v, want ErrReplaced", name, err)
+				}
+				if v := value(t, old); v != counter(newWrites) {
+					t.Fatalf("after the %s the old copy holds %d, want the new log's %d", name, v, newWrites)
+				}
+				if err := fresh.Fetch(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if v := value(t, fresh); v != counter(newWrites) {
+					t.Fatalf("the new log holds %d after the old copy's %s, want %d: it wrote into it", v, name, newWrites)
+				}
+				if _, err := increment(ctx, old); err != nil {
+					t.Fatalf("a write after the reload: %v", err)
+				}
+				if err := fresh.Fetch(ctx); err != nil || value(t, fresh) != counter(newWrites+1) {
+					t.Fatalf("after a write on the reloaded copy the new log holds %d (%v), want %d", value(t, fresh), err, newWrites+1)
+				}
+			})
+		}
+	}
+}
