@@ -7,6 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 // ErrTooLarge: an update does not fit in one message.
@@ -15,6 +17,16 @@ var ErrTooLarge = errors.New("too large for the server's max payload")
 // ErrOutOfStorage: the server refused an entry because its store, or the
 // account's share of it, is full. Writes work again once space is freed.
 var ErrOutOfStorage = errors.New("the server is out of storage")
+
+// describeStreamError is describeJSError for a request about the log's own
+// stream, which another process may have deleted: that is
+// statesync.ErrDeleted.
+func describeStreamError(err error) error {
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("%w (%w)", statesync.ErrDeleted, err)
+	}
+	return describeJSError(err)
+}
 
 // describeJSError turns the errors a user can act on into sentences.
 func describeJSError(err error) error {

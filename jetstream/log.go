@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 // Log is a statesync.Log on one JetStream stream.
@@ -265,10 +267,24 @@ func (l *Log) LastRevision(ctx context.Context) (uint64, error) {
 	err := l.untilElected(ctx, func(ctx context.Context) error {
 		info, err := l.stream.Info(ctx)
 		if err != nil {
-			return fmt.Errorf("%s: %w", l.name, describeJSError(err))
+			return fmt.Errorf("%s: %w", l.name, describeStreamError(err))
 		}
 		last = info.State.LastSeq
 		return nil
 	})
 	return last, err
+}
+
+// checkCreated returns an error wrapping statesync.ErrReplaced unless the
+// stream is still the one created at created: a stream deleted and created
+// again under the same name has a new creation time.
+func (l *Log) checkCreated(ctx context.Context, created time.Time) error {
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return describeStreamError(err)
+	}
+	if !info.Created.Equal(created) {
+		return fmt.Errorf("the stream was created again at %s (it was created at %s): %w", info.Created.Format(time.RFC3339Nano), created.Format(time.RFC3339Nano), statesync.ErrReplaced)
+	}
+	return nil
 }

@@ -56,6 +56,31 @@ func TestLogConformance(t *testing.T) {
 	logtest.Run(t, func(t *testing.T) statesync.Log { return openLog(t, nc) })
 }
 
+// recreatable opens a log and returns it with a function that deletes its
+// stream and creates it again (as `destroy` and the next open do).
+func recreatable(t *testing.T, nc *nats.Conn, open func(*testing.T, *nats.Conn) *jetstream.Log) (statesync.Log, func()) {
+	l := open(t, nc)
+	return l, func() {
+		scope, name, _ := jetstream.ParseStreamName(l.Name())
+		ctx := context.Background()
+		if err := jetstream.DeleteConfig(ctx, nc, scope, name); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := jetstream.OpenLog(ctx, nc, scope, name, jetstream.LogOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestLogIncarnations(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	logtest.RunIncarnations(t, func(t *testing.T) (statesync.Log, func()) { return recreatable(t, nc, openLog) })
+	t.Run("ConsumerPath", func(t *testing.T) {
+		logtest.RunIncarnations(t, func(t *testing.T) (statesync.Log, func()) { return recreatable(t, nc, openConsumerLog) })
+	})
+}
+
 // openConsumerLog opens a log on a stream created without direct gets (as a
 // user may create it by hand), so that reads use an ordered consumer.
 func openConsumerLog(t *testing.T, nc *nats.Conn) *jetstream.Log {

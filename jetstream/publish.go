@@ -21,41 +21,63 @@ const attemptTimeout = 2 * time.Second
 
 // Append implements statesync.Log.
 func (l *Log) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
-	if len(data)+headerRoom > l.maxPayload {
-		return 0, fmt.Errorf("an update of %d bytes is %w (%d bytes)", len(data), ErrTooLarge, l.maxPayload)
-	}
-	return l.publishOnce(ctx, expected, l.newMsg(KindUpdate, data))
+	at, err := l.AppendAfter(ctx, statesync.Position{Revision: expected}, data)
+	return at.Revision, err
 }
 
-// Compact implements statesync.Log. A snapshot that fits in one message is
-// one conditional rollup: atomic. A larger one is written in chunks, each
-// conditional on the last, and only then are older entries purged.
+// AppendAfter implements statesync.Incarnated: the entry's ID is its
+// message id, and the append is bound to last.ID with
+// Nats-Expected-Last-Msg-Id, which the server checks with the expected
+// sequence, in the same step.
+func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
+	if len(data)+headerRoom > l.maxPayload {
+		return statesync.Position{}, fmt.Errorf("an update of %d bytes is %w (%d bytes)", len(data), ErrTooLarge, l.maxPayload)
+	}
+	return l.publishOnce(ctx, last, l.newMsg(KindUpdate, data))
+}
+
+// Compact implements statesync.Log.
 func (l *Log) Compact(ctx context.Context, expected uint64, snapshot []byte) (uint64, error) {
+	at, err := l.CompactAfter(ctx, statesync.Position{Revision: expected}, snapshot)
+	return at.Revision, err
+}
+
+// CompactAfter implements statesync.Incarnated. A snapshot that fits in one
+// message is one conditional rollup: atomic. A larger one is written in
+// chunks, each bound to the one before, and only then are older entries
+// purged.
+func (l *Log) CompactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
 	limit := l.maxPayload - headerRoom
 	if len(snapshot) <= limit {
 		msg := l.newMsg(KindSnapshot, snapshot)
 		msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupAll)
-		return l.publishOnce(ctx, expected, msg)
+		return l.publishOnce(ctx, last, msg)
+	}
+	// A purge cannot be bound to an entry: it is bound to the stream's
+	// creation time, looked up before the first chunk, which lands only on
+	// the incarnation that holds last.
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return statesync.Position{}, fmt.Errorf("%s: %w", l.name, describeStreamError(err))
 	}
 	n := (len(snapshot) + limit - 1) / limit
 	id := nuid.Next()
-	var rev uint64
+	at := last
 	for i := range n {
 		chunk := snapshot[i*limit : min((i+1)*limit, len(snapshot))]
 		msg := l.newMsg(KindSnapshotChunk, chunk)
 		msg.Header.Set(HeaderSnapshot, id)
 		msg.Header.Set(HeaderChunk, fmt.Sprintf("%d/%d", i, n))
-		var err error
-		if rev, err = l.publishOnce(ctx, expected+uint64(i), msg); err != nil {
-			return 0, chunkFailed(expected, i, n, err)
+		if at, err = l.publishOnce(ctx, at, msg); err != nil {
+			return statesync.Position{}, chunkFailed(last.Revision, i, n, err)
 		}
 	}
 	// The snapshot is whole; drop what it covers. Never purge past the
 	// first chunk: a purge beyond the last sequence would move it.
-	if err := l.purgeBefore(ctx, expected+1); err != nil {
-		return 0, fmt.Errorf("%s: the snapshot was written at %d and is in use, but dropping the entries before it failed (a later compaction drops them): %w", l.name, rev, describeJSError(err))
+	if err := l.purgeBefore(ctx, last.Revision+1, info.Created); err != nil {
+		return statesync.Position{}, fmt.Errorf("%s: the snapshot was written at %d and is in use, but dropping the entries before it failed (a later compaction drops them): %w", l.name, at.Revision, describeJSError(err))
 	}
-	return rev, nil
+	return at, nil
 }
 
 // chunkFailed says what a failure to write chunk i of n means for the
@@ -78,12 +100,16 @@ func chunkFailed(expected uint64, i, n int, err error) error {
 	return fmt.Errorf(format, i+1, n, err)
 }
 
-// purgeBefore drops the entries before seq. A purge to a sequence is
-// idempotent, so it is retried while the failure may be passing.
-func (l *Log) purgeBefore(ctx context.Context, seq uint64) error {
+// purgeBefore drops the entries before seq of the stream created at
+// created. A purge to a sequence is idempotent, so it is retried while the
+// failure may be passing.
+func (l *Log) purgeBefore(ctx context.Context, seq uint64, created time.Time) error {
 	for {
 		attempt, cancel := context.WithTimeout(ctx, attemptTimeout)
-		err := l.purge(attempt, jetstream.WithPurgeSequence(seq))
+		err := l.checkCreated(attempt, created)
+		if err == nil {
+			err = l.purge(attempt, jetstream.WithPurgeSequence(seq))
+		}
 		cancel()
 		if err == nil || !retryable(err) || !sleep(ctx, retryWait) {
 			return err
@@ -99,21 +125,35 @@ func (l *Log) purgeBefore(ctx context.Context, seq uint64) error {
 // sequence first, refuses it as a conflict. Once some try may have landed,
 // no failure is reported as such: settle looks at the entry at expected+1,
 // and what it cannot tell is statesync.ErrUnknownOutcome.
-func (l *Log) publishOnce(ctx context.Context, expected uint64, msg *nats.Msg) (uint64, error) {
+func (l *Log) publishOnce(ctx context.Context, last statesync.Position, msg *nats.Msg) (statesync.Position, error) {
+	rev, id, err := l.publishOnceAt(ctx, last, msg)
+	if err != nil {
+		return statesync.Position{}, err
+	}
+	return statesync.Position{Revision: rev, ID: id}, nil
+}
+
+// publishOnceAt is publishOnce; it returns the message's revision and id.
+func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *nats.Msg) (uint64, string, error) {
+	expected := last.Revision
 	id := nuid.Next()
 	opts := []jetstream.PublishOpt{jetstream.WithMsgID(id)}
 	if expected != statesync.AnyRevision {
 		opts = append(opts, jetstream.WithExpectLastSequence(expected))
+		if last.ID != "" {
+			opts = append(opts, jetstream.WithExpectLastMsgID(last.ID))
+		}
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("%s: %w", l.name, err) // nothing was sent
+		return 0, id, fmt.Errorf("%s: %w", l.name, err) // nothing was sent
 	}
 	mayHaveLanded := false
-	fail := func(err error) (uint64, error) {
+	fail := func(err error) (uint64, string, error) {
 		if mayHaveLanded {
-			return l.settle(ctx, expected, id, err)
+			rev, err := l.settle(ctx, expected, id, err)
+			return rev, id, err
 		}
-		return 0, fmt.Errorf("%s: %w", l.name, describeJSError(err))
+		return 0, id, fmt.Errorf("%s: %w", l.name, describeJSError(err))
 	}
 	wait := retryWait
 	for {
@@ -121,17 +161,23 @@ func (l *Log) publishOnce(ctx context.Context, expected uint64, msg *nats.Msg) (
 		ack, err := l.publish(attempt, msg, opts...)
 		cancel()
 		if err == nil {
-			return ack.Sequence, nil
+			return ack.Sequence, id, nil
 		}
 		if current, ok := conflict(err); ok {
 			refused := &statesync.ConflictError{Expected: expected, Current: current}
 			if mayHaveLanded {
-				return l.settle(ctx, expected, id, refused)
+				return fail(refused)
 			}
-			return 0, refused
+			return 0, id, refused
+		}
+		if wrongLastID(err) {
+			// The stream's last entry is at expected but is not last.ID:
+			// this try stored nothing, and no earlier one did (the stream
+			// would be past expected).
+			return 0, id, fmt.Errorf("%s: its entry %d is not the one read (%s): %w", l.name, expected, last.ID, statesync.ErrReplaced)
 		}
 		if errors.Is(err, nats.ErrMaxPayload) {
-			return 0, fmt.Errorf("an entry of %d bytes is %w (%d bytes)", len(msg.Data), ErrTooLarge, l.maxPayload)
+			return 0, id, fmt.Errorf("an entry of %d bytes is %w (%d bytes)", len(msg.Data), ErrTooLarge, l.maxPayload)
 		}
 		mayHaveLanded = mayHaveLanded || mayHaveStored(err) || inProcess(err)
 		if full := outOfStorage(err); full != nil {
@@ -232,6 +278,7 @@ func conflict(err error) (uint64, bool) {
 // Server error codes (nats-server's errors.json) the client does not name.
 const (
 	errCodeDuplicateInProcess       = 10158 // JSStreamDuplicateMessageConflict
+	errCodeWrongLastMsgID           = 10070 // JSStreamWrongLastMsgIDErrF
 	errCodeInsufficientResources    = 10023 // JSInsufficientResourcesErr
 	errCodeStorageExceeded          = 10047 // JSStorageResourcesExceededErr
 	errCodeMemoryExceeded           = 10028 // JSMemoryResourcesExceededErr
@@ -240,6 +287,13 @@ const (
 	errCodeClusterNotAvailable      = 10008 // JSClusterNotAvailErr: no leader (yet) to answer
 	errCodeNoPeers                  = 10005 // JSClusterNoPeersErrF: too few peers (yet) for the replicas
 )
+
+// wrongLastID reports whether the server refused a publish because the
+// stream's last message is not the expected one (Nats-Expected-Last-Msg-Id).
+func wrongLastID(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeWrongLastMsgID
+}
 
 // inProcess reports whether the server refused a try because a message with
 // the same id is still being stored: an earlier try reached it.

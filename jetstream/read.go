@@ -35,7 +35,22 @@ func (l *Log) Read(ctx context.Context, after, upTo uint64, fn func(statesync.En
 	if upTo == after {
 		return nil
 	}
-	r := &reader{log: l, next: after + 1}
+	return l.read(ctx, &reader{log: l, next: after + 1}, upTo, fn)
+}
+
+// ReadAfter implements statesync.Incarnated: the read starts one message
+// early, at after itself, whose message id must be after.ID. It costs no
+// request of its own, except when there is nothing after it to read.
+func (l *Log) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
+	if after.ID == "" || after.Revision == 0 || upTo < after.Revision {
+		return l.Read(ctx, after.Revision, upTo, fn)
+	}
+	return l.read(ctx, &reader{log: l, next: after.Revision, check: &after}, upTo, fn)
+}
+
+// read reads from r.next up to upTo.
+func (l *Log) read(ctx context.Context, r *reader, upTo uint64, fn func(statesync.Entry) error) error {
+	after := r.next - 1
 	if upTo-after <= directBatch && l.stream.CachedInfo().Config.AllowDirect {
 		for try := range directTries {
 			if try > 0 {
@@ -67,11 +82,17 @@ const directTries = 8
 // deliver hands one stream message to the reader and fn, and reports
 // whether the read is complete.
 func (l *Log) deliver(r *reader, seq uint64, h nats.Header, data []byte, at time.Time, upTo uint64, fn func(statesync.Entry) error) (bool, error) {
+	if r.check != nil {
+		if done, checked, err := r.checkFirst(seq, h, upTo); checked || err != nil {
+			return done, err
+		}
+	}
 	entry, ok, err := r.add(seq, h, data)
 	if err != nil {
 		return false, err
 	}
 	if ok {
+		entry.ID = h.Get(jetstream.MsgIDHeader)
 		entry.Writer = h.Get(HeaderWriter)
 		entry.Time = at
 		if err := fn(entry); err != nil {
@@ -238,6 +259,9 @@ type reader struct {
 	log  *Log
 	next uint64 // the sequence expected next
 	gap  bool   // entries were skipped and no snapshot has covered them yet
+	// check, until the first message comes, is the entry it should be
+	// (ReadAfter), if the stream still holds it.
+	check *statesync.Position
 
 	chunkID    string
 	chunkCount int
@@ -316,6 +340,23 @@ func (r *reader) addChunk(seq uint64, h nats.Header, data []byte) (statesync.Ent
 	whole := bytes.Join(r.chunks, nil)
 	r.chunks, r.gap = nil, false
 	return statesync.Entry{Revision: seq, Snapshot: true, Data: whole}, true, nil
+}
+
+// checkFirst looks at the first message of a ReadAfter. If it is the entry
+// to check (checked), it must have its id; it is not delivered. If that
+// entry was compacted away, the read goes on as a Read after it would.
+func (r *reader) checkFirst(seq uint64, h nats.Header, upTo uint64) (done, checked bool, err error) {
+	want := *r.check
+	r.check = nil
+	if seq != want.Revision {
+		r.next = want.Revision + 1
+		return want.Revision >= upTo, want.Revision >= upTo, nil
+	}
+	r.next = seq + 1
+	if id := h.Get(jetstream.MsgIDHeader); id != want.ID {
+		return false, true, fmt.Errorf("%s: its entry %d is not the one read (%s but %s): %w", r.log.name, seq, want.ID, id, statesync.ErrReplaced)
+	}
+	return seq >= upTo, true, nil
 }
 
 // bad is the answer for the entry at seq that does not read.

@@ -126,13 +126,16 @@ type compactionWatch struct {
 	tries int
 }
 
-func (l *compactionWatch) Compact(ctx context.Context, expected uint64, snapshot []byte) (uint64, error) {
-	rev, err := l.Log.Compact(ctx, expected, snapshot)
+// CompactAfter is what the synchronizer calls (the log is
+// statesync.Incarnated): the hook is on it, not on Compact.
+func (l *compactionWatch) CompactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
+	at, err := l.Log.CompactAfter(ctx, last, snapshot)
+	rev := at.Revision
 	if !l.armed.Load() {
-		return rev, err
+		return at, err
 	}
 	l.tries++
-	tr := timeline.Try{Lane: l.lane, N: l.tries, Base: expected, At: time.Now()}
+	tr := timeline.Try{Lane: l.lane, N: l.tries, Base: last.Revision, At: time.Now()}
 	var conflict *statesync.ConflictError
 	switch {
 	case err == nil:
@@ -143,10 +146,10 @@ func (l *compactionWatch) Compact(ctx context.Context, expected uint64, snapshot
 		tr.Outcome, tr.Current, tr.CaughtUp = timeline.Refused, conflict.Current, conflict.Current
 	default:
 		l.tries = 0
-		return rev, err
+		return at, err
 	}
 	l.rec.add(tr)
-	return rev, err
+	return at, err
 }
 
 // recorder keeps every try of every writer, in the order they were traced.
