@@ -22,6 +22,7 @@ type Log struct {
 	subject    string
 	maxPayload int
 	writer     string
+	options    LogOptions // as opened, to create the stream again
 
 	// Batched direct gets share one reply subscription for the log's life:
 	// a subscription per request would cost the server a subscribe and an
@@ -69,7 +70,7 @@ func OpenLog(ctx context.Context, nc *nats.Conn, scope, name string, o LogOption
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{nc: nc, js: js, name: StreamName(scope, name), subject: Subject(scope, name), maxPayload: int(nc.MaxPayload()), writer: o.Writer, directSlot: make(chan struct{}, 1), waiting: o.Waiting}
+	l := &Log{nc: nc, js: js, name: StreamName(scope, name), subject: Subject(scope, name), maxPayload: int(nc.MaxPayload()), writer: o.Writer, options: o, directSlot: make(chan struct{}, 1), waiting: o.Waiting}
 	l.publish = js.PublishMsg
 	if l.stream, err = l.openStream(ctx, scope, name, o); err != nil {
 		return nil, err

@@ -179,6 +179,11 @@ func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *n
 		if errors.Is(err, nats.ErrMaxPayload) {
 			return 0, id, fmt.Errorf("an entry of %d bytes is %w (%d bytes)", len(msg.Data), ErrTooLarge, l.maxPayload)
 		}
+		if !mayHaveLanded && noStream(err) {
+			if err := l.streamGone(ctx, last); err != nil {
+				return 0, id, err
+			}
+		}
 		mayHaveLanded = mayHaveLanded || mayHaveStored(err) || inProcess(err)
 		if full := outOfStorage(err); full != nil {
 			return fail(full)
@@ -287,6 +292,32 @@ const (
 	errCodeClusterNotAvailable      = 10008 // JSClusterNotAvailErr: no leader (yet) to answer
 	errCodeNoPeers                  = 10005 // JSClusterNoPeersErrF: too few peers (yet) for the replicas
 )
+
+// noStream reports whether a publish found nothing listening: no stream
+// stored it.
+func noStream(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+// streamGone looks, after a publish that nothing heard, whether the stream
+// was deleted. If it was, a publish at the start of an empty log (the first
+// snapshot, as Initialize writes it) creates it again, and any other fails
+// with statesync.ErrDeleted; otherwise (or if the stream is back) the
+// publish is tried again.
+func (l *Log) streamGone(ctx context.Context, last statesync.Position) error {
+	attempt, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	_, err := l.stream.Info(attempt)
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if last.Revision != 0 || last.ID != "" {
+		return fmt.Errorf("%s: %w (%w)", l.name, statesync.ErrDeleted, err)
+	}
+	scope, name, _ := ParseStreamName(l.name)
+	_, err = l.lookUpOrCreate(attempt, scope, name, l.options)
+	return err
+}
 
 // wrongLastID reports whether the server refused a publish because the
 // stream's last message is not the expected one (Nats-Expected-Last-Msg-Id).

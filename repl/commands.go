@@ -172,6 +172,9 @@ func (sh *Shell) failure(err error) reply {
 		msg := describeCancel(err)
 		return reply{outcome: failed, lines: []string{warn("%s", msg)}, err: msg}
 	}
+	if msg, ok := sh.describeLost(err); ok {
+		return reply{outcome: failed, lines: []string{warn("%s", msg)}, err: msg}
+	}
 	msg := describeError(err, sh.timeout)
 	return reply{outcome: failed, lines: []string{warn("Error: %s", msg)}, err: msg}
 }

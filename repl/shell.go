@@ -458,6 +458,9 @@ func (sh *Shell) setWatch(on bool, prefix string) error {
 // or with -o json an event, so that the output stays JSON.
 func (sh *Shell) followFailed(err error) {
 	msg := "Follow: " + describeError(err, 0)
+	if lost, ok := sh.describeLost(err); ok {
+		msg = lost
+	}
 	if sh.json {
 		var b strings.Builder
 		writeJSON(&b, fields{"event": "error", "error": msg})
@@ -465,6 +468,18 @@ func (sh *Shell) followFailed(err error) {
 		return
 	}
 	sh.printAsync([]string{warn("%s", msg)})
+}
+
+// describeLost says, in one line, that the config was destroyed under the
+// shell (and whether it stands again), if err says so.
+func (sh *Shell) describeLost(err error) (string, bool) {
+	switch {
+	case errors.Is(err, statesync.ErrReplaced):
+		return fmt.Sprintf("%s was destroyed and created again; reloaded", sh.name), true
+	case errors.Is(err, statesync.ErrDeleted):
+		return fmt.Sprintf("%s was destroyed (by another process); QUIT, or PUT to create it again", sh.name), true
+	}
+	return "", false
 }
 
 // describeError is an error as one line says it.

@@ -165,6 +165,14 @@ func updateAt[R any](ctx context.Context, c *Config, fn func(State) ([]statesync
 			return zero, State{}, fmt.Errorf("%q: %w", s, ErrNotUTF8)
 		}
 	}
+	if _, ok := c.sync.State(); !ok {
+		// The log was deleted under this process, which said so: a write
+		// creates the config again, empty, as opening it would.
+		if err := c.sync.Initialize(ctx, Snapshot{EmptyState()}); err != nil {
+			var zero R
+			return zero, State{}, err
+		}
+	}
 	r, after, err := statesync.UpdateStateAt(ctx, c.sync, fn)
 	if err != nil {
 		return r, State{}, err

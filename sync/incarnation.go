@@ -50,8 +50,13 @@ func (s *Synchronizer[S]) readAfter(ctx context.Context, after Position, upTo ui
 // replacedLocked handles err if it says the log is another incarnation than
 // the local copy's: it drops the copy, loads the log afresh, and returns
 // the error to report (ErrReplaced, with the reload's error if it failed).
-// Any other err is returned as it is.
+// If err says the log was deleted, it drops the copy: the next Initialize
+// creates the log again. Any other err is returned as it is.
 func (s *Synchronizer[S]) replacedLocked(ctx context.Context, err error) error {
+	if errors.Is(err, ErrDeleted) {
+		s.local.Store(&local[S]{})
+		return err
+	}
 	if !errors.Is(err, ErrReplaced) {
 		return err
 	}

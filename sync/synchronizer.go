@@ -170,7 +170,7 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 	if target == 0 {
 		last, err := s.log.LastRevision(ctx)
 		if err != nil {
-			return cur.Revision, err
+			return cur.Revision, s.replacedLocked(ctx, err)
 		}
 		target = last
 	}
