@@ -91,7 +91,15 @@ func DeleteConfig(ctx context.Context, nc *nats.Conn, scope, name string) error 
 		return err
 	}
 	stream := StreamName(scope, name)
-	err = js.DeleteStream(ctx, stream)
+	s, err := js.Stream(ctx, stream)
+	if err == nil {
+		// A stream that only looks like a config's by its name is someone
+		// else's: refuse it, as opening it does.
+		if err := checkStreamConfig(s.CachedInfo().Config, Subject(scope, name), int(nc.MaxPayload())); err != nil {
+			return fmt.Errorf("stream %s is not one sharedconfig can use as %s/%s, so it is not deleted: %w", stream, scope, name, err)
+		}
+		err = js.DeleteStream(ctx, stream)
+	}
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return noConfig(scope, name, stream)
 	}

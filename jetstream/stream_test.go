@@ -98,3 +98,28 @@ func TestStreamSettingsThatLoseEntries(t *testing.T) {
 		t.Fatalf("OpenLog on a usable stream: %v", err)
 	}
 }
+
+// A stream named like a config's but on another subject is someone else's:
+// destroy refuses it, naming why, and leaves it and its messages alone.
+// (Issue 19.11: it was deleted.)
+func TestDeleteConfigRefusesAStreamThatIsNotAConfig(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	js, _ := natsjs.New(nc)
+	ctx := context.Background()
+	stream := jetstream.StreamName("a", "b")
+	if _, err := js.CreateStream(ctx, natsjs.StreamConfig{Name: stream, Subjects: []string{"orders.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "orders.1", []byte("an order")); err != nil {
+		t.Fatal(err)
+	}
+	err := jetstream.DeleteConfig(ctx, nc, "a", "b")
+	if err == nil || !strings.Contains(err.Error(), "stream SC_1_a_b is not one sharedconfig can use as a/b, so it is not deleted: subjects [orders.>] (want [sharedconfig.a.b])") {
+		t.Fatalf("DeleteConfig of a stream on orders.>: %v, want a refusal naming the subjects", err)
+	}
+	s, err := js.Stream(ctx, stream)
+	if err != nil || s.CachedInfo().State.Msgs != 1 {
+		t.Fatalf("the stream after the refusal: %v; want it there with its message", err)
+	}
+}
