@@ -48,6 +48,16 @@ type keeper struct {
 	warn   func(string)
 	lastOK map[string]time.Time // local time of the last good refresh
 	warned map[string]bool
+	// backoff, per lease whose last refresh failed, when to try again: a
+	// refresh that lands but cannot be read back (a damaged config) leaves
+	// the lease due, and trying every tick would append an entry each time.
+	backoff map[string]backoff
+}
+
+// backoff is the wait before a lease's next refresh after failed ones.
+type backoff struct {
+	wait time.Duration // doubles from keeperTick, up to a third of the ttl
+	next time.Time
 }
 
 func (k *keeper) round(ctx context.Context) {
@@ -63,6 +73,9 @@ func (k *keeper) round(ctx context.Context) {
 		if l.Deadline.Sub(now) > l.TTL*2/3 {
 			continue // refreshed less than a third of the ttl ago
 		}
+		if time.Now().Before(k.backoff[name].next) {
+			continue
+		}
 		if !k.refresh(ctx, name, l) {
 			return
 		}
@@ -71,6 +84,7 @@ func (k *keeper) round(ctx context.Context) {
 		if !held[name] {
 			delete(k.lastOK, name)
 			delete(k.warned, name)
+			delete(k.backoff, name)
 		}
 	}
 	opCtx, cancel := context.WithTimeout(ctx, keeperOpTimeout)
@@ -88,8 +102,19 @@ func (k *keeper) refresh(ctx context.Context, name string, l Lease) bool {
 	switch {
 	case err == nil:
 		k.lastOK[name], k.warned[name] = time.Now(), false
+		delete(k.backoff, name)
+		return true
 	case ctx.Err() != nil:
 		return false
+	}
+	if k.backoff == nil {
+		k.backoff = map[string]backoff{}
+	}
+	b := k.backoff[name]
+	b.wait = min(max(2*b.wait, keeperTick), l.TTL/3)
+	b.next = time.Now().Add(b.wait)
+	k.backoff[name] = b
+	switch {
 	case !k.c.leases.keeps(name):
 		// This process let the lease go (REVOKE_LEASE) since the round
 		// began: its end is no news.

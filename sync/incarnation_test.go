@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/example"
@@ -68,5 +69,31 @@ func TestReplacedLogIsReloadedNotMixed(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A follower of a damaged log says so once, not once per append after the
+// damage; it says it again once the error changes. (Issue 19.12.)
+func TestFollowSaysAnErrorOnce(t *testing.T) {
+	ctx := context.Background()
+	log := statesync.NewMemLog("t")
+	writer, follower := newCounter(t, log), newCounter(t, log)
+	log.AppendRaw([]byte("garbage"), false)
+	errs := make(chan error, 100)
+	stop, err := follower.Follow(func(err error) { errs <- err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	<-errs
+	for range 5 {
+		if _, err := writer.UpdateUnconditionally(ctx, add{N: 1}); err == nil {
+			t.Fatal("a write read back past the damage")
+		}
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("the follower said the same error again: %v", err)
+	case <-time.After(500 * time.Millisecond):
 	}
 }

@@ -632,6 +632,9 @@ func (s *Synchronizer[S]) Follow(onError func(error)) (stop func(), err error) {
 		defer close(done)
 		poll := time.NewTicker(followPoll)
 		defer poll.Stop()
+		// An error is reported once, until the fetches succeed again or
+		// fail otherwise: on a damaged log every append would repeat it.
+		said := ""
 		for {
 			select {
 			case <-ctx.Done():
@@ -642,7 +645,10 @@ func (s *Synchronizer[S]) Follow(onError func(error)) (stop func(), err error) {
 			fetchCtx, cancelFetch := context.WithTimeout(ctx, followFetchTimeout)
 			err := s.Fetch(fetchCtx)
 			cancelFetch()
-			if err != nil && ctx.Err() == nil && onError != nil {
+			if err == nil || ctx.Err() != nil {
+				said = ""
+			} else if err.Error() != said && onError != nil {
+				said = err.Error()
 				onError(err)
 			}
 		}
