@@ -175,6 +175,12 @@ func exportCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 		return failed(cmd, f, "EXPORT", err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "%s\n", repl.SafeJSON(b))
+	if s.damaged != nil {
+		// The last good state is worth keeping, but it is not the config:
+		// a script must not take it for a whole export.
+		fmt.Fprintf(cmd.ErrOrStderr(), "!!!! the export is partial: it holds revision %d, the last good state, not what comes after the damage at entry %d\n", s.damaged.GoodRevision, s.damaged.Entry.Revision)
+		return &exitError{exitFailures, nil}
+	}
 	return nil
 }
 

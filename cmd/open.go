@@ -62,6 +62,9 @@ type session struct {
 	nc  *nats.Conn
 	sh  *repl.Shell
 	cfg *sharedconfig.Config
+	// damaged, if set, is why the config opened read-only at its last
+	// good state.
+	damaged *sharedconfig.DamagedError
 }
 
 // Close stops following and closes the connection.
@@ -138,6 +141,7 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 	var damaged *sharedconfig.DamagedError
 	if errors.As(err, &damaged) && s.cfg != nil {
 		// Readable up to the damage: open read-only there, and say so.
+		s.damaged = damaged
 		fmt.Fprintf(cmd.ErrOrStderr(), "!!!! %s/%s is damaged at entry %d (%s): read-only at revision %d, its last good state; writes fail until 'sharedconfig repair'\n",
 			f.scope, f.name, damaged.Entry.Revision, repl.Shown(damaged.Entry.Err.Error()), damaged.GoodRevision)
 	} else if err != nil {
