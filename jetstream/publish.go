@@ -133,17 +133,24 @@ func (l *Log) publishOnce(ctx context.Context, last statesync.Position, msg *nat
 	return statesync.Position{Revision: rev, ID: id}, nil
 }
 
-// publishOnceAt is publishOnce; it returns the message's revision and id.
-func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *nats.Msg) (uint64, string, error) {
-	expected := last.Revision
-	id := nuid.Next()
+// publishOpts are the options of a publish with message id id, conditional
+// on last (its revision, and its ID if known) unless last is AnyRevision.
+func publishOpts(id string, last statesync.Position) []jetstream.PublishOpt {
 	opts := []jetstream.PublishOpt{jetstream.WithMsgID(id)}
-	if expected != statesync.AnyRevision {
-		opts = append(opts, jetstream.WithExpectLastSequence(expected))
+	if last.Revision != statesync.AnyRevision {
+		opts = append(opts, jetstream.WithExpectLastSequence(last.Revision))
 		if last.ID != "" {
 			opts = append(opts, jetstream.WithExpectLastMsgID(last.ID))
 		}
 	}
+	return opts
+}
+
+// publishOnceAt is publishOnce; it returns the message's revision and id.
+func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *nats.Msg) (uint64, string, error) {
+	expected := last.Revision
+	id := nuid.Next()
+	opts := publishOpts(id, last)
 	if err := ctx.Err(); err != nil {
 		return 0, id, fmt.Errorf("%s: %w", l.name, err) // nothing was sent
 	}
@@ -171,8 +178,7 @@ func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *n
 			return 0, id, refused
 		}
 		if wrongLastID(err) {
-			// The stream's last entry is at expected but is not last.ID:
-			// this try stored nothing, and no earlier one did (the stream
+			// Nothing stored, by this try or an earlier one (the stream
 			// would be past expected).
 			return 0, id, fmt.Errorf("%s: its entry %d is not the one read (%s): %w", l.name, expected, last.ID, statesync.ErrReplaced)
 		}
