@@ -39,6 +39,9 @@ func answer(cmd *cobra.Command, f *rootFlags, command string, ok bool, result ma
 		repl.WriteJSON(out, r)
 		return
 	}
+	if !ok { // stdout carries only answers
+		out = cmd.ErrOrStderr()
+	}
 	for _, l := range lines {
 		fmt.Fprintln(out, l)
 	}

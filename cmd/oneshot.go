@@ -51,7 +51,7 @@ func runLines(cmd *cobra.Command, f *rootFlags, lines ...string) error {
 	defer s.Close()
 	for _, l := range lines {
 		s.sh.Execute(cmd.Context(), l)
-		if isQuit(l) {
+		if isQuit(l) || s.sh.Failures() > 0 && f.stopOnError {
 			break
 		}
 	}

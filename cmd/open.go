@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,7 @@ func (f *rootFlags) register(cmd *cobra.Command) {
 	fl.StringVarP(&f.output, "output", "o", "text", "answers as `text` or json (one JSON object per command)")
 	fl.BoolVar(&f.trace, "trace", false, "start with TRACE ON: show every try of every write")
 	fl.BoolVar(&f.revisions, "revisions", false, "GET and GET_ALL show the revision that set each value")
+	fl.BoolVarP(&f.stopOnError, "stop-on-error", "e", false, "a script stops at its first failed line, exit status 1 (as sh -e)")
 	fl.IntVar(&f.replicas, "replicas", 0, "replicas of a config's stream when this creates it (default: 1 on a standalone server, 3 on a cluster)")
 	fl.StringVar(&f.writer, "writer", defaultWriter(), "the `NAME` others see on this process's changes (LOG, follow mode)")
 	f.conn.register(cmd)
@@ -120,11 +122,12 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 		server = func() string { return nc.ConnectedUrlRedacted() + " (" + via + ")" }
 	}
 	sh := repl.New(repl.Options{
-		Scope: f.scope, Name: f.name, Out: cmd.OutOrStdout(), Timeout: f.timeout,
-		Server:    server,
-		JSON:      f.output == "json",
-		Trace:     f.trace,
-		Revisions: f.revisions,
+		Scope: f.scope, Name: f.name, Out: cmd.OutOrStdout(), Err: f.errorStream(cmd), Timeout: f.timeout,
+		StopOnError: f.stopOnError,
+		Server:      server,
+		JSON:        f.output == "json",
+		Trace:       f.trace,
+		Revisions:   f.revisions,
 	})
 	s := &session{nc: nc, sh: sh}
 	s.cfg, err = sharedconfig.Open(openCtx, log, sharedconfig.Options{
@@ -147,6 +150,16 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 	opened.Store(true)
 	sh.Attach(s.cfg)
 	return s, nil
+}
+
+// errorStream is where a shell's failures and warnings go: stderr, so that
+// stdout carries only answers; on a terminal the shell's own output, which
+// keeps them in order with the prompt.
+func (f *rootFlags) errorStream(cmd *cobra.Command) io.Writer {
+	if f.interactive {
+		return nil
+	}
+	return cmd.ErrOrStderr()
 }
 
 // replicasFor is --replicas, or by default 1 on a standalone server and up

@@ -176,6 +176,8 @@ type rootFlags struct {
 	follow      bool
 	trace       bool
 	revisions   bool
+	stopOnError bool
+	interactive bool // the shell reads a terminal
 	writer      string
 	replicas    int
 	conn        connFlags
@@ -255,6 +257,7 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		in = repl.NewScript(cmd.InOrStdin())
 	}
 
+	f.interactive = interactive
 	sess, err := f.open(cmd)
 	if err != nil {
 		return err

@@ -278,5 +278,5 @@ func (sh *Shell) leaseWarning(msg string) {
 		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
 		return
 	}
-	sh.printAsync([]string{warn("%s", msg)})
+	sh.warnAsync(warn("%s", msg))
 }

@@ -56,6 +56,12 @@ type Options struct {
 	Server func() string
 	// Out receives every answer.
 	Out io.Writer
+	// Err, in text mode, receives the lines of failed commands and the
+	// warnings that arrive on their own, so that Out carries only answers;
+	// nil means Out. With JSON everything goes to Out, one object a line.
+	Err io.Writer
+	// StopOnError ends a script at its first failed line, as sh -e does.
+	StopOnError bool
 	// Timeout bounds each command's I/O; 0 means 5s.
 	Timeout time.Duration
 	// JSON: one JSON object per command instead of text.
@@ -75,10 +81,12 @@ type Shell struct {
 	json        bool
 	revisions   bool
 	failed      int
+	stopOnError bool
 	lineNumber  func() int // set while Run reads a script
 
 	outMu sync.Mutex // one writer at a time: commands, traces, follow
 	out   io.Writer
+	err   io.Writer // text mode's failures and warnings
 	above atomic.Pointer[aboveInput]
 
 	tracing  atomic.Bool
@@ -103,7 +111,10 @@ func New(o Options) *Shell {
 	if o.Server == nil {
 		o.Server = func() string { return "" }
 	}
-	sh := &Shell{scope: o.Scope, name: o.Name, server: o.Server, out: o.Out, timeout: o.Timeout, json: o.JSON, revisions: o.Revisions}
+	if o.Err == nil || o.JSON {
+		o.Err = o.Out
+	}
+	sh := &Shell{scope: o.Scope, name: o.Name, server: o.Server, out: o.Out, err: o.Err, timeout: o.Timeout, json: o.JSON, revisions: o.Revisions, stopOnError: o.StopOnError}
 	sh.tracing.Store(o.Trace)
 	return sh
 }
@@ -151,8 +162,13 @@ func (sh *Shell) Run(ctx context.Context, in Input) error {
 		if err != nil {
 			return err
 		}
-		if sh.executeInterruptible(ctx, keyboard, line) == quitNow {
+		switch sh.executeInterruptible(ctx, keyboard, line) {
+		case quitNow:
 			return nil
+		case failed:
+			if sh.stopOnError && keyboard == nil {
+				return nil
+			}
 		}
 	}
 }
@@ -261,23 +277,32 @@ func (sh *Shell) render(command string, r reply) outcome {
 		writeJSON(sh.out, jr)
 		return r.outcome
 	}
+	w := sh.out
+	if r.outcome == failed {
+		w = sh.err
+	}
 	for _, l := range r.lines {
-		fmt.Fprintln(sh.out, l)
+		fmt.Fprintln(w, l)
 	}
 	if r.table != nil {
 		if err := renderTable(sh.out, r.table); err != nil {
-			fmt.Fprintln(sh.out, warn("Error: %v", err))
+			fmt.Fprintln(sh.err, warn("Error: %v", err))
 		}
 	}
 	return r.outcome
 }
 
+// StopsOnError says whether a script stops at its first failed line.
+func (sh *Shell) StopsOnError() bool { return sh.stopOnError }
+
 // print writes lines as they are.
-func (sh *Shell) print(lines []string) {
+func (sh *Shell) print(lines []string) { sh.printTo(sh.out, lines) }
+
+func (sh *Shell) printTo(w io.Writer, lines []string) {
 	sh.outMu.Lock()
 	defer sh.outMu.Unlock()
 	for _, l := range lines {
-		fmt.Fprintln(sh.out, l)
+		fmt.Fprintln(w, l)
 	}
 }
 
@@ -288,6 +313,15 @@ func (sh *Shell) printAsync(lines []string) {
 		return
 	}
 	sh.print(lines)
+}
+
+// warnAsync prints a warning that arrives on its own, as printAsync does,
+// but to the error stream when no line is being typed.
+func (sh *Shell) warnAsync(line string) {
+	if a := sh.above.Load(); a != nil && (*a).PrintAbove([]string{line}) {
+		return
+	}
+	sh.printTo(sh.err, []string{line})
 }
 
 // printJSONAsync prints v as one line of JSON, as printAsync prints lines.
@@ -361,7 +395,7 @@ func (sh *Shell) CompactionFailed(err error) {
 		sh.printJSONAsync(fields{"event": "compaction_failed", "error": describeError(err, sh.timeout)})
 		return
 	}
-	sh.printAsync([]string{warn("Compaction failed (nothing is lost; it will be tried again): %s", describeError(err, sh.timeout))})
+	sh.warnAsync(warn("Compaction failed (nothing is lost; it will be tried again): %s", describeError(err, sh.timeout)))
 }
 
 // Changed is the config's change hook: with FOLLOW ON (or WATCH with no
@@ -386,7 +420,7 @@ func (sh *Shell) showChange(ch sharedconfig.Change, prefix string) {
 		return
 	}
 	if ch.Foreign != "" {
-		sh.printAsync([]string{warn("Revision %d skipped: %s", ch.Revision, ch.Foreign)})
+		sh.warnAsync(warn("Revision %d skipped: %s", ch.Revision, ch.Foreign))
 		return
 	}
 	op, args := describeChange(ch)
@@ -464,7 +498,7 @@ func (sh *Shell) followFailed(err error) {
 		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
 		return
 	}
-	sh.printAsync([]string{warn("%s", msg)})
+	sh.warnAsync(warn("%s", msg))
 }
 
 // describeError is an error as one line says it.
