@@ -34,7 +34,7 @@ func answer(cmd *cobra.Command, f *rootFlags, command string, ok bool, result ma
 			r["result"] = result
 		}
 		if !ok && len(lines) > 0 {
-			r["error"] = strings.TrimPrefix(lines[0], "!!!! Error: ")
+			r["error"] = strings.TrimPrefix(strings.TrimPrefix(lines[0], "!!!! Error: "), "!!!! ")
 		}
 		repl.WriteJSON(out, r)
 		return
@@ -131,7 +131,8 @@ func countProperties(ctx context.Context, f *rootFlags, nc *nats.Conn, c jetstre
 }
 
 // openExisting opens the config the flags name, refusing (status 1) one
-// the server does not hold rather than creating it.
+// the server does not hold rather than creating it: reads of a mistyped
+// name must not leave a config behind.
 func openExisting(cmd *cobra.Command, f *rootFlags, command string) (*session, error) {
 	if err := f.check(cmd); err != nil {
 		return nil, err
@@ -143,6 +144,11 @@ func openExisting(cmd *cobra.Command, f *rootFlags, command string) (*session, e
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	_, err = jetstream.StatConfig(ctx, nc, f.scope, f.name)
 	cancel()
+	if errors.Is(err, jetstream.ErrNoConfig) {
+		nc.Close()
+		answer(cmd, f, command, false, nil, 0, fmt.Sprintf("!!!! no config %s/%s on the server (list shows the configs; a PUT creates one)", f.scope, f.name))
+		return nil, &exitError{code: exitFailures}
+	}
 	if err != nil {
 		nc.Close()
 		return nil, failed(cmd, f, command, err)

@@ -38,8 +38,8 @@ func shellLine(word string, params ...string) string {
 	return strings.TrimSpace(word + " " + strings.Join(quoted, " , "))
 }
 
-// runLines opens the config, runs the shell lines in order up to a QUIT,
-// and exits as a script would.
+// runLines opens the config, creating it if need be, runs the shell lines
+// in order up to a QUIT, and exits as a script would.
 func runLines(cmd *cobra.Command, f *rootFlags, lines ...string) error {
 	if err := f.check(cmd); err != nil {
 		return err
@@ -48,6 +48,21 @@ func runLines(cmd *cobra.Command, f *rootFlags, lines ...string) error {
 	if err != nil {
 		return err
 	}
+	return runOn(cmd, f, s, lines)
+}
+
+// readLines is runLines for commands that only read: a config the server
+// does not hold is refused (status 1), not created.
+func readLines(cmd *cobra.Command, f *rootFlags, command string, lines ...string) error {
+	s, err := openExisting(cmd, f, command)
+	if err != nil {
+		return err
+	}
+	return runOn(cmd, f, s, lines)
+}
+
+// runOn runs the shell lines on an open session, then closes it.
+func runOn(cmd *cobra.Command, f *rootFlags, s *session, lines []string) error {
 	defer s.Close()
 	for _, l := range lines {
 		s.sh.Execute(cmd.Context(), l)
@@ -71,7 +86,10 @@ func newGetCmd(f *rootFlags) *cobra.Command {
 		Use:   "get KEY",
 		Short: "Print the value of KEY, as the shell's GET does",
 		Long: `Print the value of KEY, as the shell's GET does. The value is the shared
-config's latest: a one-shot command loads the config when it starts.`,
+config's latest: a one-shot command loads the config when it starts.
+
+Exit status 1 when KEY is undefined (as "nats kv get"), or when the server
+holds no such config, which get does not create.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return getCommandFunc(cmd, f, args) },
 	}
@@ -80,7 +98,8 @@ config's latest: a one-shot command loads the config when it starts.`,
 // getCommandFunc runs "get". Opening the config has just read it to the
 // end, so the value is as fresh as a REFRESH would make it.
 func getCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
-	return runLines(cmd, f, shellLine("GET", args[0]))
+	f.missingKeyFails = true
+	return readLines(cmd, f, "GET", shellLine("GET", args[0]))
 }
 
 func newPutCmd(f *rootFlags) *cobra.Command {
@@ -123,7 +142,7 @@ func newGetAllCmd(f *rootFlags) *cobra.Command {
 }
 
 func getAllCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
-	return runLines(cmd, f, shellLine("GET_ALL", args...))
+	return readLines(cmd, f, "GET_ALL", shellLine("GET_ALL", args...))
 }
 
 func newWatchCmd(f *rootFlags) *cobra.Command {
@@ -139,14 +158,11 @@ until Ctrl-C or SIGTERM; then exit with status 0.`,
 }
 
 func watchCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
-	if err := f.check(cmd); err != nil {
-		return err
-	}
 	prefix := ""
 	if len(args) == 1 {
 		prefix = args[0]
 	}
-	s, err := f.open(cmd)
+	s, err := openExisting(cmd, f, "WATCH")
 	if err != nil {
 		return err
 	}

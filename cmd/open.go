@@ -123,11 +123,12 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 	}
 	sh := repl.New(repl.Options{
 		Scope: f.scope, Name: f.name, Out: cmd.OutOrStdout(), Err: f.errorStream(cmd), Timeout: f.timeout,
-		StopOnError: f.stopOnError,
-		Server:      server,
-		JSON:        f.output == "json",
-		Trace:       f.trace,
-		Revisions:   f.revisions,
+		StopOnError:     f.stopOnError,
+		MissingKeyFails: f.missingKeyFails,
+		Server:          server,
+		JSON:            f.output == "json",
+		Trace:           f.trace,
+		Revisions:       f.revisions,
 	})
 	s := &session{nc: nc, sh: sh}
 	s.cfg, err = sharedconfig.Open(openCtx, log, sharedconfig.Options{

@@ -177,11 +177,13 @@ type rootFlags struct {
 	trace       bool
 	revisions   bool
 	stopOnError bool
-	interactive bool // the shell reads a terminal
-	writer      string
-	replicas    int
-	conn        connFlags
-	source      sourceFlags
+	// missingKeyFails: a GET of an undefined key fails (the one-shot get).
+	missingKeyFails bool
+	interactive     bool // the shell reads a terminal
+	writer          string
+	replicas        int
+	conn            connFlags
+	source          sourceFlags
 }
 
 func newRoot() *cobra.Command {

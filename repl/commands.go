@@ -155,7 +155,11 @@ func runGet(_ context.Context, sh *Shell, args []string) reply {
 	key := args[0]
 	p, found := sh.cfg.State().Lookup(key)
 	if !found {
-		return answer(warn("Property '%s' is undefined", key), fields{"key": key, "found": false})
+		r := answer(warn("Property '%s' is undefined", key), fields{"key": key, "found": false})
+		if sh.missingKeyFails {
+			r.outcome, r.err = failed, strings.TrimPrefix(r.lines[0], "!!!! ")
+		}
+		return r
 	}
 	line := say("The value of property '%s' is '%s'", key, p.Value)
 	if sh.revisions {

@@ -62,6 +62,9 @@ type Options struct {
 	Err io.Writer
 	// StopOnError ends a script at its first failed line, as sh -e does.
 	StopOnError bool
+	// MissingKeyFails makes a GET of an undefined key a failure, for a
+	// one-shot get whose exit status answers whether the key is there.
+	MissingKeyFails bool
 	// Timeout bounds each command's I/O; 0 means 5s.
 	Timeout time.Duration
 	// JSON: one JSON object per command instead of text.
@@ -74,15 +77,16 @@ type Options struct {
 
 // Shell runs commands against one shared config.
 type Shell struct {
-	cfg         *sharedconfig.Config
-	scope, name string
-	server      func() string
-	timeout     time.Duration
-	json        bool
-	revisions   bool
-	failed      int
-	stopOnError bool
-	lineNumber  func() int // set while Run reads a script
+	cfg             *sharedconfig.Config
+	scope, name     string
+	server          func() string
+	timeout         time.Duration
+	json            bool
+	revisions       bool
+	failed          int
+	stopOnError     bool
+	missingKeyFails bool
+	lineNumber      func() int // set while Run reads a script
 
 	outMu sync.Mutex // one writer at a time: commands, traces, follow
 	out   io.Writer
@@ -114,7 +118,7 @@ func New(o Options) *Shell {
 	if o.Err == nil || o.JSON {
 		o.Err = o.Out
 	}
-	sh := &Shell{scope: o.Scope, name: o.Name, server: o.Server, out: o.Out, err: o.Err, timeout: o.Timeout, json: o.JSON, revisions: o.Revisions, stopOnError: o.StopOnError}
+	sh := &Shell{scope: o.Scope, name: o.Name, server: o.Server, out: o.Out, err: o.Err, timeout: o.Timeout, json: o.JSON, revisions: o.Revisions, stopOnError: o.StopOnError, missingKeyFails: o.MissingKeyFails}
 	sh.tracing.Store(o.Trace)
 	return sh
 }
