@@ -3,6 +3,7 @@ package repl
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -474,12 +475,13 @@ func runStatus(ctx context.Context, sh *Shell, _ []string) reply {
 		say("Follow:    %s", yesNo(on)),
 		say("Watch:     %s", watched),
 		say("Trace:     %s", yesNo(sh.tracing.Load())),
+		say("Process:   pid %d", os.Getpid()), // to name when stopping it: not go run's
 	}}
 	r.result = fields{
 		"scope": sh.scope, "name": sh.name, "stream": st.Stream, "replicas": replicas, "server": sh.server(),
 		"local_revision": st.Revision, "stream_revision": st.LastRevision, "lag": max(lag, 0),
 		"entries_since_compaction": st.EntriesSinceCompaction, "properties": st.Properties, "bytes": st.Bytes,
-		"follow": on, "watching": on, "watch_prefix": prefix, "trace": sh.tracing.Load(),
+		"follow": on, "watching": on, "watch_prefix": prefix, "trace": sh.tracing.Load(), "pid": os.Getpid(),
 	}
 	return r
 }
