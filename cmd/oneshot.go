@@ -24,7 +24,21 @@ func addConfigCommands(root *cobra.Command, f *rootFlags) {
 		newListCmd(f), newExportCmd(f), newImportCmd(f), newDestroyCmd(f), newRepairCmd(f), newTimelineCmd(f),
 	} {
 		f.register(c)
+		c.Args = sayUsage(c.Args)
 		root.AddCommand(c)
+	}
+}
+
+// sayUsage wraps an argument check so that its failure says what the
+// command expects ("usage: sharedconfig put KEY VALUE") rather than cobra's
+// "accepts 2 arg(s), received 1". Status 2, as any bad command line.
+func sayUsage(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if check == nil || check(c, args) == nil {
+			return nil
+		}
+		use := strings.TrimSuffix(c.UseLine(), " [flags]")
+		return &exitError{exitStartup, fmt.Errorf("usage: %s (see %s --help)", use, c.CommandPath())}
 	}
 }
 
@@ -200,6 +214,25 @@ func newExecCmd(f *rootFlags) *cobra.Command {
 	}
 }
 
+// execCommandFunc runs each argument as a shell line; a failed one is
+// named by its place among the arguments.
 func execCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
-	return runLines(cmd, f, args...)
+	if err := f.check(cmd); err != nil {
+		return err
+	}
+	s, err := f.open(cmd)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for i, l := range args {
+		s.sh.ExecuteArgument(cmd.Context(), i+1, l)
+		if isQuit(l) || s.sh.Failures() > 0 && f.stopOnError {
+			break
+		}
+	}
+	if s.sh.Failures() > 0 {
+		return &exitError{code: exitFailures}
+	}
+	return nil
 }

@@ -139,10 +139,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return ee.code
 	default:
 		// cobra's own errors: unknown flags, bad values.
-		fmt.Fprintf(stderr, "sharedconfig: %s\n", visible(err.Error()))
+		fmt.Fprintf(stderr, "sharedconfig: %s%s\n", visible(err.Error()), flagHint(err))
 		fmt.Fprintln(stderr, "Run 'sharedconfig --help' for usage.")
 		return exitStartup
 	}
+}
+
+// flagHint is what to add to an unknown flag's error: an argument that
+// starts with '-' (a negative number, say) is read as flags unless it
+// follows "--".
+func flagHint(err error) string {
+	if strings.HasPrefix(err.Error(), "unknown shorthand flag") || strings.HasPrefix(err.Error(), "unknown flag") {
+		return " (an argument that starts with '-' goes after --, which ends the flags: put k -- -1)"
+	}
+	return ""
 }
 
 // visible escapes, as Go would quote them, the characters of s that could

@@ -73,7 +73,8 @@ func init() {
 	}
 	commands = append(commands, leaseRows()...)
 	commands = append(commands, []*command{
-		{name: "HELP", help: "print out a list of commands.", run: runHelp},
+		{name: "HELP", help: "print out a list of commands; with {command}, that command's syntax and help.",
+			params: []param{{name: "command", optional: true, kind: valueParam}}, run: runHelp},
 		{name: "QUIT", aliases: []string{"EXIT"}, help: "terminate the program.", run: runQuit},
 	}...)
 }
@@ -533,7 +534,14 @@ func runTrace(_ context.Context, sh *Shell, args []string) reply {
 	return answer(say("Trace is %s", yesNo(on)), fields{"trace": on})
 }
 
-func runHelp(_ context.Context, _ *Shell, _ []string) reply {
+func runHelp(_ context.Context, _ *Shell, args []string) reply {
+	if len(args) == 1 && strings.TrimSpace(args[0]) != "" {
+		c := lookup(strings.TrimSpace(args[0]))
+		if c == nil {
+			return refuse("Unknown command: '%s' (HELP lists the commands)", args[0])
+		}
+		return answer(c.syntax()+" - "+c.help, fields{"commands": []fields{{"syntax": c.syntax(), "help": c.help}}})
+	}
 	list := []fields{}
 	for _, c := range commands {
 		list = append(list, fields{"syntax": c.syntax(), "help": c.help})

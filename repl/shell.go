@@ -86,7 +86,9 @@ type Shell struct {
 	failed          int
 	stopOnError     bool
 	missingKeyFails bool
-	lineNumber      func() int // set while Run reads a script
+	// position says where a failed line came from ("line", 3): set while
+	// Run reads a script, or for one argument of exec.
+	position func() (what string, n int)
 
 	outMu sync.Mutex // one writer at a time: commands, traces, follow
 	out   io.Writer
@@ -143,8 +145,8 @@ func (sh *Shell) Run(ctx context.Context, in Input) error {
 		defer sh.above.Store(nil)
 	}
 	if n, ok := in.(numberedInput); ok {
-		sh.lineNumber = n.LineNumber
-		defer func() { sh.lineNumber = nil }()
+		sh.position = func() (string, int) { return "line", n.LineNumber() }
+		defer func() { sh.position = nil }()
 	}
 	defer sh.keepLeases()() // QUIT, Ctrl-D and the end of a script revoke
 	keyboard, _ := in.(interruptible)
@@ -231,6 +233,14 @@ func readLine(ctx context.Context, in Input) (string, error) {
 	}
 }
 
+// ExecuteArgument runs the nth argument of a command line as a shell line
+// (exec's): a failure says which argument it was.
+func (sh *Shell) ExecuteArgument(ctx context.Context, n int, text string) outcome {
+	sh.position = func() (string, int) { return "argument", n }
+	defer func() { sh.position = nil }()
+	return sh.Execute(ctx, text)
+}
+
 // Execute runs one line. Blank lines and lines starting with '#' do nothing.
 func (sh *Shell) Execute(ctx context.Context, text string) outcome {
 	if strings.HasPrefix(strings.TrimSpace(text), "#") {
@@ -262,18 +272,23 @@ func (sh *Shell) Execute(ctx context.Context, text string) outcome {
 
 // render prints a reply and returns its outcome.
 func (sh *Shell) render(command string, r reply) outcome {
-	line := 0
+	line, argument := 0, 0
 	if r.outcome == failed {
 		sh.failed++
-		if sh.lineNumber != nil {
-			line = sh.lineNumber()
-			r.lines[0] = strings.Replace(r.lines[0], "!!!! ", fmt.Sprintf("!!!! line %d: ", line), 1)
+		if sh.position != nil {
+			what, n := sh.position()
+			if what == "line" {
+				line = n
+			} else {
+				argument = n
+			}
+			r.lines[0] = strings.Replace(r.lines[0], "!!!! ", fmt.Sprintf("!!!! %s %d: ", what, n), 1)
 		}
 	}
 	sh.outMu.Lock()
 	defer sh.outMu.Unlock()
 	if sh.json {
-		jr := jsonReply{Command: command, OK: r.outcome != failed, Result: r.result, Error: r.err, Line: line, Attempts: sh.attempts}
+		jr := jsonReply{Command: command, OK: r.outcome != failed, Result: r.result, Error: r.err, Line: line, Argument: argument, Attempts: sh.attempts}
 		if sh.cfg != nil {
 			jr.Revision = sh.cfg.Revision()
 		}
