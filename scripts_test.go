@@ -52,3 +52,25 @@ func TestStatusShowsPid(t *testing.T) {
 		}
 	}
 }
+
+// get --print-value-only (--raw) prints the value alone, byte for byte,
+// with no newline added when stdout is not a terminal: $(...) and files
+// get exactly what was put.
+func TestGetValueOnlyIsByteExact(t *testing.T) {
+	srv := jstest.Server(t)
+	args := []string{"--server", srv.ClientURL(), "--scope", "raw"}
+	value := "two\nlines, \"quoted\"\ttabbed\n"
+	if _, stderr, code := runShell(t, "", append(args, "put", "k", value)...); code != 0 {
+		t.Fatalf("put: exit %d, %s", code, stderr)
+	}
+	for _, flag := range []string{"--print-value-only", "--raw"} {
+		stdout, stderr, code := runShell(t, "", append(args, "get", flag, "k")...)
+		if code != 0 || stdout != value || stderr != "" {
+			t.Errorf("get %s: exit %d, stdout %q, stderr %q; want 0, %q, nothing", flag, code, stdout, stderr, value)
+		}
+	}
+	stdout, stderr, code := runShell(t, "", append(args, "get", "--raw", "nope")...)
+	if code != 1 || stdout != "" || stderr != "!!!! Property 'nope' is undefined\n" {
+		t.Errorf("get --raw of an undefined key: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}

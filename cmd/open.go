@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,10 @@ func (f *rootFlags) register(cmd *cobra.Command) {
 func (f *rootFlags) check(cmd *cobra.Command) error {
 	for _, n := range []struct{ kind, value string }{{"scope", f.scope}, {"name", f.name}} {
 		if err := jetstream.ValidateName(n.kind, n.value); err != nil {
+			if n.kind == "scope" && (strings.Contains(n.value, ":") || strings.Contains(n.value, "//")) {
+				// -s is the server in the nats CLI.
+				err = fmt.Errorf("%w; did you mean --server? (-s is the scope here)", err)
+			}
 			return &exitError{exitStartup, err}
 		}
 	}

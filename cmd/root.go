@@ -149,7 +149,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // starts with '-' (a negative number, say) is read as flags unless it
 // follows "--".
 func flagHint(err error) string {
-	if strings.HasPrefix(err.Error(), "unknown shorthand flag") || strings.HasPrefix(err.Error(), "unknown flag") {
+	if strings.HasPrefix(err.Error(), "unknown shorthand flag") {
 		return " (an argument that starts with '-' goes after --, which ends the flags: put k -- -1)"
 	}
 	return ""
