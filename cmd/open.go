@@ -17,11 +17,14 @@ import (
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
 
+// defaultScope is the scope of a config named without one.
+const defaultScope = "example"
+
 // register adds the flags every command that opens a config shares: the
 // shell and each one-shot command take the same ones.
 func (f *rootFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVarP(&f.scope, "scope", "s", "example", "the config's scope")
+	fl.StringVarP(&f.scope, "scope", "s", defaultScope, "the config's scope")
 	fl.StringVarP(&f.name, "name", "n", "someConfig", "the config's name")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Second, "how long one command may wait for the server")
 	fl.StringVarP(&f.output, "output", "o", "text", "answers as `text` or json (one JSON object per command)")

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"os/user"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -184,6 +185,7 @@ type rootFlags struct {
 	timeout     time.Duration
 	output      string
 	follow      bool
+	noHistory   bool
 	trace       bool
 	revisions   bool
 	stopOnError bool
@@ -229,6 +231,7 @@ malformed or a command failed, 2 when the shell could not start.`,
 	f.register(root)
 	root.Flags().StringVarP(&f.file, "file", "f", "", "run the commands in `FILE` as a script, then exit (- reads standard input)")
 	root.Flags().BoolVar(&f.follow, "follow", false, "start with FOLLOW ON: show others' changes as they land, no REFRESH needed")
+	root.Flags().BoolVar(&f.noHistory, "no-history", false, "keep no history file of the lines typed (by default $XDG_STATE_HOME/sharedconfig/history, 0600)")
 	root.AddCommand(newServerCmd(), newBenchCmd(), newDemoCmd())
 	addConfigCommands(root, &f)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
@@ -282,7 +285,7 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		}
 	}
 	if interactive {
-		t, err := repl.NewTerminal(f.name+" > ", sh.Complete)
+		t, err := repl.NewTerminal(repl.TerminalOptions{Prefix: f.promptPrefix(), Complete: sh.Complete, History: f.history()})
 		if err != nil {
 			return &exitError{exitStartup, err}
 		}
@@ -305,6 +308,35 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		return &exitError{code: exitFailures}
 	}
 	return nil
+}
+
+// promptPrefix is the shell's prompt: the config's name, with its scope
+// when that is not the default, so that a shell on another scope says so.
+func (f *rootFlags) promptPrefix() string {
+	if f.scope == defaultScope {
+		return f.name + " > "
+	}
+	return f.scope + "/" + f.name + " > "
+}
+
+// historyLines is how many lines the history file keeps.
+const historyLines = 1000
+
+// history is the shell's history file, $XDG_STATE_HOME/sharedconfig/history
+// (~/.local/state/...), or nil with --no-history or no home to put it in.
+func (f *rootFlags) history() *repl.History {
+	if f.noHistory {
+		return nil
+	}
+	dir := os.Getenv("XDG_STATE_HOME")
+	if !filepath.IsAbs(dir) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return repl.OpenHistory(filepath.Join(dir, "sharedconfig", "history"), historyLines)
 }
 
 // catchUpProgress shows a catch-up that takes more than a second, on a
