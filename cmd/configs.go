@@ -314,7 +314,7 @@ func destroyCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 	if err != nil {
 		return failed(cmd, f, "DESTROY", err)
 	}
-	what := fmt.Sprintf("%s/%s (stream %s: %d entries, last revision %d)", f.scope, f.name, info.Stream, info.Entries, info.LastRevision)
+	what := fmt.Sprintf("%s/%s (stream %s: %s, last revision %d)", f.scope, f.name, info.Stream, repl.Counted(info.Entries, "entry", "entries"), info.LastRevision)
 	if !yes && !confirm(cmd, "Destroy "+what+"? This cannot be undone.") {
 		answer(cmd, f, "DESTROY", true, map[string]any{"destroyed": false}, info.LastRevision, "**** Not destroyed")
 		return nil

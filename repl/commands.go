@@ -395,6 +395,11 @@ func runLog(ctx context.Context, sh *Shell, args []string) reply {
 	entries := []fields{}
 	for _, ch := range changes {
 		op, a := describeChange(ch)
+		if len(ch.Ended) > 0 {
+			a += " -- " + describeEnded(ch.Ended)
+		} else if witness(ch) {
+			a += " -- a witness: it ended nothing (not due, or already gone)"
+		}
 		t.rows = append(t.rows, []string{strconv.FormatUint(ch.Revision, 10), formatTime(ch.Time), ch.Writer, op, a})
 		entries = append(entries, changeFields(ch))
 	}
