@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
@@ -72,5 +75,35 @@ func TestGetValueOnlyIsByteExact(t *testing.T) {
 	stdout, stderr, code := runShell(t, "", append(args, "get", "--raw", "nope")...)
 	if code != 1 || stdout != "" || stderr != "!!!! Property 'nope' is undefined\n" {
 		t.Errorf("get --raw of an undefined key: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// An import too big for one entry (a 2 MB export) is refused before
+// anything is written, saying how to split the file.
+func TestImportTooBigSaysHowToSplit(t *testing.T) {
+	srv := jstest.Server(t)
+	args := []string{"--server", srv.ClientURL(), "--scope", "big"}
+	props := map[string]string{}
+	for i := range 2000 {
+		props[fmt.Sprintf("key.%04d", i)] = strings.Repeat("v", 1000)
+	}
+	b, err := json.Marshal(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runShell(t, "", append(args, "put", "before", "1")...); code != 0 {
+		t.Fatalf("put: exit %d, %s", code, stderr)
+	}
+	stdout, stderr, code := runShell(t, "", append(args, "import", file)...)
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "nothing was written") || !strings.Contains(stderr, "split "+file+" into files that each fit") {
+		t.Errorf("import: exit %d, stdout %q, stderr %q; want 1 and how to split on stderr", code, stdout, stderr)
+	}
+	stdout, _, _ = runShell(t, "", append(args, "keys")...)
+	if stdout != "before\n" {
+		t.Errorf("after the refused import the keys are %q, want only before", stdout)
 	}
 }

@@ -245,6 +245,9 @@ func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bo
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
 	r, err := s.cfg.Import(ctx, props, replace)
+	if errors.Is(err, jetstream.ErrTooLarge) {
+		return failed(cmd, f, "IMPORT", fmt.Errorf("%w; nothing was written. An import is one entry, so that it lands whole or not at all: split %s into files that each fit (by key prefix, say: jq '.properties |= with_entries(select(.key | startswith(\"a\")))' %s > a.json) and import each; each part lands whole, the parts one after another", err, file, file))
+	}
 	if err != nil {
 		return failed(cmd, f, "IMPORT", err)
 	}
