@@ -106,6 +106,11 @@ type Shell struct {
 	watchPrefix string // WATCH's prefix; empty: every key
 
 	cancelled atomic.Bool // Ctrl-C cancelled the command running
+
+	// followDown: following failed and has not worked since; downWatch
+	// waits for the server to answer again.
+	followDown atomic.Bool
+	downWatch  sync.WaitGroup
 }
 
 // New returns a shell; Attach gives it its config. The two steps let the
@@ -129,7 +134,10 @@ func New(o Options) *Shell {
 func (sh *Shell) Attach(cfg *sharedconfig.Config) { sh.cfg = cfg }
 
 // Close stops following or watching, if on.
-func (sh *Shell) Close() { sh.setWatch(false, "") }
+func (sh *Shell) Close() {
+	sh.setWatch(false, "")
+	sh.downWatch.Wait()
+}
 
 // Failures is how many lines failed: could not be parsed or run, or ran into
 // an error. A command that answers "no" ("was NOT replaced") did not fail.
@@ -509,15 +517,51 @@ func (sh *Shell) setWatch(on bool, prefix string) error {
 
 // followFailed reports a catch-up that failed in follow mode: a warning,
 // or with -o json an event, so that the output stays JSON.
+// It says so once while the failures last (a fetch is tried every few
+// seconds), and says again when the server answers.
 func (sh *Shell) followFailed(err error) {
-	msg := "Follow: " + describeError(err, 0)
+	if !sh.followDown.CompareAndSwap(false, true) {
+		return
+	}
+	msg := "Follow: " + describeError(err, 0) + "; changes will show when the server answers again"
+	sh.downWatch.Add(1)
+	go sh.waitForServer()
 	if sh.json {
-		var b strings.Builder
-		writeJSON(&b, fields{"event": "error", "error": msg})
-		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
+		sh.printJSONAsync(fields{"event": "error", "error": msg})
 		return
 	}
 	sh.warnAsync(warn("%s", msg))
+}
+
+// serverPoll is how often a shell whose following failed asks the server
+// whether it answers again.
+const serverPoll = time.Second
+
+// waitForServer asks the server for the stream's revision until it
+// answers, then says so; or gives up when the shell stops following.
+func (sh *Shell) waitForServer() {
+	defer sh.downWatch.Done()
+	tick := time.NewTicker(serverPoll)
+	defer tick.Stop()
+	for range tick.C {
+		if on, _ := sh.watching(); !on {
+			sh.followDown.Store(false)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), serverPoll)
+		rev, err := sh.cfg.Log().LastRevision(ctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		sh.followDown.Store(false)
+		if sh.json {
+			sh.printJSONAsync(fields{"event": "follow_resumed", "stream_revision": rev})
+			return
+		}
+		sh.printAsync([]string{say("Follow: the server answers again (the stream is at revision %d); changes show as they land", rev)})
+		return
+	}
 }
 
 // describeError is an error as one line says it.
