@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
@@ -105,5 +109,34 @@ func TestImportTooBigSaysHowToSplit(t *testing.T) {
 	stdout, _, _ = runShell(t, "", append(args, "keys")...)
 	if stdout != "before\n" {
 		t.Errorf("after the refused import the keys are %q, want only before", stdout)
+	}
+}
+
+// A config whose stream holds no entry yet (created, never written: an
+// interrupted first open) has no revision: list -o json leaves it out and
+// says why, rather than a revision 0 no entry has.
+func TestListEmptyConfig(t *testing.T) {
+	srv := jstest.Server(t)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := jetstream.OpenLog(context.Background(), nc, "empty", "cfg", jetstream.LogOptions{Replicas: 1}); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runShell(t, "", "--server", srv.ClientURL(), "-o", "json", "list")
+	if code != 0 {
+		t.Fatalf("list: exit %d, %s", code, stderr)
+	}
+	var got struct {
+		Result struct{ Configs []map[string]any }
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || len(got.Result.Configs) != 1 {
+		t.Fatalf("list -o json: %q (%v)", stdout, err)
+	}
+	c := got.Result.Configs[0]
+	if _, has := c["revision"]; has || c["note"] != "no entries: created, never written" || c["properties"] != 0.0 {
+		t.Errorf("the empty config is listed as %v; want no revision, a note saying why, 0 properties", c)
 	}
 }
