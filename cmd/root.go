@@ -251,27 +251,12 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		return err
 	}
 	// Open the input first: a missing script file should not wait on a server.
-	var in repl.Input
-	interactive := false
-	switch {
-	case f.file == "-":
-		in = repl.NewScript(cmd.InOrStdin())
-	case f.file != "":
-		file, err := os.Open(f.file)
-		if err != nil {
-			return &exitError{exitStartup, err}
-		}
-		defer file.Close()
-		if info, err := file.Stat(); err == nil && info.IsDir() {
-			return &exitError{exitStartup, fmt.Errorf("%s is a directory, not a script", f.file)}
-		}
-		in = repl.NewScript(file)
-	case isTerminal(cmd.InOrStdin()):
-		interactive = true
-	default:
-		in = repl.NewScript(cmd.InOrStdin())
+	in, closeInput, err := scriptInput(cmd, f)
+	if err != nil {
+		return err
 	}
-
+	defer closeInput()
+	interactive := in == nil
 	f.interactive = interactive
 	sess, err := f.open(cmd)
 	if err != nil {
@@ -308,6 +293,29 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		return &exitError{code: exitFailures}
 	}
 	return nil
+}
+
+// scriptInput opens the script the shell runs: --file, or stdin when it is
+// not a terminal. On a terminal it returns no Input: the shell is
+// interactive.
+func scriptInput(cmd *cobra.Command, f rootFlags) (repl.Input, func(), error) {
+	switch {
+	case f.file == "-":
+		return repl.NewScript(cmd.InOrStdin()), func() {}, nil
+	case f.file != "":
+		file, err := os.Open(f.file)
+		if err != nil {
+			return nil, nil, &exitError{exitStartup, err}
+		}
+		if info, err := file.Stat(); err == nil && info.IsDir() {
+			file.Close()
+			return nil, nil, &exitError{exitStartup, fmt.Errorf("%s is a directory, not a script", f.file)}
+		}
+		return repl.NewScript(file), func() { file.Close() }, nil
+	case isTerminal(cmd.InOrStdin()):
+		return nil, func() {}, nil
+	}
+	return repl.NewScript(cmd.InOrStdin()), func() {}, nil
 }
 
 // promptPrefix is the shell's prompt: the config's name, with its scope
