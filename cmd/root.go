@@ -214,7 +214,8 @@ sharedconfig uses your own private server at 127.0.0.1:4222 (on --data-dir),
 starting one in the background if none answers.
 
 Input from a pipe or --file runs as a script: no banner or prompt, one answer
-per command. Exit status: 0 when every line ran, 1 when a line was unknown or
+per command on stdout; a failed line says so on stderr (with -e the script
+stops there). Exit status: 0 when every line ran, 1 when a line was unknown or
 malformed or a command failed, 2 when the shell could not start.`,
 		Example: `  sharedconfig                       # the config example/someConfig
   sharedconfig -s myScope -n myConfig
