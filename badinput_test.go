@@ -139,7 +139,7 @@ func TestShellOnACluster(t *testing.T) {
 	p.send("STATUS")
 	p.expect("**** Config:    cluster/someConfig")
 	p.expect("**** Stream:    SC_7_cluster_someConfig (3 replicas)")
-	for !strings.HasPrefix(p.next(), "**** Trace:") { // the rest of STATUS
+	for !strings.HasPrefix(p.next(), "**** Process:") { // the rest of STATUS, which ends with the pid
 	}
 	nodes[0].Server.Shutdown()
 	p.send("PUT p1, v2")

@@ -49,6 +49,15 @@ func TestMain(m *testing.M) {
 type leakChecked struct{ m *testing.M }
 
 func (l leakChecked) Run() int {
+	// Shells on a terminal keep a history file: the tests' go to a
+	// directory of their own, not the user's.
+	state, err := os.MkdirTemp("", "sharedconfig-test-state")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(state)
+	os.Setenv("XDG_STATE_HOME", state)
 	code := l.m.Run()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

@@ -34,10 +34,13 @@ func answer(cmd *cobra.Command, f *rootFlags, command string, ok bool, result ma
 			r["result"] = result
 		}
 		if !ok && len(lines) > 0 {
-			r["error"] = strings.TrimPrefix(lines[0], "!!!! Error: ")
+			r["error"] = strings.TrimPrefix(strings.TrimPrefix(lines[0], "!!!! Error: "), "!!!! ")
 		}
 		repl.WriteJSON(out, r)
 		return
+	}
+	if !ok { // stdout carries only answers
+		out = cmd.ErrOrStderr()
 	}
 	for _, l := range lines {
 		fmt.Fprintln(out, l)
@@ -85,6 +88,10 @@ func listCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 		rows = append(rows, []string{c.Scope, c.Name, note, strconv.FormatUint(c.LastRevision, 10), last})
 		item := map[string]any{"scope": c.Scope, "name": c.Name, "stream": c.Stream, "revision": c.LastRevision,
 			"entries": c.Entries, "bytes": c.Bytes, "replicas": c.Replicas}
+		if c.LastRevision == 0 { // no entry has a revision 0
+			delete(item, "revision")
+			item["note"] = "no entries: created, never written"
+		}
 		if props >= 0 {
 			item["properties"] = props
 		} else {
@@ -128,7 +135,8 @@ func countProperties(ctx context.Context, f *rootFlags, nc *nats.Conn, c jetstre
 }
 
 // openExisting opens the config the flags name, refusing (status 1) one
-// the server does not hold rather than creating it.
+// the server does not hold rather than creating it: reads of a mistyped
+// name must not leave a config behind.
 func openExisting(cmd *cobra.Command, f *rootFlags, command string) (*session, error) {
 	if err := f.check(cmd); err != nil {
 		return nil, err
@@ -140,6 +148,11 @@ func openExisting(cmd *cobra.Command, f *rootFlags, command string) (*session, e
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	_, err = jetstream.StatConfig(ctx, nc, f.scope, f.name)
 	cancel()
+	if errors.Is(err, jetstream.ErrNoConfig) {
+		nc.Close()
+		answer(cmd, f, command, false, nil, 0, fmt.Sprintf("!!!! no config %s/%s on the server (list shows the configs; a PUT creates one)", f.scope, f.name))
+		return nil, &exitError{code: exitFailures}
+	}
 	if err != nil {
 		nc.Close()
 		return nil, failed(cmd, f, command, err)
@@ -242,6 +255,9 @@ func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bo
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
 	r, err := s.cfg.Import(ctx, props, replace)
+	if errors.Is(err, jetstream.ErrTooLarge) {
+		return failed(cmd, f, "IMPORT", fmt.Errorf("%w; nothing was written. An import is one entry, so that it lands whole or not at all: split %s into files that each fit (by key prefix, say: jq '.properties |= with_entries(select(.key | startswith(\"a\")))' %s > a.json) and import each; each part lands whole, the parts one after another", err, file, file))
+	}
 	if err != nil {
 		return failed(cmd, f, "IMPORT", err)
 	}
@@ -311,7 +327,7 @@ func destroyCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 	if err != nil {
 		return failed(cmd, f, "DESTROY", err)
 	}
-	what := fmt.Sprintf("%s/%s (stream %s: %d entries, last revision %d)", f.scope, f.name, info.Stream, info.Entries, info.LastRevision)
+	what := fmt.Sprintf("%s/%s (stream %s: %s, last revision %d)", f.scope, f.name, info.Stream, repl.Counted(info.Entries, "entry", "entries"), info.LastRevision)
 	if !yes && !confirm(cmd, "Destroy "+what+"? This cannot be undone.") {
 		answer(cmd, f, "DESTROY", true, map[string]any{"destroyed": false}, info.LastRevision, "**** Not destroyed")
 		return nil

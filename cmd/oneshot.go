@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -20,11 +22,26 @@ import (
 // configs of a server.
 func addConfigCommands(root *cobra.Command, f *rootFlags) {
 	for _, c := range []*cobra.Command{
-		newGetCmd(f), newPutCmd(f), newRemoveCmd(f), newGetAllCmd(f), newWatchCmd(f), newExecCmd(f),
+		newGetCmd(f), newPutCmd(f), newRemoveCmd(f), newGetAllCmd(f), newKeysCmd(f), newHistoryCmd(f),
+		newWatchCmd(f), newExecCmd(f), newMemberCmd(f),
 		newListCmd(f), newExportCmd(f), newImportCmd(f), newDestroyCmd(f), newRepairCmd(f), newTimelineCmd(f),
 	} {
 		f.register(c)
+		c.Args = sayUsage(c.Args)
 		root.AddCommand(c)
+	}
+}
+
+// sayUsage wraps an argument check so that its failure says what the
+// command expects ("usage: sharedconfig put KEY VALUE") rather than cobra's
+// "accepts 2 arg(s), received 1". Status 2, as any bad command line.
+func sayUsage(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if check == nil || check(c, args) == nil {
+			return nil
+		}
+		use := strings.TrimSuffix(c.UseLine(), " [flags]")
+		return &exitError{exitStartup, fmt.Errorf("usage: %s (see %s --help)", use, c.CommandPath())}
 	}
 }
 
@@ -38,8 +55,8 @@ func shellLine(word string, params ...string) string {
 	return strings.TrimSpace(word + " " + strings.Join(quoted, " , "))
 }
 
-// runLines opens the config, runs the shell lines in order up to a QUIT,
-// and exits as a script would.
+// runLines opens the config, creating it if need be, runs the shell lines
+// in order up to a QUIT, and exits as a script would.
 func runLines(cmd *cobra.Command, f *rootFlags, lines ...string) error {
 	if err := f.check(cmd); err != nil {
 		return err
@@ -48,10 +65,25 @@ func runLines(cmd *cobra.Command, f *rootFlags, lines ...string) error {
 	if err != nil {
 		return err
 	}
+	return runOn(cmd, f, s, lines)
+}
+
+// readLines is runLines for commands that only read: a config the server
+// does not hold is refused (status 1), not created.
+func readLines(cmd *cobra.Command, f *rootFlags, command string, lines ...string) error {
+	s, err := openExisting(cmd, f, command)
+	if err != nil {
+		return err
+	}
+	return runOn(cmd, f, s, lines)
+}
+
+// runOn runs the shell lines on an open session, then closes it.
+func runOn(cmd *cobra.Command, f *rootFlags, s *session, lines []string) error {
 	defer s.Close()
 	for _, l := range lines {
 		s.sh.Execute(cmd.Context(), l)
-		if isQuit(l) {
+		if isQuit(l) || s.sh.Failures() > 0 && f.stopOnError {
 			break
 		}
 	}
@@ -66,21 +98,128 @@ func isQuit(line string) bool {
 	return err == nil && (strings.EqualFold(l.Word, "QUIT") || strings.EqualFold(l.Word, "EXIT"))
 }
 
+type getFlags struct {
+	valueOnly bool // --print-value-only, --raw
+	prefix    bool
+}
+
 func newGetCmd(f *rootFlags) *cobra.Command {
-	return &cobra.Command{
+	var g getFlags
+	c := &cobra.Command{
 		Use:   "get KEY",
 		Short: "Print the value of KEY, as the shell's GET does",
 		Long: `Print the value of KEY, as the shell's GET does. The value is the shared
-config's latest: a one-shot command loads the config when it starts.`,
+config's latest: a one-shot command loads the config when it starts.
+
+With --print-value-only (or --raw), the value alone, byte for byte, with a
+newline after it only on a terminal (where characters that would drive the
+terminal are escaped). With --prefix, KEY is a prefix: as get-all KEY.
+
+Exit status 1 when KEY is undefined (as "nats kv get"), or when the server
+holds no such config, which get does not create.`,
+		Example: `  url=$(sharedconfig -s prod -n app get --print-value-only db.url)
+  sharedconfig -s prod -n app get --prefix db.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return getCommandFunc(cmd, f, args) },
+		RunE: func(cmd *cobra.Command, args []string) error { return getCommandFunc(cmd, f, g, args[0]) },
 	}
+	c.Flags().BoolVar(&g.valueOnly, "print-value-only", false, "print the value alone, byte for byte (as etcdctl)")
+	c.Flags().BoolVar(&g.valueOnly, "raw", false, "the same as --print-value-only (as nats kv)")
+	c.Flags().BoolVar(&g.prefix, "prefix", false, "KEY is a prefix: print every property whose key starts with it")
+	return c
 }
 
 // getCommandFunc runs "get". Opening the config has just read it to the
 // end, so the value is as fresh as a REFRESH would make it.
-func getCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
-	return runLines(cmd, f, shellLine("GET", args[0]))
+func getCommandFunc(cmd *cobra.Command, f *rootFlags, g getFlags, key string) error {
+	switch {
+	case g.prefix && g.valueOnly:
+		return &exitError{exitStartup, errors.New("--prefix and --print-value-only: give one (get-all -o json gives every value)")}
+	case g.prefix:
+		return readLines(cmd, f, "GET_ALL", shellLine("GET_ALL", key))
+	case g.valueOnly:
+		return printValue(cmd, f, key)
+	}
+	f.missingKeyFails = true
+	return readLines(cmd, f, "GET", shellLine("GET", key))
+}
+
+// printValue prints the value of key alone: byte for byte into a pipe or
+// a file, escaped and ended with a newline on a terminal.
+func printValue(cmd *cobra.Command, f *rootFlags, key string) error {
+	s, err := openExisting(cmd, f, "GET")
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	p, found := s.cfg.State().Lookup(key)
+	if !found {
+		fmt.Fprintf(cmd.ErrOrStderr(), "!!!! Property '%s' is undefined\n", repl.Shown(key))
+		return &exitError{code: exitFailures}
+	}
+	if out := cmd.OutOrStdout(); writesToTerminal(out) {
+		fmt.Fprintln(out, visible(p.Value))
+		return nil
+	}
+	_, _ = io.WriteString(cmd.OutOrStdout(), p.Value) // a failure is the exit status's (checkedWriter)
+	return nil
+}
+
+// writesToTerminal: w is a terminal, or standard output checked on its way
+// to one.
+func writesToTerminal(w io.Writer) bool {
+	if c, ok := w.(*checkedWriter); ok {
+		w = c.w
+	}
+	return isTerminal(w)
+}
+
+func newKeysCmd(f *rootFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:     "keys [PREFIX]",
+		Aliases: []string{"ls"},
+		Short:   "Print the keys (with PREFIX, those that start with it), one a line",
+		Long: `Print the keys of the config (with PREFIX, those that start with it), one a
+line, in order, as "nats kv ls" does; a key that holds a character that is
+not printable is shown quoted, as the shell shows it. With -o json, one object:
+{"command":"KEYS","ok":true,"result":{"keys":[...]}}.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return keysCommandFunc(cmd, f, args) },
+	}
+}
+
+func keysCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
+	prefix := ""
+	if len(args) == 1 {
+		prefix = args[0]
+	}
+	s, err := openExisting(cmd, f, "KEYS")
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	keys := []string{}
+	for k := range s.cfg.State().WithPrefix(prefix) {
+		keys = append(keys, k)
+	}
+	if f.output == "json" {
+		answer(cmd, f, "KEYS", true, map[string]any{"keys": keys}, s.cfg.Revision())
+		return nil
+	}
+	for _, k := range keys {
+		fmt.Fprintln(cmd.OutOrStdout(), repl.Shown(k))
+	}
+	return nil
+}
+
+func newHistoryCmd(f *rootFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "history KEY",
+		Short: "Print the values KEY had, with their revisions, as the shell's HISTORY does",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return readLines(cmd, f, "HISTORY", shellLine("HISTORY", args[0]))
+		},
+	}
 }
 
 func newPutCmd(f *rootFlags) *cobra.Command {
@@ -123,7 +262,7 @@ func newGetAllCmd(f *rootFlags) *cobra.Command {
 }
 
 func getAllCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
-	return runLines(cmd, f, shellLine("GET_ALL", args...))
+	return readLines(cmd, f, "GET_ALL", shellLine("GET_ALL", args...))
 }
 
 func newWatchCmd(f *rootFlags) *cobra.Command {
@@ -139,14 +278,11 @@ until Ctrl-C or SIGTERM; then exit with status 0.`,
 }
 
 func watchCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
-	if err := f.check(cmd); err != nil {
-		return err
-	}
 	prefix := ""
 	if len(args) == 1 {
 		prefix = args[0]
 	}
-	s, err := f.open(cmd)
+	s, err := openExisting(cmd, f, "WATCH")
 	if err != nil {
 		return err
 	}
@@ -184,6 +320,25 @@ func newExecCmd(f *rootFlags) *cobra.Command {
 	}
 }
 
+// execCommandFunc runs each argument as a shell line; a failed one is
+// named by its place among the arguments.
 func execCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
-	return runLines(cmd, f, args...)
+	if err := f.check(cmd); err != nil {
+		return err
+	}
+	s, err := f.open(cmd)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for i, l := range args {
+		s.sh.ExecuteArgument(cmd.Context(), i+1, l)
+		if isQuit(l) || s.sh.Failures() > 0 && f.stopOnError {
+			break
+		}
+	}
+	if s.sh.Failures() > 0 {
+		return &exitError{code: exitFailures}
+	}
+	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -15,16 +17,20 @@ import (
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
 
+// defaultScope is the scope of a config named without one.
+const defaultScope = "example"
+
 // register adds the flags every command that opens a config shares: the
 // shell and each one-shot command take the same ones.
 func (f *rootFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVarP(&f.scope, "scope", "s", "example", "the config's scope")
+	fl.StringVarP(&f.scope, "scope", "s", defaultScope, "the config's scope")
 	fl.StringVarP(&f.name, "name", "n", "someConfig", "the config's name")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Second, "how long one command may wait for the server")
 	fl.StringVarP(&f.output, "output", "o", "text", "answers as `text` or json (one JSON object per command)")
 	fl.BoolVar(&f.trace, "trace", false, "start with TRACE ON: show every try of every write")
 	fl.BoolVar(&f.revisions, "revisions", false, "GET and GET_ALL show the revision that set each value")
+	fl.BoolVarP(&f.stopOnError, "stop-on-error", "e", false, "a script stops at its first failed line, exit status 1 (as sh -e)")
 	fl.IntVar(&f.replicas, "replicas", 0, "replicas of a config's stream when this creates it (default: 1 on a standalone server, 3 on a cluster)")
 	fl.StringVar(&f.writer, "writer", defaultWriter(), "the `NAME` others see on this process's changes (LOG, follow mode)")
 	f.conn.register(cmd)
@@ -35,6 +41,10 @@ func (f *rootFlags) register(cmd *cobra.Command) {
 func (f *rootFlags) check(cmd *cobra.Command) error {
 	for _, n := range []struct{ kind, value string }{{"scope", f.scope}, {"name", f.name}} {
 		if err := jetstream.ValidateName(n.kind, n.value); err != nil {
+			if n.kind == "scope" && (strings.Contains(n.value, ":") || strings.Contains(n.value, "//")) {
+				// -s is the server in the nats CLI.
+				err = fmt.Errorf("%w; did you mean --server? (-s is the scope here)", err)
+			}
 			return &exitError{exitStartup, err}
 		}
 	}
@@ -123,11 +133,13 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 		server = func() string { return nc.ConnectedUrlRedacted() + " (" + via + ")" }
 	}
 	sh := repl.New(repl.Options{
-		Scope: f.scope, Name: f.name, Out: cmd.OutOrStdout(), Timeout: f.timeout,
-		Server:    server,
-		JSON:      f.output == "json",
-		Trace:     f.trace,
-		Revisions: f.revisions,
+		Scope: f.scope, Name: f.name, Out: cmd.OutOrStdout(), Err: f.errorStream(cmd), Timeout: f.timeout,
+		StopOnError:     f.stopOnError,
+		MissingKeyFails: f.missingKeyFails,
+		Server:          server,
+		JSON:            f.output == "json",
+		Trace:           f.trace,
+		Revisions:       f.revisions,
 	})
 	s := &session{nc: nc, sh: sh}
 	s.cfg, err = sharedconfig.Open(openCtx, log, sharedconfig.Options{
@@ -151,6 +163,16 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 	opened.Store(true)
 	sh.Attach(s.cfg)
 	return s, nil
+}
+
+// errorStream is where a shell's failures and warnings go: stderr, so that
+// stdout carries only answers; on a terminal the shell's own output, which
+// keeps them in order with the prompt.
+func (f *rootFlags) errorStream(cmd *cobra.Command) io.Writer {
+	if f.interactive {
+		return nil
+	}
+	return cmd.ErrOrStderr()
 }
 
 // replicasFor is --replicas, or by default 1 on a standalone server and up

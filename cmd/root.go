@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"os/user"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -139,10 +140,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return ee.code
 	default:
 		// cobra's own errors: unknown flags, bad values.
-		fmt.Fprintf(stderr, "sharedconfig: %s\n", visible(err.Error()))
+		fmt.Fprintf(stderr, "sharedconfig: %s%s\n", visible(err.Error()), flagHint(err))
 		fmt.Fprintln(stderr, "Run 'sharedconfig --help' for usage.")
 		return exitStartup
 	}
+}
+
+// flagHint is what to add to an unknown flag's error: an argument that
+// starts with '-' (a negative number, say) is read as flags unless it
+// follows "--".
+func flagHint(err error) string {
+	if strings.HasPrefix(err.Error(), "unknown shorthand flag") {
+		return " (an argument that starts with '-' goes after --, which ends the flags: put k -- -1)"
+	}
+	return ""
 }
 
 // visible escapes, as Go would quote them, the characters of s that could
@@ -174,12 +185,17 @@ type rootFlags struct {
 	timeout     time.Duration
 	output      string
 	follow      bool
+	noHistory   bool
 	trace       bool
 	revisions   bool
-	writer      string
-	replicas    int
-	conn        connFlags
-	source      sourceFlags
+	stopOnError bool
+	// missingKeyFails: a GET of an undefined key fails (the one-shot get).
+	missingKeyFails bool
+	interactive     bool // the shell reads a terminal
+	writer          string
+	replicas        int
+	conn            connFlags
+	source          sourceFlags
 }
 
 func newRoot() *cobra.Command {
@@ -198,7 +214,8 @@ sharedconfig uses your own private server at 127.0.0.1:4222 (on --data-dir),
 starting one in the background if none answers.
 
 Input from a pipe or --file runs as a script: no banner or prompt, one answer
-per command. Exit status: 0 when every line ran, 1 when a line was unknown or
+per command on stdout; a failed line says so on stderr (with -e the script
+stops there). Exit status: 0 when every line ran, 1 when a line was unknown or
 malformed or a command failed, 2 when the shell could not start.`,
 		Example: `  sharedconfig                       # the config example/someConfig
   sharedconfig -s myScope -n myConfig
@@ -215,6 +232,7 @@ malformed or a command failed, 2 when the shell could not start.`,
 	f.register(root)
 	root.Flags().StringVarP(&f.file, "file", "f", "", "run the commands in `FILE` as a script, then exit (- reads standard input)")
 	root.Flags().BoolVar(&f.follow, "follow", false, "start with FOLLOW ON: show others' changes as they land, no REFRESH needed")
+	root.Flags().BoolVar(&f.noHistory, "no-history", false, "keep no history file of the lines typed (by default $XDG_STATE_HOME/sharedconfig/history, 0600)")
 	root.AddCommand(newServerCmd(), newBenchCmd(), newDemoCmd())
 	addConfigCommands(root, &f)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
@@ -234,27 +252,13 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		return err
 	}
 	// Open the input first: a missing script file should not wait on a server.
-	var in repl.Input
-	interactive := false
-	switch {
-	case f.file == "-":
-		in = repl.NewScript(cmd.InOrStdin())
-	case f.file != "":
-		file, err := os.Open(f.file)
-		if err != nil {
-			return &exitError{exitStartup, err}
-		}
-		defer file.Close()
-		if info, err := file.Stat(); err == nil && info.IsDir() {
-			return &exitError{exitStartup, fmt.Errorf("%s is a directory, not a script", f.file)}
-		}
-		in = repl.NewScript(file)
-	case isTerminal(cmd.InOrStdin()):
-		interactive = true
-	default:
-		in = repl.NewScript(cmd.InOrStdin())
+	in, closeInput, err := scriptInput(cmd, f)
+	if err != nil {
+		return err
 	}
-
+	defer closeInput()
+	interactive := in == nil
+	f.interactive = interactive
 	sess, err := f.open(cmd)
 	if err != nil {
 		return err
@@ -267,7 +271,7 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		}
 	}
 	if interactive {
-		t, err := repl.NewTerminal(f.name+" > ", sh.Complete)
+		t, err := repl.NewTerminal(repl.TerminalOptions{Prefix: f.promptPrefix(), Complete: sh.Complete, History: f.history()})
 		if err != nil {
 			return &exitError{exitStartup, err}
 		}
@@ -290,6 +294,58 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		return &exitError{code: exitFailures}
 	}
 	return nil
+}
+
+// scriptInput opens the script the shell runs: --file, or stdin when it is
+// not a terminal. On a terminal it returns no Input: the shell is
+// interactive.
+func scriptInput(cmd *cobra.Command, f rootFlags) (repl.Input, func(), error) {
+	switch {
+	case f.file == "-":
+		return repl.NewScript(cmd.InOrStdin()), func() {}, nil
+	case f.file != "":
+		file, err := os.Open(f.file)
+		if err != nil {
+			return nil, nil, &exitError{exitStartup, err}
+		}
+		if info, err := file.Stat(); err == nil && info.IsDir() {
+			file.Close()
+			return nil, nil, &exitError{exitStartup, fmt.Errorf("%s is a directory, not a script", f.file)}
+		}
+		return repl.NewScript(file), func() { file.Close() }, nil
+	case isTerminal(cmd.InOrStdin()):
+		return nil, func() {}, nil
+	}
+	return repl.NewScript(cmd.InOrStdin()), func() {}, nil
+}
+
+// promptPrefix is the shell's prompt: the config's name, with its scope
+// when that is not the default, so that a shell on another scope says so.
+func (f *rootFlags) promptPrefix() string {
+	if f.scope == defaultScope {
+		return f.name + " > "
+	}
+	return f.scope + "/" + f.name + " > "
+}
+
+// historyLines is how many lines the history file keeps.
+const historyLines = 1000
+
+// history is the shell's history file, $XDG_STATE_HOME/sharedconfig/history
+// (~/.local/state/...), or nil with --no-history or no home to put it in.
+func (f *rootFlags) history() *repl.History {
+	if f.noHistory {
+		return nil
+	}
+	dir := os.Getenv("XDG_STATE_HOME")
+	if !filepath.IsAbs(dir) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return repl.OpenHistory(filepath.Join(dir, "sharedconfig", "history"), historyLines)
 }
 
 // catchUpProgress shows a catch-up that takes more than a second, on a

@@ -3,6 +3,7 @@ package repl
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -72,7 +73,8 @@ func init() {
 	}
 	commands = append(commands, leaseRows()...)
 	commands = append(commands, []*command{
-		{name: "HELP", help: "print out a list of commands.", run: runHelp},
+		{name: "HELP", help: "print out a list of commands; with {command}, that command's syntax and help.",
+			params: []param{{name: "command", optional: true, kind: valueParam}}, run: runHelp},
 		{name: "QUIT", aliases: []string{"EXIT"}, help: "terminate the program.", run: runQuit},
 	}...)
 }
@@ -155,7 +157,11 @@ func runGet(_ context.Context, sh *Shell, args []string) reply {
 	key := args[0]
 	p, found := sh.cfg.State().Lookup(key)
 	if !found {
-		return answer(warn("Property '%s' is undefined", key), fields{"key": key, "found": false})
+		r := answer(warn("Property '%s' is undefined", key), fields{"key": key, "found": false})
+		if sh.missingKeyFails {
+			r.outcome, r.err = failed, strings.TrimPrefix(r.lines[0], "!!!! ")
+		}
+		return r
 	}
 	line := say("The value of property '%s' is '%s'", key, p.Value)
 	if sh.revisions {
@@ -392,6 +398,11 @@ func runLog(ctx context.Context, sh *Shell, args []string) reply {
 	entries := []fields{}
 	for _, ch := range changes {
 		op, a := describeChange(ch)
+		if len(ch.Ended) > 0 {
+			a += " -- " + describeEnded(ch.Ended)
+		} else if witness(ch) {
+			a += " -- a witness: it ended nothing (not due, or already gone)"
+		}
 		t.rows = append(t.rows, []string{strconv.FormatUint(ch.Revision, 10), formatTime(ch.Time), ch.Writer, op, a})
 		entries = append(entries, changeFields(ch))
 	}
@@ -473,12 +484,13 @@ func runStatus(ctx context.Context, sh *Shell, _ []string) reply {
 		say("Follow:    %s", yesNo(on)),
 		say("Watch:     %s", watched),
 		say("Trace:     %s", yesNo(sh.tracing.Load())),
+		say("Process:   pid %d", os.Getpid()), // to name when stopping it: not go run's
 	}}
 	r.result = fields{
 		"scope": sh.scope, "name": sh.name, "stream": st.Stream, "replicas": replicas, "server": sh.server(),
 		"local_revision": st.Revision, "stream_revision": st.LastRevision, "lag": max(lag, 0),
 		"entries_since_compaction": st.EntriesSinceCompaction, "properties": st.Properties, "bytes": st.Bytes,
-		"follow": on, "watching": on, "watch_prefix": prefix, "trace": sh.tracing.Load(),
+		"follow": on, "watching": on, "watch_prefix": prefix, "trace": sh.tracing.Load(), "pid": os.Getpid(),
 	}
 	return r
 }
@@ -530,7 +542,14 @@ func runTrace(_ context.Context, sh *Shell, args []string) reply {
 	return answer(say("Trace is %s", yesNo(on)), fields{"trace": on})
 }
 
-func runHelp(_ context.Context, _ *Shell, _ []string) reply {
+func runHelp(_ context.Context, _ *Shell, args []string) reply {
+	if len(args) == 1 && strings.TrimSpace(args[0]) != "" {
+		c := lookup(strings.TrimSpace(args[0]))
+		if c == nil {
+			return refuse("Unknown command: '%s' (HELP lists the commands)", args[0])
+		}
+		return answer(c.syntax()+" - "+c.help, fields{"commands": []fields{{"syntax": c.syntax(), "help": c.help}}})
+	}
 	list := []fields{}
 	for _, c := range commands {
 		list = append(list, fields{"syntax": c.syntax(), "help": c.help})

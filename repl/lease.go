@@ -215,6 +215,20 @@ func quietChange(ch sharedconfig.Change) bool {
 	return true
 }
 
+// witness: the change is expiries that ended nothing. Before a lease's
+// deadline an expiry only records the log's time.
+func witness(ch sharedconfig.Change) bool {
+	if len(ch.Ops) == 0 || len(ch.Ended) > 0 {
+		return false
+	}
+	for _, op := range ch.Ops {
+		if op.Kind != "expire_lease" {
+			return false
+		}
+	}
+	return true
+}
+
 // expiry: the change ended a lease that fell due. Follow mode shows it even
 // when this shell wrote it: its keeper did, not its user.
 func expiry(ch sharedconfig.Change) bool {
@@ -278,5 +292,5 @@ func (sh *Shell) leaseWarning(msg string) {
 		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
 		return
 	}
-	sh.printAsync([]string{warn("%s", msg)})
+	sh.warnAsync(warn("%s", msg))
 }

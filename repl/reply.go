@@ -78,7 +78,8 @@ type jsonReply struct {
 	OK       bool        `json:"ok"`
 	Result   fields      `json:"result,omitempty"`
 	Error    string      `json:"error,omitempty"`
-	Line     int         `json:"line,omitempty"` // a script's failed line
+	Line     int         `json:"line,omitempty"`     // a script's failed line
+	Argument int         `json:"argument,omitempty"` // exec's failed argument
 	Revision uint64      `json:"revision"`
 	Attempts []jsonTrace `json:"attempts,omitempty"`
 }

@@ -56,6 +56,15 @@ type Options struct {
 	Server func() string
 	// Out receives every answer.
 	Out io.Writer
+	// Err, in text mode, receives the lines of failed commands and the
+	// warnings that arrive on their own, so that Out carries only answers;
+	// nil means Out. With JSON everything goes to Out, one object a line.
+	Err io.Writer
+	// StopOnError ends a script at its first failed line, as sh -e does.
+	StopOnError bool
+	// MissingKeyFails makes a GET of an undefined key a failure, for a
+	// one-shot get whose exit status answers whether the key is there.
+	MissingKeyFails bool
 	// Timeout bounds each command's I/O; 0 means 5s.
 	Timeout time.Duration
 	// JSON: one JSON object per command instead of text.
@@ -68,17 +77,22 @@ type Options struct {
 
 // Shell runs commands against one shared config.
 type Shell struct {
-	cfg         *sharedconfig.Config
-	scope, name string
-	server      func() string
-	timeout     time.Duration
-	json        bool
-	revisions   bool
-	failed      int
-	lineNumber  func() int // set while Run reads a script
+	cfg             *sharedconfig.Config
+	scope, name     string
+	server          func() string
+	timeout         time.Duration
+	json            bool
+	revisions       bool
+	failed          int
+	stopOnError     bool
+	missingKeyFails bool
+	// position says where a failed line came from ("line", 3): set while
+	// Run reads a script, or for one argument of exec.
+	position func() (what string, n int)
 
 	outMu sync.Mutex // one writer at a time: commands, traces, follow
 	out   io.Writer
+	err   io.Writer // text mode's failures and warnings
 	above atomic.Pointer[aboveInput]
 
 	tracing  atomic.Bool
@@ -92,6 +106,11 @@ type Shell struct {
 	watchPrefix string // WATCH's prefix; empty: every key
 
 	cancelled atomic.Bool // Ctrl-C cancelled the command running
+
+	// followDown: following failed and has not worked since; downWatch
+	// waits for the server to answer again.
+	followDown atomic.Bool
+	downWatch  sync.WaitGroup
 }
 
 // New returns a shell; Attach gives it its config. The two steps let the
@@ -103,7 +122,10 @@ func New(o Options) *Shell {
 	if o.Server == nil {
 		o.Server = func() string { return "" }
 	}
-	sh := &Shell{scope: o.Scope, name: o.Name, server: o.Server, out: o.Out, timeout: o.Timeout, json: o.JSON, revisions: o.Revisions}
+	if o.Err == nil || o.JSON {
+		o.Err = o.Out
+	}
+	sh := &Shell{scope: o.Scope, name: o.Name, server: o.Server, out: o.Out, err: o.Err, timeout: o.Timeout, json: o.JSON, revisions: o.Revisions, stopOnError: o.StopOnError, missingKeyFails: o.MissingKeyFails}
 	sh.tracing.Store(o.Trace)
 	return sh
 }
@@ -112,7 +134,10 @@ func New(o Options) *Shell {
 func (sh *Shell) Attach(cfg *sharedconfig.Config) { sh.cfg = cfg }
 
 // Close stops following or watching, if on.
-func (sh *Shell) Close() { sh.setWatch(false, "") }
+func (sh *Shell) Close() {
+	sh.setWatch(false, "")
+	sh.downWatch.Wait()
+}
 
 // Failures is how many lines failed: could not be parsed or run, or ran into
 // an error. A command that answers "no" ("was NOT replaced") did not fail.
@@ -128,8 +153,8 @@ func (sh *Shell) Run(ctx context.Context, in Input) error {
 		defer sh.above.Store(nil)
 	}
 	if n, ok := in.(numberedInput); ok {
-		sh.lineNumber = n.LineNumber
-		defer func() { sh.lineNumber = nil }()
+		sh.position = func() (string, int) { return "line", n.LineNumber() }
+		defer func() { sh.position = nil }()
 	}
 	defer sh.keepLeases()() // QUIT, Ctrl-D and the end of a script revoke
 	keyboard, _ := in.(interruptible)
@@ -151,8 +176,13 @@ func (sh *Shell) Run(ctx context.Context, in Input) error {
 		if err != nil {
 			return err
 		}
-		if sh.executeInterruptible(ctx, keyboard, line) == quitNow {
+		switch sh.executeInterruptible(ctx, keyboard, line) {
+		case quitNow:
 			return nil
+		case failed:
+			if sh.stopOnError && keyboard == nil {
+				return nil
+			}
 		}
 	}
 }
@@ -211,6 +241,14 @@ func readLine(ctx context.Context, in Input) (string, error) {
 	}
 }
 
+// ExecuteArgument runs the nth argument of a command line as a shell line
+// (exec's): a failure says which argument it was.
+func (sh *Shell) ExecuteArgument(ctx context.Context, n int, text string) outcome {
+	sh.position = func() (string, int) { return "argument", n }
+	defer func() { sh.position = nil }()
+	return sh.Execute(ctx, text)
+}
+
 // Execute runs one line. Blank lines and lines starting with '#' do nothing.
 func (sh *Shell) Execute(ctx context.Context, text string) outcome {
 	if strings.HasPrefix(strings.TrimSpace(text), "#") {
@@ -242,18 +280,23 @@ func (sh *Shell) Execute(ctx context.Context, text string) outcome {
 
 // render prints a reply and returns its outcome.
 func (sh *Shell) render(command string, r reply) outcome {
-	line := 0
+	line, argument := 0, 0
 	if r.outcome == failed {
 		sh.failed++
-		if sh.lineNumber != nil {
-			line = sh.lineNumber()
-			r.lines[0] = strings.Replace(r.lines[0], "!!!! ", fmt.Sprintf("!!!! line %d: ", line), 1)
+		if sh.position != nil {
+			what, n := sh.position()
+			if what == "line" {
+				line = n
+			} else {
+				argument = n
+			}
+			r.lines[0] = strings.Replace(r.lines[0], "!!!! ", fmt.Sprintf("!!!! %s %d: ", what, n), 1)
 		}
 	}
 	sh.outMu.Lock()
 	defer sh.outMu.Unlock()
 	if sh.json {
-		jr := jsonReply{Command: command, OK: r.outcome != failed, Result: r.result, Error: r.err, Line: line, Attempts: sh.attempts}
+		jr := jsonReply{Command: command, OK: r.outcome != failed, Result: r.result, Error: r.err, Line: line, Argument: argument, Attempts: sh.attempts}
 		if sh.cfg != nil {
 			jr.Revision = sh.cfg.Revision()
 		}
@@ -261,23 +304,32 @@ func (sh *Shell) render(command string, r reply) outcome {
 		writeJSON(sh.out, jr)
 		return r.outcome
 	}
+	w := sh.out
+	if r.outcome == failed {
+		w = sh.err
+	}
 	for _, l := range r.lines {
-		fmt.Fprintln(sh.out, l)
+		fmt.Fprintln(w, l)
 	}
 	if r.table != nil {
 		if err := renderTable(sh.out, r.table); err != nil {
-			fmt.Fprintln(sh.out, warn("Error: %v", err))
+			fmt.Fprintln(sh.err, warn("Error: %v", err))
 		}
 	}
 	return r.outcome
 }
 
+// StopsOnError says whether a script stops at its first failed line.
+func (sh *Shell) StopsOnError() bool { return sh.stopOnError }
+
 // print writes lines as they are.
-func (sh *Shell) print(lines []string) {
+func (sh *Shell) print(lines []string) { sh.printTo(sh.out, lines) }
+
+func (sh *Shell) printTo(w io.Writer, lines []string) {
 	sh.outMu.Lock()
 	defer sh.outMu.Unlock()
 	for _, l := range lines {
-		fmt.Fprintln(sh.out, l)
+		fmt.Fprintln(w, l)
 	}
 }
 
@@ -288,6 +340,15 @@ func (sh *Shell) printAsync(lines []string) {
 		return
 	}
 	sh.print(lines)
+}
+
+// warnAsync prints a warning that arrives on its own, as printAsync does,
+// but to the error stream when no line is being typed.
+func (sh *Shell) warnAsync(line string) {
+	if a := sh.above.Load(); a != nil && (*a).PrintAbove([]string{line}) {
+		return
+	}
+	sh.printTo(sh.err, []string{line})
 }
 
 // printJSONAsync prints v as one line of JSON, as printAsync prints lines.
@@ -361,7 +422,7 @@ func (sh *Shell) CompactionFailed(err error) {
 		sh.printJSONAsync(fields{"event": "compaction_failed", "error": describeError(err, sh.timeout)})
 		return
 	}
-	sh.printAsync([]string{warn("Compaction failed (nothing is lost; it will be tried again): %s", describeError(err, sh.timeout))})
+	sh.warnAsync(warn("Compaction failed (nothing is lost; it will be tried again): %s", describeError(err, sh.timeout)))
 }
 
 // Changed is the config's change hook: with FOLLOW ON (or WATCH with no
@@ -386,7 +447,7 @@ func (sh *Shell) showChange(ch sharedconfig.Change, prefix string) {
 		return
 	}
 	if ch.Foreign != "" {
-		sh.printAsync([]string{warn("Revision %d skipped: %s", ch.Revision, ch.Foreign)})
+		sh.warnAsync(warn("Revision %d skipped: %s", ch.Revision, ch.Foreign))
 		return
 	}
 	op, args := describeChange(ch)
@@ -456,18 +517,59 @@ func (sh *Shell) setWatch(on bool, prefix string) error {
 
 // followFailed reports a catch-up that failed in follow mode: a warning,
 // or with -o json an event, so that the output stays JSON.
+// It says so once while the failures last (a fetch is tried every few
+// seconds), and says again when the server answers.
 func (sh *Shell) followFailed(err error) {
-	msg := "Follow: " + describeError(err, 0)
 	if lost, ok := sh.describeLost(err); ok {
-		msg = lost
-	}
-	if sh.json {
-		var b strings.Builder
-		writeJSON(&b, fields{"event": "error", "error": msg})
-		sh.printAsync([]string{strings.TrimSuffix(b.String(), "\n")})
+		if sh.json {
+			sh.printJSONAsync(fields{"event": "error", "error": lost})
+			return
+		}
+		sh.warnAsync(warn("%s", lost))
 		return
 	}
-	sh.printAsync([]string{warn("%s", msg)})
+	if !sh.followDown.CompareAndSwap(false, true) {
+		return
+	}
+	msg := "Follow: " + describeError(err, 0) + "; changes will show when the server answers again"
+	sh.downWatch.Add(1)
+	go sh.waitForServer()
+	if sh.json {
+		sh.printJSONAsync(fields{"event": "error", "error": msg})
+		return
+	}
+	sh.warnAsync(warn("%s", msg))
+}
+
+// serverPoll is how often a shell whose following failed asks the server
+// whether it answers again.
+const serverPoll = time.Second
+
+// waitForServer asks the server for the stream's revision until it
+// answers, then says so; or gives up when the shell stops following.
+func (sh *Shell) waitForServer() {
+	defer sh.downWatch.Done()
+	tick := time.NewTicker(serverPoll)
+	defer tick.Stop()
+	for range tick.C {
+		if on, _ := sh.watching(); !on {
+			sh.followDown.Store(false)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), serverPoll)
+		rev, err := sh.cfg.Log().LastRevision(ctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		sh.followDown.Store(false)
+		if sh.json {
+			sh.printJSONAsync(fields{"event": "follow_resumed", "stream_revision": rev})
+			return
+		}
+		sh.printAsync([]string{say("Follow: the server answers again (the stream is at revision %d); changes show as they land", rev)})
+		return
+	}
 }
 
 // describeLost says, in one line, that the config was destroyed under the

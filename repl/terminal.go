@@ -39,6 +39,7 @@ type Terminal struct {
 	stdin   int // for the terminal's settings
 	saved   *term.State
 	out     io.Writer
+	history *History // nil: lines are not kept
 
 	closeOnce sync.Once
 	readDone  chan struct{}
@@ -50,9 +51,22 @@ type Terminal struct {
 	early     bool     // Ctrl-C came before the command's interrupt was set
 }
 
+// TerminalOptions configure a Terminal.
+type TerminalOptions struct {
+	Prefix   string // the prompt
+	Complete func(before string) []Suggestion
+	// History, if set, gives Up and Down the lines of past sessions and
+	// keeps the lines typed in this one.
+	History *History
+}
+
+// ctrlCHint is said after a first Ctrl-C on an empty line, which a user may
+// have pressed to leave: a second one does.
+const ctrlCHint = "(Ctrl-D or QUIT to leave)"
+
 // NewTerminal starts reading the terminal. It must only be called when
 // stdin is a terminal.
-func NewTerminal(prefix string, complete func(before string) []Suggestion) (*Terminal, error) {
+func NewTerminal(o TerminalOptions) (*Terminal, error) {
 	stdin := int(os.Stdin.Fd())
 	saved, err := term.GetState(stdin)
 	if err != nil {
@@ -64,18 +78,29 @@ func NewTerminal(prefix string, complete func(before string) []Suggestion) (*Ter
 		return nil, err
 	}
 	keys := &keyQueue{console: con}
-	t := &Terminal{keys: keys, console: con, stdin: stdin, saved: saved, out: os.Stdout, readDone: make(chan struct{})}
+	t := &Terminal{keys: keys, console: con, stdin: stdin, saved: saved, out: os.Stdout, history: o.History, readDone: make(chan struct{})}
+	var past []string
+	if o.History != nil {
+		past = o.History.Lines()
+	}
 	t.p = prompt.New(
 		func(string) {}, // lines are taken with Input, not run by go-prompt
 		func(d prompt.Document) []prompt.Suggest {
 			var out []prompt.Suggest
-			for _, s := range complete(d.TextBeforeCursor()) {
+			for _, s := range o.Complete(d.TextBeforeCursor()) {
 				out = append(out, prompt.Suggest{Text: s.Text, Description: s.Description})
 			}
 			return out
 		},
 		prompt.OptionParser(keys),
-		prompt.OptionPrefix(prefix),
+		prompt.OptionPrefix(o.Prefix),
+		prompt.OptionHistory(past),
+		// Called as a line ends, Enter or Ctrl-C, with the line as it was.
+		prompt.OptionBreakLineCallback(func(d *prompt.Document) {
+			if d.Text == "" && keys.firstCtrlC() {
+				io.WriteString(t.out, ctrlCHint+"\n")
+			}
+		}),
 		prompt.OptionCompletionWordSeparator(" ,"),
 		prompt.OptionMaxSuggestion(8),
 		prompt.OptionSetExitCheckerOnInput(func(_ string, breakline bool) bool {
@@ -215,6 +240,9 @@ func (t *Terminal) ReadLine() (string, error) {
 	t.mu.Unlock()
 	t.flush(false) // lines that came as the line was entered
 	last, ctrlCs, hungUp := t.keys.end()
+	if t.history != nil && line != "" && !hungUp && ctrlCs == 0 {
+		_ = t.history.Add(line) // a history that cannot be written is no reason to stop
+	}
 	switch {
 	case hungUp:
 		return "", io.EOF
@@ -359,6 +387,13 @@ func (q *keyQueue) lineEntered() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.held == '\r' || q.held == '\n'
+}
+
+// firstCtrlC: the key handed out last is a Ctrl-C, the first in a row.
+func (q *keyQueue) firstCtrlC() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.last == ctrlC && q.ctrlCs == 1
 }
 
 func (q *keyQueue) ctrlCsInARow() int {

@@ -153,7 +153,7 @@ func parsePlain(probe map[string]json.RawMessage) (map[string]string, error) {
 // else (null included) and a member name given twice.
 func objectMembers(data []byte) (map[string]json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	notObject := func(err error) error { return fmt.Errorf("not a JSON object: %w", err) }
+	notObject := func(err error) error { return jsonError(data, dec.InputOffset(), err) }
 	if tok, err := dec.Token(); err != nil {
 		return nil, notObject(err)
 	} else if tok != json.Delim('{') {
@@ -182,6 +182,24 @@ func objectMembers(data []byte) (map[string]json.RawMessage, error) {
 		return nil, notObject(errors.New("more follows the object"))
 	}
 	return members, nil
+}
+
+// jsonError says where reading a JSON object failed: a file cut short says
+// so, with the line it ends on, rather than "EOF".
+func jsonError(data []byte, offset int64, err error) error {
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) {
+		offset = syntax.Offset
+	}
+	line := 1 + bytes.Count(data[:min(max(offset, 0), int64(len(data)))], []byte("\n"))
+	switch {
+	case len(bytes.TrimSpace(data)) == 0:
+		return errors.New("not a JSON object: the file is empty")
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		line = 1 + bytes.Count(bytes.TrimRight(data, " \t\r\n"), []byte("\n"))
+		return fmt.Errorf("unexpected end of file at line %d: the JSON object is not closed (a file cut short?)", line)
+	}
+	return fmt.Errorf("not a JSON object: line %d: %w", line, err)
 }
 
 func tokenText(tok json.Token) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,8 +33,8 @@ type Change struct {
 	// PlanRepair list such entries; reading the config stops at them).
 	Damage string
 	// Ended are the leases the entry ended (expired or revoked) with the
-	// keys that went with them. Only changes heard as they land (Changed)
-	// know it; History leaves it empty.
+	// keys that went with them. Changes heard as they land (Changed) know
+	// it; History works it out for entries that expire or revoke a lease.
 	Ended []EndedLease
 }
 
@@ -137,7 +138,52 @@ func (c *Config) History(ctx context.Context, n int) ([]Change, error) {
 	if len(out) > n { // a snapshot that covered a gap may add one
 		out = out[len(out)-n:]
 	}
+	if err == nil && slices.ContainsFunc(out, endsLeases) {
+		err = c.addEnded(ctx, last, out)
+	}
 	return out, err
+}
+
+// endsLeases: ch expires or revokes a lease, so what it ended depends on
+// the state before it.
+func endsLeases(ch Change) bool {
+	return slices.ContainsFunc(ch.Ops, func(op Op) bool { return op.Kind == "expire_lease" || op.Kind == "revoke_lease" })
+}
+
+// addEnded sets Ended on the changes that end leases, replaying the log
+// from its first snapshot (as KeyHistory does): an expiry before its
+// deadline, a witness, ends nothing, and only the state before it says so.
+func (c *Config) addEnded(ctx context.Context, last uint64, changes []Change) error {
+	at := map[uint64]*Change{}
+	for i := range changes {
+		if endsLeases(changes[i]) {
+			at[changes[i].Revision] = &changes[i]
+		}
+	}
+	var st State
+	replaying := false
+	return c.Log().Read(ctx, 0, last, func(e statesync.Entry) error {
+		ch, err := c.decode(e)
+		if err != nil || ch.Foreign != "" {
+			return nil // damage and foreign entries change nothing; LOG shows them
+		}
+		if ch.Snapshot {
+			st, replaying = ch.State, true
+			return nil
+		}
+		updates, err := Codec{}.DecodeUpdates(e.Data)
+		if err != nil || !replaying {
+			return nil
+		}
+		before := st
+		for _, u := range updates {
+			st = statesync.ApplyPending(st, statesync.Pending[State]{Update: u, Revision: e.Revision, Time: e.Time})
+		}
+		if ch := at[e.Revision]; ch != nil {
+			ch.Ended = endedLeases(before, st, updates)
+		}
+		return nil
+	})
 }
 
 // readChanges calls fn with each entry after after up to upTo, decoded, and

@@ -1,0 +1,98 @@
+package repl
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// History is the shell's history file: the lines typed at the terminal,
+// kept across sessions for Up and Down. It is private (0600): lines hold
+// keys and values. Lines that look like they hold a secret, and lines
+// typed with a leading space (as bash's ignorespace), are not written.
+type History struct {
+	path string
+	max  int // lines kept; the file is cut back to them when twice as long
+}
+
+// OpenHistory is the history in the file at path, keeping max lines.
+func OpenHistory(path string, max int) *History {
+	return &History{path: path, max: max}
+}
+
+// Lines are the last lines kept, oldest first; none if the file cannot be
+// read.
+func (h *History) Lines() []string {
+	lines, _ := h.read()
+	return lines[max(len(lines)-h.max, 0):]
+}
+
+func (h *History) read() ([]string, error) {
+	b, err := os.ReadFile(h.path)
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	s := bufio.NewScanner(bytes.NewReader(b))
+	s.Buffer(nil, MaxLineLength+1)
+	for s.Scan() {
+		if l := s.Text(); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines, nil
+}
+
+// Add appends line to the file, unless it should not be kept.
+func (h *History) Add(line string) error {
+	if strings.TrimSpace(line) == "" || strings.HasPrefix(line, " ") || strings.ContainsAny(line, "\r\n") || holdsSecret(line) {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(h.path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(h.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_ = f.Chmod(0o600) // a file made by hand may be readable by others
+	_, err = f.WriteString(line + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return h.trim()
+}
+
+// trim cuts the file back to the last max lines once it holds twice as
+// many, so that it is rewritten once in max lines, not on every line.
+func (h *History) trim() error {
+	lines, err := h.read()
+	if err != nil || len(lines) <= 2*h.max {
+		return err
+	}
+	tmp := h.path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strings.Join(lines[len(lines)-h.max:], "\n")+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, h.path)
+}
+
+// secretWords mark a line that may hold a secret: a PUT of a password is
+// shared in the config, but it need not also lie in a file in the home
+// directory.
+var secretWords = []string{"password", "passwd", "secret", "token", "credential", "apikey", "api_key", "api-key", "private"}
+
+func holdsSecret(line string) bool {
+	l := strings.ToLower(line)
+	for _, w := range secretWords {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
