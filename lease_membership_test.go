@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 )
 
 // The seed's group membership example with real processes: two servers
@@ -73,7 +73,7 @@ func TestMembershipLeaseExpiresAfterKill(t *testing.T) {
 // of a process on it that writes as writer.
 func membershipServer(t *testing.T) func(writer string, more ...string) []string {
 	t.Helper()
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

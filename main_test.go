@@ -22,7 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sharedconfig/sharedconfig/cmd"
-	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
@@ -66,7 +66,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
-			srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: filepath.Join(env.WorkDir, ".server")})
+			srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: filepath.Join(env.WorkDir, ".server")})
 			if err != nil {
 				return err
 			}
@@ -106,7 +106,7 @@ func stopLocal(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: stoplocal DIR")
 	}
-	pid := jetstream.ServerPID(ts.MkAbs(args[0]))
+	pid := localserver.ServerPID(ts.MkAbs(args[0]))
 	if pid == 0 {
 		ts.Fatalf("no server pid in %s", args[0])
 	}
@@ -233,7 +233,7 @@ func (r *repl) expectPrefix(prefix string) {
 // shell stays up, and commands work again once the server is back.
 func TestServerGoesAway(t *testing.T) {
 	dir := t.TempDir()
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
+	srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestServerGoesAway(t *testing.T) {
 	p.expectPrefix("!!!! line 2: Error: no answer from the server within 1s")
 	p.send("GET a")
 	p.expect("**** The value of property 'a' is '1'")
-	srv, err = jetstream.StartServer(jetstream.ServerOptions{Listen: listen, DataDir: dir})
+	srv, err = localserver.StartServer(localserver.ServerOptions{Listen: listen, DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,12 +356,12 @@ func TestSurvivorsRestartLocalServer(t *testing.T) {
 	p2.send("GET k")
 	p2.expect("**** The value of property 'k' is '1'")
 
-	first := jetstream.ServerPID(dir)
+	first := localserver.ServerPID(dir)
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	key := untilAdded(t, p1, "from-p1")
-	if jetstream.ServerPID(dir) == first {
+	if localserver.ServerPID(dir) == first {
 		t.Fatal("the server that answered is the one killed")
 	}
 	untilRefreshed(t, p2)
@@ -433,7 +433,7 @@ func untilRefreshed(t *testing.T, r *repl) {
 
 // stopServerOf stops the background server on a data directory.
 func stopServerOf(t *testing.T, dir string) {
-	pid := jetstream.ServerPID(dir)
+	pid := localserver.ServerPID(dir)
 	if pid == 0 {
 		t.Errorf("no server pid in %s", dir)
 		return

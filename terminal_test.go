@@ -15,7 +15,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/term"
 
-	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
@@ -289,7 +289,7 @@ func TestTerminalFollowPrintsAbove(t *testing.T) {
 // WATCH prefix prints changes under the prefix above the prompt, as follow
 // mode does, and nothing of other keys.
 func TestTerminalWatchPrintsAbove(t *testing.T) {
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func TestTerminalPaste(t *testing.T) {
 // Keys typed while a command runs, Ctrl-D among them, are kept for after it.
 func TestTerminalCtrlCAndTypeAhead(t *testing.T) {
 	dir := t.TempDir()
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
+	srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func TestTerminalCtrlCAndTypeAhead(t *testing.T) {
 	p.paste("PUT y, 2\r")
 	p.waitFor("PUT y, 2\r\n", 1)
 	p.paste("GET y\r\x04")
-	srv, err = jetstream.StartServer(jetstream.ServerOptions{Listen: strings.TrimPrefix(url, "nats://"), DataDir: dir})
+	srv, err = localserver.StartServer(localserver.ServerOptions{Listen: strings.TrimPrefix(url, "nats://"), DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

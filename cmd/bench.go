@@ -15,7 +15,7 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/internal/asciitable"
 	"github.com/sharedconfig/sharedconfig/internal/bench"
-	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 )
 
 // benchFlags are the bench command's settings.
@@ -94,7 +94,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 			defer stop()
 			connOpts.URLs = urls
 		} else {
-			srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
+			srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
 			if err != nil {
 				return &exitError{exitStartup, err}
 			}
@@ -102,9 +102,9 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 			connOpts.URLs = srv.ClientURL()
 		}
 	} else {
-		where = jetstream.RedactURLs(connOpts.ResolveURLs())
+		where = localserver.RedactURLs(connOpts.ResolveURLs())
 	}
-	o.Connect = func() (*nats.Conn, error) { return jetstream.Connect(connOpts) }
+	o.Connect = func() (*nats.Conn, error) { return localserver.Connect(connOpts) }
 	// Fail early and clearly if the server is not there.
 	nc, err := o.Connect()
 	if err != nil {

@@ -18,12 +18,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 )
 
 // connFlags are how the shell reaches NATS.
 type connFlags struct {
-	opts    jetstream.ConnectOptions
+	opts    localserver.ConnectOptions
 	dataDir string
 	stderr  func() io.Writer
 }
@@ -55,8 +55,8 @@ func localPort() string {
 func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 	c.opts.Name = "sharedconfig"
 	if c.opts.URLs != "" || os.Getenv("NATS_URL") != "" {
-		nc, err := jetstream.Connect(c.opts)
-		if tf := (*jetstream.TLSFirstError)(nil); errors.As(err, &tf) {
+		nc, err := localserver.Connect(c.opts)
+		if tf := (*localserver.TLSFirstError)(nil); errors.As(err, &tf) {
 			return nil, c.tlsFirst(tf)
 		}
 		return nc, err
@@ -70,10 +70,10 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 		// is not to blame.
 		return nil, fmt.Errorf("the authentication and TLS options are for a server given with --server, NATS_URL or a context's url; the local server admits only its owner, by the keys in %s", dir)
 	}
-	if err := jetstream.PrepareDataDir(dir, true); err != nil {
+	if err := localserver.PrepareDataDir(dir, true); err != nil {
 		return nil, err
 	}
-	if err := jetstream.PrepareLocalKeys(dir); err != nil {
+	if err := localserver.PrepareLocalKeys(dir); err != nil {
 		return nil, err
 	}
 	ls := &localServer{listen: "127.0.0.1:" + localPort(), dir: dir}
@@ -82,7 +82,7 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 	local.LocalDataDir = dir
 	local.Timeout = localConnectTimeout
 	local.ReconnectFailed = ls.restart
-	nc, err := jetstream.Connect(local)
+	nc, err := localserver.Connect(local)
 	if err == nil {
 		return nc, nil
 	}
@@ -95,16 +95,16 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		nc, err := jetstream.Connect(local)
+		nc, err := localserver.Connect(local)
 		if err == nil {
-			if jetstream.ServerPID(dir) == pid {
+			if localserver.ServerPID(dir) == pid {
 				fmt.Fprintf(c.stderr(), "sharedconfig: started a local server on %s (data in %s, log in %s; it exits %s after its last client)\n",
-					ls.listen, visible(dir), visible(filepath.Join(dir, jetstream.ServerLogFile)), idleExit)
+					ls.listen, visible(dir), visible(filepath.Join(dir, localserver.ServerLogFile)), idleExit)
 			}
 			return nc, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, fmt.Errorf("started a local server on %s, but cannot connect to it: %v%s", ls.listen, err, tail(filepath.Join(dir, jetstream.ServerLogFile)))
+			return nil, fmt.Errorf("started a local server on %s, but cannot connect to it: %v%s", ls.listen, err, tail(filepath.Join(dir, localserver.ServerLogFile)))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -122,9 +122,9 @@ func (c *connFlags) localDataDir() (string, error) {
 // tlsFirst explains a server given by address that closed the connection
 // because it talks TLS from the first byte: most likely the user's own
 // local server, which is reached by giving no address.
-func (c *connFlags) tlsFirst(tf *jetstream.TLSFirstError) error {
+func (c *connFlags) tlsFirst(tf *localserver.TLSFirstError) error {
 	dir, err := c.localDataDir()
-	if err != nil || !jetstream.IsLocalServerCert(dir, tf.Cert) {
+	if err != nil || !localserver.IsLocalServerCert(dir, tf.Cert) {
 		return fmt.Errorf("cannot connect to %s: it talks TLS from the first byte and is not your local server for %s (a private sharedconfig server admits only its owner, who reaches it with no --server and its --data-dir)", tf.Addr, dir)
 	}
 	how := "give no --server, NATS_URL or context url"
@@ -209,7 +209,7 @@ func (ls *localServer) start() (pid int, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("starting a local server: %w", err)
 	}
-	logFile, err := jetstream.OpenServerLog(ls.dir)
+	logFile, err := localserver.OpenServerLog(ls.dir)
 	if err != nil {
 		return 0, fmt.Errorf("starting a local server: %w", err)
 	}

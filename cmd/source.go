@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 )
 
 // sourceFlags choose where connection settings come from besides the
@@ -136,7 +136,7 @@ func expandHome(p string) string {
 // and NATS_TOKEN (which, unlike flags, do not show in ps). Credentials come
 // whole from one place. It returns where the server and credentials came
 // from, for STATUS; it never names a secret.
-func (s *sourceFlags) apply(o *jetstream.ConnectOptions) (string, error) {
+func (s *sourceFlags) apply(o *localserver.ConnectOptions) (string, error) {
 	name, ctx, err := loadContext(s.context)
 	if err != nil {
 		return "", err

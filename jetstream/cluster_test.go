@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
@@ -22,7 +23,7 @@ func clusterLog(t *testing.T, name string) ([]*jstest.Node, *jetstream.Log) {
 		t.Skip("starts a 3-node cluster")
 	}
 	nodes := jstest.Cluster(t, 3)
-	setup, err := jetstream.Connect(jetstream.ConnectOptions{URLs: jstest.URLs(nodes)})
+	setup, err := localserver.Connect(localserver.ConnectOptions{URLs: jstest.URLs(nodes)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestWriteWhileFollowersRestart(t *testing.T) {
 		t.Fatalf("no node is the stream leader %q", info.Cluster.Leader)
 	}
 	// The writer talks to the leader only, which keeps running.
-	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: leader.Server.ClientURL()})
+	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: leader.Server.ClientURL()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestOpenWaitsForALeader(t *testing.T) {
 			stopped = append(stopped, n)
 		}
 	}
-	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: survivor.Server.ClientURL()})
+	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: survivor.Server.ClientURL()})
 	if err != nil {
 		t.Fatal(err)
 	}

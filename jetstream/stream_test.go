@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
@@ -121,5 +123,20 @@ func TestDeleteConfigRefusesAStreamThatIsNotAConfig(t *testing.T) {
 	s, err := js.Stream(ctx, stream)
 	if err != nil || s.CachedInfo().State.Msgs != 1 {
 		t.Fatalf("the stream after the refusal: %v; want it there with its message", err)
+	}
+}
+
+func TestServerWithoutJetStream(t *testing.T) {
+	s := jstest.NATS(t, &server.Options{})
+	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: s.ClientURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = jetstream.OpenLog(ctx, nc, "x", "y", jetstream.LogOptions{})
+	if err == nil || !strings.Contains(err.Error(), "does not have JetStream enabled") {
+		t.Fatalf("OpenLog on a server without JetStream: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
@@ -24,7 +25,7 @@ func TestLeaseSurvivesLeaderFailover(t *testing.T) {
 	nodes := jstest.Cluster(t, 3)
 	urls := jstest.URLs(nodes)
 	open := func(holder string) (*sharedconfig.Config, *jetstream.Log) {
-		nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: urls})
+		nc, err := localserver.Connect(localserver.ConnectOptions{URLs: urls})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/nats-io/nats.go"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
@@ -718,7 +719,9 @@ func llHistory(t *testing.T, g *llLog, records [][]llRecord) ([]porcupine.Operat
 
 func TestLeasesLinearizableOneServer(t *testing.T) {
 	srv := jstest.Server(t)
-	llRun(t, func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: srv.ClientURL()}) }, "one", nil)
+	llRun(t, func() (*nats.Conn, error) {
+		return localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
+	}, "one", nil)
 }
 
 // The server stops for longer than every ttl: deadlines pass while the log
@@ -728,7 +731,7 @@ func TestLeasesLinearizableAcrossServerRestart(t *testing.T) {
 	srv := jstest.ServerAt(t, dir, "127.0.0.1:0")
 	url := srv.ClientURL()
 	restarted := make(chan struct{})
-	llRun(t, func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: url}) }, "restart", func() {
+	llRun(t, func() (*nats.Conn, error) { return localserver.Connect(localserver.ConnectOptions{URLs: url}) }, "restart", func() {
 		defer close(restarted)
 		srv.Shutdown()
 		time.Sleep(2500 * time.Millisecond) // longer than every ttl

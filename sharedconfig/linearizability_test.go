@@ -20,6 +20,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/nats-io/nats.go"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
@@ -319,7 +320,9 @@ func lzDo(c *sharedconfig.Config, in lzInput) (lzOutput, error) {
 
 func TestLinearizableOneServer(t *testing.T) {
 	srv := jstest.Server(t)
-	lzRun(t, func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: srv.ClientURL()}) }, "one", 1, nil)
+	lzRun(t, func() (*nats.Conn, error) {
+		return localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
+	}, "one", 1, nil)
 }
 
 func TestLinearizableAcrossServerRestart(t *testing.T) {
@@ -327,7 +330,7 @@ func TestLinearizableAcrossServerRestart(t *testing.T) {
 	srv := jstest.ServerAt(t, dir, "127.0.0.1:0")
 	url := srv.ClientURL()
 	restarted := make(chan struct{})
-	lzRun(t, func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: url}) }, "restart", 1, func() {
+	lzRun(t, func() (*nats.Conn, error) { return localserver.Connect(localserver.ConnectOptions{URLs: url}) }, "restart", 1, func() {
 		defer close(restarted)
 		srv.Shutdown()
 		time.Sleep(300 * time.Millisecond)
@@ -341,7 +344,7 @@ func TestLinearizableWithConnectionsCut(t *testing.T) {
 	p := newProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
 	cuts := make(chan struct{})
 	lzRun(t, func() (*nats.Conn, error) {
-		return jetstream.Connect(jetstream.ConnectOptions{URLs: "nats://" + p.addr()})
+		return localserver.Connect(localserver.ConnectOptions{URLs: "nats://" + p.addr()})
 	}, "cut", 1, func() {
 		defer close(cuts)
 		for range 3 {
@@ -420,7 +423,7 @@ func TestLinearizableClusterLeaderKilled(t *testing.T) {
 	}
 	nodes := jstest.Cluster(t, 3)
 	urls := jstest.URLs(nodes)
-	connect := func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: urls}) }
+	connect := func() (*nats.Conn, error) { return localserver.Connect(localserver.ConnectOptions{URLs: urls}) }
 	back := make(chan struct{})
 	lzRun(t, connect, "cluster", 3, func() {
 		defer close(back)

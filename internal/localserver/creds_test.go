@@ -1,4 +1,4 @@
-package jetstream_test
+package localserver_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
@@ -69,7 +70,7 @@ func TestCredentialsFile(t *testing.T) {
 	must(resolver.Store(systemPub, systemJWT))
 	s := jstest.NATS(t, &server.Options{JetStream: true, TrustedOperators: []*jwt.OperatorClaims{opClaims}, AccountResolver: resolver, SystemAccount: systemPub})
 
-	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL(), Creds: credsFile})
+	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: s.ClientURL(), Creds: credsFile})
 	if err != nil {
 		t.Fatalf("with the credentials file: %v", err)
 	}
@@ -77,7 +78,7 @@ func TestCredentialsFile(t *testing.T) {
 	if _, err := jetstream.OpenLog(context.Background(), nc, "creds", "cfg", jetstream.LogOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL()})
+	_, err = localserver.Connect(localserver.ConnectOptions{URLs: s.ClientURL()})
 	if err == nil || !strings.Contains(err.Error(), "Authorization Violation") {
 		t.Fatalf("without credentials: %v", err)
 	}
