@@ -81,26 +81,12 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		where = fmt.Sprintf("a %d-node cluster of embedded servers on temporary stores", benchClusterSize)
 	}
 	if connOpts.URLs == "" && os.Getenv("NATS_URL") == "" {
-		dir, err := os.MkdirTemp("", "sharedconfig-bench-")
+		urls, stop, err := startBenchServers(f.cluster)
 		if err != nil {
 			return &exitError{exitStartup, err}
 		}
-		defer os.RemoveAll(dir)
-		if f.cluster {
-			urls, stop, err := startBenchCluster(dir, benchClusterSize)
-			if err != nil {
-				return &exitError{exitStartup, err}
-			}
-			defer stop()
-			connOpts.URLs = urls
-		} else {
-			srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
-			if err != nil {
-				return &exitError{exitStartup, err}
-			}
-			defer srv.Shutdown()
-			connOpts.URLs = srv.ClientURL()
-		}
+		defer stop()
+		connOpts.URLs = urls
 	} else {
 		where = localserver.RedactURLs(connOpts.ResolveURLs())
 	}
@@ -128,6 +114,30 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		return &exitError{exitFailures, fmt.Errorf("the run stopped: %w", err)}
 	}
 	return nil
+}
+
+// startBenchServers starts the bench's own server, or cluster, on a
+// temporary store, and returns their URLs and what stops them and removes
+// the store.
+func startBenchServers(cluster bool) (urls string, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "sharedconfig-bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	if cluster {
+		urls, stopCluster, err := startBenchCluster(dir, benchClusterSize)
+		if err != nil {
+			os.RemoveAll(dir)
+			return "", nil, err
+		}
+		return urls, func() { stopCluster(); os.RemoveAll(dir) }, nil
+	}
+	srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return srv.ClientURL(), func() { srv.Shutdown(); os.RemoveAll(dir) }, nil
 }
 
 // options are the run's sizes, checked.

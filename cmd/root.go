@@ -234,26 +234,12 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		return err
 	}
 	// Open the input first: a missing script file should not wait on a server.
-	var in repl.Input
-	interactive := false
-	switch {
-	case f.file == "-":
-		in = repl.NewScript(cmd.InOrStdin())
-	case f.file != "":
-		file, err := os.Open(f.file)
-		if err != nil {
-			return &exitError{exitStartup, err}
-		}
-		defer file.Close()
-		if info, err := file.Stat(); err == nil && info.IsDir() {
-			return &exitError{exitStartup, fmt.Errorf("%s is a directory, not a script", f.file)}
-		}
-		in = repl.NewScript(file)
-	case isTerminal(cmd.InOrStdin()):
-		interactive = true
-	default:
-		in = repl.NewScript(cmd.InOrStdin())
+	in, closeInput, err := openScript(cmd, f.file)
+	if err != nil {
+		return err
 	}
+	defer closeInput()
+	interactive := in == nil
 
 	sess, err := f.open(cmd)
 	if err != nil {
@@ -290,6 +276,31 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		return &exitError{code: exitFailures}
 	}
 	return nil
+}
+
+// openScript opens the script the flags name (file "-" is stdin), or stdin
+// when it is not a terminal. It returns a nil Input for a terminal, which
+// the shell opens once connected.
+func openScript(cmd *cobra.Command, file string) (in repl.Input, closeInput func(), err error) {
+	closeInput = func() {}
+	switch {
+	case file == "-":
+		return repl.NewScript(cmd.InOrStdin()), closeInput, nil
+	case file != "":
+		fh, err := os.Open(file)
+		if err != nil {
+			return nil, nil, &exitError{exitStartup, err}
+		}
+		if info, err := fh.Stat(); err == nil && info.IsDir() {
+			fh.Close()
+			return nil, nil, &exitError{exitStartup, fmt.Errorf("%s is a directory, not a script", file)}
+		}
+		return repl.NewScript(fh), func() { fh.Close() }, nil
+	case isTerminal(cmd.InOrStdin()):
+		return nil, closeInput, nil
+	default:
+		return repl.NewScript(cmd.InOrStdin()), closeInput, nil
+	}
 }
 
 // catchUpProgress shows a catch-up that takes more than a second, on a
