@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sharedconfig/sharedconfig/internal/localserver"
+	"github.com/sharedconfig/sharedconfig/internal/strictjson"
 )
 
 // sourceFlags choose where connection settings come from besides the
@@ -82,7 +82,7 @@ func loadContext(name string) (string, natsContext, error) {
 	if err != nil {
 		return "", ctx, fmt.Errorf("NATS context %q: %w", name, err)
 	}
-	if err := json.Unmarshal(b, &ctx); err != nil {
+	if err := strictjson.UnmarshalIgnoringUnknown(b, &ctx); err != nil {
 		return "", ctx, fmt.Errorf("NATS context %q: %s is not a context file: %v", name, path, err)
 	}
 	for _, p := range []*string{&ctx.Creds, &ctx.NKey, &ctx.CA, &ctx.Cert, &ctx.Key} {
