@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,12 +43,38 @@ func (c *connFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&c.opts.Key, "tls-key", "", "client key `FILE`")
 }
 
-// localPort is where the local server listens, or is started.
-func localPort() string {
-	if p := os.Getenv("SHAREDCONFIG_LOCAL_PORT"); p != "" {
-		return p
+// localPort is where the local server of data directory dir listens, or is
+// started: SHAREDCONFIG_LOCAL_PORT if set, else the port recorded in dir,
+// else 4222 for the default directory and a free port, recorded, for any
+// other, so that the servers of two directories do not meet on one port.
+func localPort(dir string) (string, error) {
+	if p, ok, err := knownLocalPort(dir); ok || err != nil {
+		return p, err
 	}
-	return "4222"
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port for the local server: %w", err)
+	}
+	free := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	port, err := localserver.ClaimPort(dir, free)
+	return strconv.Itoa(port), err
+}
+
+// knownLocalPort is localPort without choosing one: ok is false for a data
+// directory, other than the default, that has none recorded yet.
+func knownLocalPort(dir string) (port string, ok bool, err error) {
+	if p := os.Getenv("SHAREDCONFIG_LOCAL_PORT"); p != "" {
+		return p, true, nil
+	}
+	recorded, err := localserver.RecordedPort(dir)
+	if err != nil || recorded != 0 {
+		return strconv.Itoa(recorded), err == nil, err
+	}
+	if def, err := defaultDataDir(); err == nil && filepath.Clean(def) == filepath.Clean(dir) {
+		return "4222", true, nil
+	}
+	return "", false, nil
 }
 
 // connect connects as the flags say. Without --server or NATS_URL it uses
@@ -70,13 +97,10 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 		// is not to blame.
 		return nil, fmt.Errorf("the authentication and TLS options are for a server given with --server, NATS_URL or a context's url; the local server admits only its owner, by the keys in %s", dir)
 	}
-	if err := localserver.PrepareDataDir(dir, true); err != nil {
+	ls, err := prepareLocalServer(dir)
+	if err != nil {
 		return nil, err
 	}
-	if err := localserver.PrepareLocalKeys(dir); err != nil {
-		return nil, err
-	}
-	ls := &localServer{listen: "127.0.0.1:" + localPort(), dir: dir}
 	local := c.opts
 	local.URLs = "nats://" + ls.listen
 	local.LocalDataDir = dir
@@ -110,6 +134,22 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 	}
 }
 
+// prepareLocalServer checks data directory dir, makes its keys if they are
+// missing, and finds its port.
+func prepareLocalServer(dir string) (*localServer, error) {
+	if err := localserver.PrepareDataDir(dir, true); err != nil {
+		return nil, err
+	}
+	if err := localserver.PrepareLocalKeys(dir); err != nil {
+		return nil, err
+	}
+	port, err := localPort(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &localServer{listen: "127.0.0.1:" + port, dir: dir}, nil
+}
+
 // localDataDir is the local server's data directory: --data-dir, or the
 // user's default.
 func (c *connFlags) localDataDir() (string, error) {
@@ -128,10 +168,17 @@ func (c *connFlags) tlsFirst(tf *localserver.TLSFirstError) error {
 		return fmt.Errorf("cannot connect to %s: it talks TLS from the first byte and is not your local server for %s (a private sharedconfig server admits only its owner, who reaches it with no --server and its --data-dir)", tf.Addr, dir)
 	}
 	how := "give no --server, NATS_URL or context url"
-	if _, port, _ := net.SplitHostPort(tf.Addr); port != localPort() {
+	if _, port, _ := net.SplitHostPort(tf.Addr); !samePort(dir, port) {
 		how += ", and set SHAREDCONFIG_LOCAL_PORT=" + port
 	}
 	return fmt.Errorf("cannot connect to %s: that is your local sharedconfig server (data in %s), which talks TLS from the first byte and admits only you, by the keys there: to use it, %s", tf.Addr, dir, how)
+}
+
+// samePort says whether port is the one a shell with no --server uses for
+// data directory dir.
+func samePort(dir, port string) bool {
+	p, ok, _ := knownLocalPort(dir)
+	return ok && p == port
 }
 
 // listening says whether something accepts connections on addr.
@@ -171,13 +218,13 @@ func (ls *localServer) notYours(err error) error {
 	case strings.Contains(msg, "does not look like a TLS handshake"):
 		reason = "it does not speak TLS first"
 	case strings.Contains(msg, "certificate"):
-		reason = "its TLS certificate is not the one in " + ls.dir
+		reason = "its TLS certificate is not the one in " + ls.dir + ": it may be your server for another data directory"
 	case strings.Contains(msg, "timeout"):
 		// Yours too may be this slow (stopped, or on a loaded machine):
 		// say what was seen, not more.
 		return fmt.Errorf("%s does not answer as your sharedconfig server for %s (no answer within %s): if yours is busy, try again; otherwise stop what listens there, or give --server", ls.listen, ls.dir, localConnectTimeout)
 	}
-	return fmt.Errorf("%s is not your sharedconfig server for %s (%s): stop it, or give --server", ls.listen, ls.dir, reason)
+	return fmt.Errorf("%s is not your sharedconfig server for %s (%s): stop it, give --server, or give this data directory another port with SHAREDCONFIG_LOCAL_PORT", ls.listen, ls.dir, reason)
 }
 
 // restart starts a new server when the one the shell used is gone and
