@@ -154,6 +154,14 @@ func TestOperations(t *testing.T) {
 	if got := ans(c.Remove(ctx, "b")); got != (answer{"", false}) {
 		t.Errorf("Remove absent = %v", got)
 	}
+	checkOrderAndClear(t, c)
+
+}
+
+// checkOrderAndClear: the state iterates in key order, with a prefix too,
+// and Clear empties the config.
+func checkOrderAndClear(t *testing.T, c *sharedconfig.Config) {
+	ctx := context.Background()
 	for _, k := range []string{"z", "m", "a/1", "a"} {
 		put(t, c, k, "v"+k)
 	}
