@@ -44,22 +44,7 @@ func clusterLog(t *testing.T, name string) ([]*jstest.Node, *jetstream.Log) {
 // "duplicate message id is in process".
 func TestWriteWhileFollowersRestart(t *testing.T) {
 	nodes, l := clusterLog(t, "followers")
-	info, err := l.Stream().Info(context.Background())
-	if err != nil || info.Cluster == nil {
-		t.Fatalf("stream info: %v", err)
-	}
-	var leader *jstest.Node
-	var followers []*jstest.Node
-	for _, n := range nodes {
-		if n.Server.Name() == info.Cluster.Leader {
-			leader = n
-		} else {
-			followers = append(followers, n)
-		}
-	}
-	if leader == nil {
-		t.Fatalf("no node is the stream leader %q", info.Cluster.Leader)
-	}
+	leader, followers := streamLeader(t, nodes, l)
 	// The writer talks to the leader only, which keeps running.
 	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: leader.Server.ClientURL()})
 	if err != nil {
@@ -115,6 +100,25 @@ func TestWriteWhileFollowersRestart(t *testing.T) {
 	if err != nil || last != 2 {
 		t.Fatalf("stream at %d, %v; want 2: the write landed once", last, err)
 	}
+}
+
+// streamLeader returns the node that leads l's stream, and the others.
+func streamLeader(t *testing.T, nodes []*jstest.Node, l *jetstream.Log) (leader *jstest.Node, followers []*jstest.Node) {
+	info, err := l.Stream().Info(context.Background())
+	if err != nil || info.Cluster == nil {
+		t.Fatalf("stream info: %v", err)
+	}
+	for _, n := range nodes {
+		if n.Server.Name() == info.Cluster.Leader {
+			leader = n
+		} else {
+			followers = append(followers, n)
+		}
+	}
+	if leader == nil {
+		t.Fatalf("no node is the stream leader %q", info.Cluster.Leader)
+	}
+	return leader, followers
 }
 
 // A log opened while its stream has no leader (two of three nodes down)
