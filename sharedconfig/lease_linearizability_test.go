@@ -162,24 +162,8 @@ func llSpec(s llState, in llInput, at int64, wrote bool) (llResult, bool, llStat
 	} else if in.op == "refresh" && wrote && l.holder != in.client {
 		return llResult{err: "held"}, true, llTick(s, at)
 	}
-	switch in.op {
-	case "get":
-		return llResult{value: k.v, ok: k.ok, keyLease: k.lease, lease: s.leases[in.lease]}, false, s
-	case "put":
-		s.keys[in.key] = llKey{v: in.value, ok: true}
-		return llResult{value: k.v, ok: k.ok}, true, s
-	case "putIfAbsent":
-		if k.ok {
-			return llResult{value: k.v, ok: true}, false, s
-		}
-		s.keys[in.key] = llKey{v: in.value, ok: true}
-		return llResult{}, true, s
-	case "remove":
-		if !k.ok {
-			return llResult{}, false, s
-		}
-		s.keys[in.key] = llKey{}
-		return llResult{value: k.v, ok: true}, true, s
+	if res, wrote, next, ok := llKeySpec(s, in, k); ok {
+		return res, wrote, next
 	}
 	l := s.leases[in.lease]
 	switch {
@@ -226,6 +210,31 @@ func llSpec(s llState, in llInput, at int64, wrote bool) (llResult, bool, llStat
 		return llResult{value: k.v, ok: k.ok}, true, llTick(s, at)
 	}
 	panic("unknown operation " + in.op)
+}
+
+// llKeySpec is llSpec for the operations on keys alone; ok is false for
+// the others.
+func llKeySpec(s llState, in llInput, k llKey) (res llResult, wrote bool, next llState, ok bool) {
+	switch in.op {
+	case "get":
+		return llResult{value: k.v, ok: k.ok, keyLease: k.lease, lease: s.leases[in.lease]}, false, s, true
+	case "put":
+		s.keys[in.key] = llKey{v: in.value, ok: true}
+		return llResult{value: k.v, ok: k.ok}, true, s, true
+	case "putIfAbsent":
+		if k.ok {
+			return llResult{value: k.v, ok: true}, false, s, true
+		}
+		s.keys[in.key] = llKey{v: in.value, ok: true}
+		return llResult{}, true, s, true
+	case "remove":
+		if !k.ok {
+			return llResult{}, false, s, true
+		}
+		s.keys[in.key] = llKey{}
+		return llResult{value: k.v, ok: true}, true, s, true
+	}
+	return llResult{}, false, s, false
 }
 
 var llModel = porcupine.Model{
@@ -413,6 +422,13 @@ func (cl *llClient) do(in llInput) (llOutput, error) {
 	case "expire":
 		out.res.ended, err = sharedconfig.ExpireNow(ctx, c, lease)
 	}
+	return cl.outcome(in, out, err)
+}
+
+// outcome adds to out what the log said of the operation: the answers of
+// the lease operations that are errors become results, and the try that
+// ended it says whether it wrote and at which revision.
+func (cl *llClient) outcome(in llInput, out llOutput, err error) (llOutput, error) {
 	for _, e := range []struct {
 		err  error
 		name string
@@ -649,19 +665,7 @@ func llHistory(t *testing.T, g *llLog, records [][]llRecord) ([]porcupine.Operat
 	unknown := 0
 	for id, ops := range records {
 		writer := fmt.Sprintf("c%d", id)
-		var mine []uint64 // the entries the client wrote, oldest first
-		for rev, e := range g.entries {
-			if e.writer == writer {
-				mine = append(mine, rev)
-			}
-		}
-		slices.Sort(mine)
-		used := map[uint64]bool{}
-		for _, r := range ops {
-			if out := r.Output.(llOutput); !r.unknown && out.wrote {
-				used[out.rev] = true
-			}
-		}
+		mine, used := g.written(writer), llAcknowledged(ops)
 		low := uint64(0) // the revision the client's last known operation wrote or read at
 		for i := range ops {
 			r := &ops[i]
@@ -669,16 +673,7 @@ func llHistory(t *testing.T, g *llLog, records [][]llRecord) ([]porcupine.Operat
 			in := r.Input.(llInput)
 			if r.unknown {
 				unknown++
-				high := uint64(math.MaxUint64) // the client's next acknowledged entry
-				for _, later := range ops[i+1:] {
-					if in.op == "refresh" {
-						break // unconditional: it may land after that entry
-					}
-					if lo := later.Output.(llOutput); !later.unknown && lo.wrote {
-						high = lo.rev
-						break
-					}
-				}
+				high := llNextAcknowledged(in, ops[i+1:])
 				for _, rev := range mine {
 					if rev > low && rev < high && !used[rev] && llMatches(in, g.entries[rev]) {
 						used[rev] = true
@@ -715,6 +710,44 @@ func llHistory(t *testing.T, g *llLog, records [][]llRecord) ([]porcupine.Operat
 	}
 	slices.SortFunc(history, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
 	return history, unknown
+}
+
+// written returns the entries writer wrote, oldest first.
+func (g *llLog) written(writer string) []uint64 {
+	var mine []uint64
+	for rev, e := range g.entries {
+		if e.writer == writer {
+			mine = append(mine, rev)
+		}
+	}
+	slices.Sort(mine)
+	return mine
+}
+
+// llAcknowledged returns the entries the operations were told they wrote.
+func llAcknowledged(ops []llRecord) map[uint64]bool {
+	used := map[uint64]bool{}
+	for _, r := range ops {
+		if out := r.Output.(llOutput); !r.unknown && out.wrote {
+			used[out.rev] = true
+		}
+	}
+	return used
+}
+
+// llNextAcknowledged is the entry of the first operation in later that was
+// told it wrote one: an operation in of unknown outcome landed before it.
+// A refresh, appended unconditionally, may land after it.
+func llNextAcknowledged(in llInput, later []llRecord) uint64 {
+	if in.op == "refresh" {
+		return math.MaxUint64
+	}
+	for _, r := range later {
+		if out := r.Output.(llOutput); !r.unknown && out.wrote {
+			return out.rev
+		}
+	}
+	return math.MaxUint64
 }
 
 func TestLeasesLinearizableOneServer(t *testing.T) {
