@@ -11,9 +11,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"reflect"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -51,20 +53,41 @@ func unmarshal(data []byte, v any, ignoreUnknown bool) error {
 	if t == nil || t.Kind() != reflect.Pointer {
 		return errors.New("strictjson: Unmarshal needs a pointer")
 	}
-	if err := check(data, t.Elem(), ignoreUnknown); err != nil {
-		return err
+	if !utf8.Valid(data) {
+		return errors.New("not UTF-8 text, as JSON must be")
 	}
+	// Decoding first also proves the text is JSON, which the fast check of
+	// names needs; what fails is explained by the slower check, which
+	// says where.
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if !ignoreUnknown {
 		dec.DisallowUnknownFields()
 	}
-	return dec.Decode(v)
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("more follows the JSON value")
+	}
+	if err == nil {
+		s := scanner{data: data, ignoreUnknown: ignoreUnknown, seed: maphash.MakeSeed()}
+		if err = s.value(t.Elem(), reflect.ValueOf(v).Elem()); err != errTwiceInMap {
+			return err
+		}
+	}
+	if cerr := check(data, t.Elem(), ignoreUnknown); cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 func check(data []byte, t reflect.Type, ignoreUnknown bool) error {
 	if !utf8.Valid(data) {
 		return errors.New("not UTF-8 text, as JSON must be")
 	}
+	if t == nil && json.Valid(data) {
+		s := scanner{data: data, ignoreUnknown: ignoreUnknown, seed: maphash.MakeSeed()}
+		return s.value(nil, reflect.Value{})
+	}
+	// Not JSON: the decoder's tokens say where, in words and a line.
 	c := checker{dec: json.NewDecoder(bytes.NewReader(data)), data: data, ignoreUnknown: ignoreUnknown}
 	if err := c.value(t); err != nil {
 		return err
@@ -146,7 +169,7 @@ func (c *checker) object(t reflect.Type) error {
 		seen[name] = true
 		child := elem
 		if fields != nil {
-			if child, err = c.field(fields, name); err != nil {
+			if child, err = field(fields, name, c.ignoreUnknown, c.line); err != nil {
 				return err
 			}
 		}
@@ -161,17 +184,17 @@ func (c *checker) object(t reflect.Type) error {
 // field returns the type of the struct field named name exactly, or nil for
 // a member to skip, refusing a name that matches a field only when case is
 // ignored, and (unless unknown members are ignored) one that matches none.
-func (c *checker) field(fields map[string]reflect.Type, name string) (reflect.Type, error) {
+func field(fields map[string]reflect.Type, name string, ignoreUnknown bool, line func() int) (reflect.Type, error) {
 	if ft, ok := fields[name]; ok {
 		return ft, nil
 	}
 	for exact := range fields {
 		if strings.EqualFold(exact, name) {
-			return nil, &NameError{c.line(), name, fmt.Sprintf("is not a field (did you mean %q? names are exact)", exact)}
+			return nil, &NameError{line(), name, fmt.Sprintf("is not a field (did you mean %q? names are exact)", exact)}
 		}
 	}
-	if !c.ignoreUnknown {
-		return nil, &NameError{c.line(), name, "is not a field"}
+	if !ignoreUnknown {
+		return nil, &NameError{line(), name, "is not a field"}
 	}
 	return nil, nil
 }
@@ -190,9 +213,74 @@ func opaque(t reflect.Type) reflect.Type {
 	return t
 }
 
+var fieldsOf, indexesOf sync.Map // reflect.Type -> map[string]reflect.Type, map[string][]int
+
+// fieldValue is the field of struct v that the JSON name names.
+func fieldValue(v reflect.Value, name string) reflect.Value {
+	t := v.Type()
+	idx, ok := indexesOf.Load(t)
+	if !ok {
+		idx = fieldIndexes(t)
+		indexesOf.Store(t, idx)
+	}
+	path, ok := idx.(map[string][]int)[name]
+	if !ok {
+		return reflect.Value{}
+	}
+	f, err := v.FieldByIndexErr(path)
+	if err != nil { // through a nil embedded pointer
+		return reflect.Value{}
+	}
+	return f
+}
+
+// fieldIndexes maps the JSON names of t's fields to their index paths, as
+// fieldsIn maps them to their types.
+func fieldIndexes(t reflect.Type) map[string][]int {
+	idx := map[string][]int{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if ft := f.Type; f.Anonymous && name == "" {
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				for n, p := range fieldIndexes(ft) {
+					if _, shadowed := idx[n]; !shadowed {
+						idx[n] = append([]int{i}, p...)
+					}
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		idx[name] = []int{i}
+	}
+	return idx
+}
+
 // structFields maps the JSON names of t's fields, those of embedded
 // structs included, to their types, as encoding/json names them.
 func structFields(t reflect.Type) map[string]reflect.Type {
+	if f, ok := fieldsOf.Load(t); ok {
+		return f.(map[string]reflect.Type)
+	}
+	fields := fieldsIn(t)
+	fieldsOf.Store(t, fields)
+	return fields
+}
+
+func fieldsIn(t reflect.Type) map[string]reflect.Type {
 	fields := map[string]reflect.Type{}
 	for i := range t.NumField() {
 		f := t.Field(i)

@@ -81,3 +81,29 @@ func TestCheckDuplicates(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// Twins in an object decoded into a map are found however they are
+// spelled, and however many members the object has.
+func TestTwinsInMaps(t *testing.T) {
+	many := ""
+	for i := range 100 {
+		many += `"k` + strings.Repeat("z", i) + `": "v",`
+	}
+	for _, c := range []struct{ in, want string }{
+		{`{"a": "1", "b": "2", "a": "3"}`, `line 1: "a" is given twice`},
+		{"{\"a\": \"1\",\n\"\\u0061\": \"2\"}", `line 2: "a" is given twice`},
+		{"{" + many + "\n\"kzz\": \"again\"}", `line 2: "kzz" is given twice`},
+	} {
+		var m map[string]string
+		if err := strictjson.Unmarshal([]byte(c.in), &m); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Unmarshal(%.40s...) = %v; want an error with %q", c.in, err, c.want)
+		}
+	}
+	var m map[string]string
+	if err := strictjson.Unmarshal([]byte("{"+strings.TrimSuffix(many, ",")+"}"), &m); err != nil || len(m) != 100 {
+		t.Fatalf("100 distinct members: %d, %v", len(m), err)
+	}
+	if err := strictjson.CheckDuplicates([]byte("{" + many + "\n\"kzz\": \"again\"}")); err == nil || !strings.Contains(err.Error(), `line 2: "kzz" is given twice`) {
+		t.Fatalf("CheckDuplicates of 101 members with a twin: %v", err)
+	}
+}
