@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -62,23 +61,6 @@ func TestGarbageInTheStream(t *testing.T) {
 	p.expect("**** Property 'k' updated from: 'v' to: 'w'")
 	p.send("QUIT")
 	p.expect("**** Exiting...")
-}
-
-func runShell(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	return runShellEnv(t, nil, stdin, args...)
-}
-
-// runShellEnv runs sharedconfig with env added to the test's environment.
-func runShellEnv(t *testing.T, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	c := exec.Command(os.Args[0], args...)
-	c.Env = append(append(os.Environ(), runMainEnv+"=1"), env...)
-	c.Stdin = strings.NewReader(stdin)
-	var out, errOut strings.Builder
-	c.Stdout, c.Stderr = &out, &errOut
-	c.Run()
-	return out.String(), errOut.String(), c.ProcessState.ExitCode()
 }
 
 func TestIncompatibleStream(t *testing.T) {

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/sharedconfig/sharedconfig/jetstream"
 )
 
 // The seed's group membership example with real processes: two servers
@@ -67,46 +64,6 @@ func TestMembershipLeaseExpiresAfterKill(t *testing.T) {
 	untilLine(t, follower, "REVOKE_LEASE /servers/2 -- lease /servers/2 revoked, removing /servers/2")
 	follower.send("QUIT")
 	untilLine(t, follower, "**** Exiting...")
-}
-
-// membershipServer starts a server for the test and returns the arguments
-// of a process on it that writes as writer.
-func membershipServer(t *testing.T) func(writer string, more ...string) []string {
-	t.Helper()
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	return func(writer string, more ...string) []string {
-		return append([]string{"--server", srv.ClientURL(), "--scope", "membership", "--writer", writer}, more...)
-	}
-}
-
-// untilLine waits for a line containing want, skipping others, and
-// returns it.
-func untilLine(t *testing.T, r *repl, want string) string {
-	t.Helper()
-	for {
-		if l := r.next(); strings.Contains(l, want) {
-			return l
-		}
-	}
-}
-
-// untilLineWithout waits for a line containing want, failing on any line
-// before it that contains absent.
-func untilLineWithout(t *testing.T, r *repl, want, absent string) {
-	t.Helper()
-	for {
-		l := r.next()
-		if strings.Contains(l, absent) {
-			t.Fatalf("%s printed %q", r.name, l)
-		}
-		if strings.Contains(l, want) {
-			return
-		}
-	}
 }
 
 // A one-shot `sharedconfig watch` is a process that follows as much as a

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
@@ -53,7 +54,7 @@ func meetingsWorker() int {
 	scope, name := os.Getenv("MEETINGS_SCOPE"), os.Getenv("MEETINGS_NAME")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: url, Name: id})
+	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: url, Name: id})
 	if err != nil {
 		fmt.Println("fatal", err)
 		return 2

@@ -1,142 +1,256 @@
 package main
 
 import (
+	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/sharedconfig/sharedconfig/jetstream"
-	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 )
 
-// The build line README gives must build the binary it names: not into a
-// package's folder (./sharedconfig is one), and somewhere git ignores.
-func TestReadmeBuildLine(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := regexp.MustCompile(`(?m)^go build -o (\S+) \.`).FindAllSubmatch(readme, -1)
-	if len(lines) == 0 {
-		t.Fatal("README gives no 'go build -o PATH .' line")
-	}
-	git, gitErr := exec.LookPath("git")
-	for _, l := range lines {
-		out := string(l[1])
-		if info, err := os.Stat(out); err == nil && info.IsDir() {
-			t.Errorf("README builds into %s, which is a directory of the repository", out)
-		}
-		if gitErr != nil {
-			continue
-		}
-		err := exec.Command(git, "check-ignore", "-q", "--no-index", out).Run()
-		var exit *exec.ExitError
-		if errors.As(err, &exit) && exit.ExitCode() == 1 {
-			t.Errorf("README builds %s, which git does not ignore", out)
-		}
-	}
+// TestScripts runs testdata/script/*.txtar. Each script gets its own server,
+// reachable through NATS_URL (and $SERVER), and a free port in $FREEPORT for
+// scripts that start servers of their own.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: filepath.Join(env.WorkDir, ".server")})
+			if err != nil {
+				return err
+			}
+			env.Defer(srv.Shutdown)
+			env.Setenv("NATS_URL", srv.ClientURL())
+			env.Setenv("SERVER", srv.ClientURL())
+			env.Setenv("FREEPORT", strconv.Itoa(freePort(env.T())))
+			env.Setenv("XDG_DATA_HOME", filepath.Join(env.WorkDir, ".data"))
+			env.Values[replsKey{}] = map[string]*scriptShell{}
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"stoplocal": stopLocal,
+			"waitport":  waitPort,
+			"repl":      scriptREPL,
+			"send":      scriptSend,
+			"expect":    scriptExpect,
+			"close":     scriptClose,
+			"term":      scriptTerm,
+			"publish":   scriptPublish,
+		},
+	})
 }
 
-// STATUS names the shell's own process, so that an example can stop it
-// (under go run, the pid of go is not the shell's).
-func TestStatusShowsPid(t *testing.T) {
-	srv := jstest.Server(t)
-	p := startREPL(t, "p", "--server", srv.ClientURL(), "--scope", "pid")
-	p.send("STATUS")
-	want := fmt.Sprintf("**** Process:   pid %d", p.cmd.Process.Pid)
+// stoplocal DIR: stops the server whose pid is in DIR/server.pid and waits
+// until it has exited.
+func stopLocal(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: stoplocal DIR")
+	}
+	pid := localserver.ServerPID(ts.MkAbs(args[0]))
+	if pid == 0 {
+		ts.Fatalf("no server pid in %s", args[0])
+	}
+	ts.Check(syscall.Kill(pid, syscall.SIGTERM))
+	for range 100 {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ts.Fatalf("server %d did not stop", pid)
+}
+
+// waitport [!] PORT: waits until something listens on 127.0.0.1:PORT (or,
+// with !, until nothing does).
+func waitPort(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: waitport PORT")
+	}
+	for range 100 {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+args[0], time.Second)
+		if c != nil {
+			c.Close()
+		}
+		if (err == nil) != neg {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ts.Fatalf("port %s: still not in the wanted state", args[0])
+}
+
+// Background shells in scripts:
+//
+//	repl NAME ARGS...   start sharedconfig ARGS with a pipe for its stdin
+//	send NAME LINE      type LINE into it
+//	expect NAME TEXT    wait until it prints a line containing TEXT
+//	close NAME [CODE]   end its input and wait for it to exit with CODE (0)
+//	term NAME [CODE]    send it SIGTERM and wait likewise
+//
+// close and term leave all it printed in NAME.out.
+// The environment is the script's ($NATS_URL and so on).
+type replsKey struct{}
+
+type scriptShell struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan string
+	seen  []string // every line printed, for failure messages
+}
+
+func shells(ts *testscript.TestScript) map[string]*scriptShell {
+	return ts.Value(replsKey{}).(map[string]*scriptShell)
+}
+
+func scriptREPL(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: repl NAME ARGS...")
+	}
+	c := exec.Command(os.Args[0], args[1:]...)
+	c.Dir = ts.Getenv("WORK")
+	c.Env = append(scriptEnv(ts), runMainEnv+"=1")
+	stdin, err := c.StdinPipe()
+	ts.Check(err)
+	stdout, err := c.StdoutPipe()
+	ts.Check(err)
+	c.Stderr = c.Stdout
+	ts.Check(c.Start())
+	sh := &scriptShell{cmd: c, stdin: stdin, lines: make(chan string, 1000)}
+	go func() {
+		defer close(sh.lines)
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			sh.lines <- s.Text()
+		}
+	}()
+	shells(ts)[args[0]] = sh
+	ts.Defer(func() {
+		c.Process.Kill()
+		c.Wait()
+	})
+}
+
+// scriptEnv is the script's environment, for a process the script starts.
+func scriptEnv(ts *testscript.TestScript) []string {
+	env := os.Environ()
+	for _, k := range []string{"NATS_URL", "SERVER", "WORK", "XDG_DATA_HOME", "SHAREDCONFIG_LOCAL_PORT", "HOME"} {
+		env = append(env, k+"="+ts.Getenv(k))
+	}
+	return env
+}
+
+func shellNamed(ts *testscript.TestScript, name string) *scriptShell {
+	sh := shells(ts)[name]
+	if sh == nil {
+		ts.Fatalf("no shell named %s (start it with repl)", name)
+	}
+	return sh
+}
+
+func scriptSend(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: send NAME LINE")
+	}
+	_, err := fmt.Fprintln(shellNamed(ts, args[0]).stdin, args[1])
+	ts.Check(err)
+}
+
+func scriptExpect(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: expect NAME TEXT")
+	}
+	sh := shellNamed(ts, args[0])
+	timeout := time.After(patience)
 	for {
-		if got := p.next(); got == want {
-			break
+		select {
+		case line, ok := <-sh.lines:
+			if !ok {
+				ts.Fatalf("%s exited without printing %q; it printed:\n%s", args[0], args[1], strings.Join(sh.seen, "\n"))
+			}
+			sh.seen = append(sh.seen, line)
+			ts.Logf("%s: %s", args[0], line)
+			if strings.Contains(line, args[1]) {
+				return
+			}
+		case <-timeout:
+			ts.Fatalf("%s did not print %q within %s; it printed:\n%s", args[0], args[1], patience, strings.Join(sh.seen, "\n"))
 		}
 	}
 }
 
-// get --print-value-only (--raw) prints the value alone, byte for byte,
-// with no newline added when stdout is not a terminal: $(...) and files
-// get exactly what was put.
-func TestGetValueOnlyIsByteExact(t *testing.T) {
-	srv := jstest.Server(t)
-	args := []string{"--server", srv.ClientURL(), "--scope", "raw"}
-	value := "two\nlines, \"quoted\"\ttabbed\n"
-	if _, stderr, code := runShell(t, "", append(args, "put", "k", value)...); code != 0 {
-		t.Fatalf("put: exit %d, %s", code, stderr)
+func scriptClose(ts *testscript.TestScript, neg bool, args []string) {
+	endShell(ts, neg, args, "close", func(sh *scriptShell) { sh.stdin.Close() })
+}
+
+// term NAME [EXIT-CODE]: sends SIGTERM to a process started with repl,
+// checks how it exits (default 0), and leaves all it printed in the file
+// NAME.out for the script to check.
+func scriptTerm(ts *testscript.TestScript, neg bool, args []string) {
+	endShell(ts, neg, args, "term", func(sh *scriptShell) { ts.Check(sh.cmd.Process.Signal(syscall.SIGTERM)) })
+}
+
+// endShell serves "close" and "term": it ends the shell named args[0] as
+// end says, reads all it prints until it exits (so that it can finish
+// writing), leaves that in NAME.out and checks its exit status (args[1],
+// default 0).
+func endShell(ts *testscript.TestScript, neg bool, args []string, word string, end func(*scriptShell)) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: %s NAME [EXIT-CODE]", word)
 	}
-	for _, flag := range []string{"--print-value-only", "--raw"} {
-		stdout, stderr, code := runShell(t, "", append(args, "get", flag, "k")...)
-		if code != 0 || stdout != value || stderr != "" {
-			t.Errorf("get %s: exit %d, stdout %q, stderr %q; want 0, %q, nothing", flag, code, stdout, stderr, value)
-		}
+	sh := shellNamed(ts, args[0])
+	want := 0
+	if len(args) == 2 {
+		var err error
+		want, err = strconv.Atoi(args[1])
+		ts.Check(err)
 	}
-	stdout, stderr, code := runShell(t, "", append(args, "get", "--raw", "nope")...)
-	if code != 1 || stdout != "" || stderr != "!!!! Property 'nope' is undefined\n" {
-		t.Errorf("get --raw of an undefined key: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	end(sh)
+	for line := range sh.lines {
+		sh.seen = append(sh.seen, line)
+		ts.Logf("%s: %s", args[0], line)
+	}
+	sh.cmd.Wait()
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]+".out"), []byte(strings.Join(sh.seen, "\n")+"\n"), 0o644))
+	if got := sh.cmd.ProcessState.ExitCode(); got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[0], got, want)
 	}
 }
 
-// An import too big for one entry (a 2 MB export) is refused before
-// anything is written, saying how to split the file.
-func TestImportTooBigSaysHowToSplit(t *testing.T) {
-	srv := jstest.Server(t)
-	args := []string{"--server", srv.ClientURL(), "--scope", "big"}
-	props := map[string]string{}
-	for i := range 2000 {
-		props[fmt.Sprintf("key.%04d", i)] = strings.Repeat("v", 1000)
+// publish SUBJECT BODY [HEADER=VALUE...]: stores one message in the stream
+// that listens on SUBJECT, as another program would.
+func scriptPublish(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: publish SUBJECT BODY [HEADER=VALUE...]")
 	}
-	b, err := json.Marshal(props)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "big.json")
-	if err := os.WriteFile(file, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, stderr, code := runShell(t, "", append(args, "put", "before", "1")...); code != 0 {
-		t.Fatalf("put: exit %d, %s", code, stderr)
-	}
-	stdout, stderr, code := runShell(t, "", append(args, "import", file)...)
-	if code != 1 || stdout != "" || !strings.Contains(stderr, "nothing was written") || !strings.Contains(stderr, "split "+file+" into files that each fit") {
-		t.Errorf("import: exit %d, stdout %q, stderr %q; want 1 and how to split on stderr", code, stdout, stderr)
-	}
-	stdout, _, _ = runShell(t, "", append(args, "keys")...)
-	if stdout != "before\n" {
-		t.Errorf("after the refused import the keys are %q, want only before", stdout)
-	}
-}
-
-// A config whose stream holds no entry yet (created, never written: an
-// interrupted first open) has no revision: list -o json leaves it out and
-// says why, rather than a revision 0 no entry has.
-func TestListEmptyConfig(t *testing.T) {
-	srv := jstest.Server(t)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, err := nats.Connect(ts.Getenv("NATS_URL"))
+	ts.Check(err)
 	defer nc.Close()
-	if _, err := jetstream.OpenLog(context.Background(), nc, "empty", "cfg", jetstream.LogOptions{Replicas: 1}); err != nil {
-		t.Fatal(err)
+	msg := nats.NewMsg(args[0])
+	msg.Data = []byte(args[1])
+	for _, h := range args[2:] {
+		k, v, ok := strings.Cut(h, "=")
+		if !ok {
+			ts.Fatalf("publish: header %q is not NAME=VALUE", h)
+		}
+		msg.Header.Set(k, v)
 	}
-	stdout, stderr, code := runShell(t, "", "--server", srv.ClientURL(), "-o", "json", "list")
-	if code != 0 {
-		t.Fatalf("list: exit %d, %s", code, stderr)
-	}
-	var got struct {
-		Result struct{ Configs []map[string]any }
-	}
-	if err := json.Unmarshal([]byte(stdout), &got); err != nil || len(got.Result.Configs) != 1 {
-		t.Fatalf("list -o json: %q (%v)", stdout, err)
-	}
-	c := got.Result.Configs[0]
-	if _, has := c["revision"]; has || c["note"] != "no entries: created, never written" || c["properties"] != 0.0 {
-		t.Errorf("the empty config is listed as %v; want no revision, a note saying why, 0 properties", c)
-	}
+	// A JetStream publish, to know the stream holds it when this returns.
+	js, err := natsjs.New(nc)
+	ts.Check(err)
+	_, err = js.PublishMsg(context.Background(), msg)
+	ts.Check(err)
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/internal/asciitable"
 	"github.com/sharedconfig/sharedconfig/internal/bench"
-	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 )
 
 // benchFlags are the bench command's settings.
@@ -81,30 +81,16 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		where = fmt.Sprintf("a %d-node cluster of embedded servers on temporary stores", benchClusterSize)
 	}
 	if connOpts.URLs == "" && os.Getenv("NATS_URL") == "" {
-		dir, err := os.MkdirTemp("", "sharedconfig-bench-")
+		urls, stop, err := startBenchServers(f.cluster)
 		if err != nil {
 			return &exitError{exitStartup, err}
 		}
-		defer os.RemoveAll(dir)
-		if f.cluster {
-			urls, stop, err := startBenchCluster(dir, benchClusterSize)
-			if err != nil {
-				return &exitError{exitStartup, err}
-			}
-			defer stop()
-			connOpts.URLs = urls
-		} else {
-			srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
-			if err != nil {
-				return &exitError{exitStartup, err}
-			}
-			defer srv.Shutdown()
-			connOpts.URLs = srv.ClientURL()
-		}
+		defer stop()
+		connOpts.URLs = urls
 	} else {
-		where = jetstream.RedactURLs(connOpts.ResolveURLs())
+		where = localserver.RedactURLs(connOpts.ResolveURLs())
 	}
-	o.Connect = func() (*nats.Conn, error) { return jetstream.Connect(connOpts) }
+	o.Connect = func() (*nats.Conn, error) { return localserver.Connect(connOpts) }
 	// Fail early and clearly if the server is not there.
 	nc, err := o.Connect()
 	if err != nil {
@@ -128,6 +114,30 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		return &exitError{exitFailures, fmt.Errorf("the run stopped: %w", err)}
 	}
 	return nil
+}
+
+// startBenchServers starts the bench's own server, or cluster, on a
+// temporary store, and returns their URLs and what stops them and removes
+// the store.
+func startBenchServers(cluster bool) (urls string, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "sharedconfig-bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	if cluster {
+		urls, stopCluster, err := startBenchCluster(dir, benchClusterSize)
+		if err != nil {
+			os.RemoveAll(dir)
+			return "", nil, err
+		}
+		return urls, func() { stopCluster(); os.RemoveAll(dir) }, nil
+	}
+	srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return srv.ClientURL(), func() { srv.Shutdown(); os.RemoveAll(dir) }, nil
 }
 
 // options are the run's sizes, checked.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 )
 
 // benchClusterSize is how many nodes "bench --cluster" starts: the fewest
@@ -30,14 +30,14 @@ func startBenchCluster(dir string, n int) (urls string, stop func(), err error) 
 	for _, p := range clusterPorts {
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
 	}
-	var servers []*jetstream.Server
+	var servers []*localserver.Server
 	stop = func() {
 		for _, s := range servers {
 			s.Shutdown()
 		}
 	}
 	for i := range n {
-		s, err := jetstream.StartServer(jetstream.ServerOptions{
+		s, err := localserver.StartServer(localserver.ServerOptions{
 			Listen:        fmt.Sprintf("127.0.0.1:%d", clientPorts[i]),
 			DataDir:       filepath.Join(dir, fmt.Sprintf("node%d", i+1)),
 			ServerName:    fmt.Sprintf("bench%d", i+1),

@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,12 +19,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 )
 
 // connFlags are how the shell reaches NATS.
 type connFlags struct {
-	opts    jetstream.ConnectOptions
+	opts    localserver.ConnectOptions
 	dataDir string
 	stderr  func() io.Writer
 }
@@ -42,12 +43,38 @@ func (c *connFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&c.opts.Key, "tls-key", "", "client key `FILE`")
 }
 
-// localPort is where the local server listens, or is started.
-func localPort() string {
-	if p := os.Getenv("SHAREDCONFIG_LOCAL_PORT"); p != "" {
-		return p
+// localPort is where the local server of data directory dir listens, or is
+// started: SHAREDCONFIG_LOCAL_PORT if set, else the port recorded in dir,
+// else 4222 for the default directory and a free port, recorded, for any
+// other, so that the servers of two directories do not meet on one port.
+func localPort(dir string) (string, error) {
+	if p, ok, err := knownLocalPort(dir); ok || err != nil {
+		return p, err
 	}
-	return "4222"
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port for the local server: %w", err)
+	}
+	free := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	port, err := localserver.ClaimPort(dir, free)
+	return strconv.Itoa(port), err
+}
+
+// knownLocalPort is localPort without choosing one: ok is false for a data
+// directory, other than the default, that has none recorded yet.
+func knownLocalPort(dir string) (port string, ok bool, err error) {
+	if p := os.Getenv("SHAREDCONFIG_LOCAL_PORT"); p != "" {
+		return p, true, nil
+	}
+	recorded, err := localserver.RecordedPort(dir)
+	if err != nil || recorded != 0 {
+		return strconv.Itoa(recorded), err == nil, err
+	}
+	if def, err := defaultDataDir(); err == nil && filepath.Clean(def) == filepath.Clean(dir) {
+		return "4222", true, nil
+	}
+	return "", false, nil
 }
 
 // connect connects as the flags say. Without --server or NATS_URL it uses
@@ -55,8 +82,8 @@ func localPort() string {
 func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 	c.opts.Name = "sharedconfig"
 	if c.opts.URLs != "" || os.Getenv("NATS_URL") != "" {
-		nc, err := jetstream.Connect(c.opts)
-		if tf := (*jetstream.TLSFirstError)(nil); errors.As(err, &tf) {
+		nc, err := localserver.Connect(c.opts)
+		if tf := (*localserver.TLSFirstError)(nil); errors.As(err, &tf) {
 			return nil, c.tlsFirst(tf)
 		}
 		return nc, err
@@ -70,19 +97,16 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 		// is not to blame.
 		return nil, fmt.Errorf("the authentication and TLS options are for a server given with --server, NATS_URL or a context's url; the local server admits only its owner, by the keys in %s", dir)
 	}
-	if err := jetstream.PrepareDataDir(dir, true); err != nil {
+	ls, err := prepareLocalServer(dir)
+	if err != nil {
 		return nil, err
 	}
-	if err := jetstream.PrepareLocalKeys(dir); err != nil {
-		return nil, err
-	}
-	ls := &localServer{listen: "127.0.0.1:" + localPort(), dir: dir}
 	local := c.opts
 	local.URLs = "nats://" + ls.listen
 	local.LocalDataDir = dir
 	local.Timeout = localConnectTimeout
 	local.ReconnectFailed = ls.restart
-	nc, err := jetstream.Connect(local)
+	nc, err := localserver.Connect(local)
 	if err == nil {
 		return nc, nil
 	}
@@ -95,19 +119,35 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		nc, err := jetstream.Connect(local)
+		nc, err := localserver.Connect(local)
 		if err == nil {
-			if jetstream.ServerPID(dir) == pid {
+			if localserver.ServerPID(dir) == pid {
 				fmt.Fprintf(c.stderr(), "sharedconfig: started a local server on %s (data in %s, log in %s; it exits %s after its last client)\n",
-					ls.listen, visible(dir), visible(filepath.Join(dir, jetstream.ServerLogFile)), idleExit)
+					ls.listen, visible(dir), visible(filepath.Join(dir, localserver.ServerLogFile)), idleExit)
 			}
 			return nc, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, fmt.Errorf("started a local server on %s, but cannot connect to it: %v%s", ls.listen, err, tail(filepath.Join(dir, jetstream.ServerLogFile)))
+			return nil, fmt.Errorf("started a local server on %s, but cannot connect to it: %v%s", ls.listen, err, tail(filepath.Join(dir, localserver.ServerLogFile)))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// prepareLocalServer checks data directory dir, makes its keys if they are
+// missing, and finds its port.
+func prepareLocalServer(dir string) (*localServer, error) {
+	if err := localserver.PrepareDataDir(dir, true); err != nil {
+		return nil, err
+	}
+	if err := localserver.PrepareLocalKeys(dir); err != nil {
+		return nil, err
+	}
+	port, err := localPort(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &localServer{listen: "127.0.0.1:" + port, dir: dir}, nil
 }
 
 // localDataDir is the local server's data directory: --data-dir, or the
@@ -122,16 +162,23 @@ func (c *connFlags) localDataDir() (string, error) {
 // tlsFirst explains a server given by address that closed the connection
 // because it talks TLS from the first byte: most likely the user's own
 // local server, which is reached by giving no address.
-func (c *connFlags) tlsFirst(tf *jetstream.TLSFirstError) error {
+func (c *connFlags) tlsFirst(tf *localserver.TLSFirstError) error {
 	dir, err := c.localDataDir()
-	if err != nil || !jetstream.IsLocalServerCert(dir, tf.Cert) {
+	if err != nil || !localserver.IsLocalServerCert(dir, tf.Cert) {
 		return fmt.Errorf("cannot connect to %s: it talks TLS from the first byte and is not your local server for %s (a private sharedconfig server admits only its owner, who reaches it with no --server and its --data-dir)", tf.Addr, dir)
 	}
 	how := "give no --server, NATS_URL or context url"
-	if _, port, _ := net.SplitHostPort(tf.Addr); port != localPort() {
+	if _, port, _ := net.SplitHostPort(tf.Addr); !samePort(dir, port) {
 		how += ", and set SHAREDCONFIG_LOCAL_PORT=" + port
 	}
 	return fmt.Errorf("cannot connect to %s: that is your local sharedconfig server (data in %s), which talks TLS from the first byte and admits only you, by the keys there: to use it, %s", tf.Addr, dir, how)
+}
+
+// samePort says whether port is the one a shell with no --server uses for
+// data directory dir.
+func samePort(dir, port string) bool {
+	p, ok, _ := knownLocalPort(dir)
+	return ok && p == port
 }
 
 // listening says whether something accepts connections on addr.
@@ -171,13 +218,13 @@ func (ls *localServer) notYours(err error) error {
 	case strings.Contains(msg, "does not look like a TLS handshake"):
 		reason = "it does not speak TLS first"
 	case strings.Contains(msg, "certificate"):
-		reason = "its TLS certificate is not the one in " + ls.dir
+		reason = "its TLS certificate is not the one in " + ls.dir + ": it may be your server for another data directory"
 	case strings.Contains(msg, "timeout"):
 		// Yours too may be this slow (stopped, or on a loaded machine):
 		// say what was seen, not more.
 		return fmt.Errorf("%s does not answer as your sharedconfig server for %s (no answer within %s): if yours is busy, try again; otherwise stop what listens there, or give --server", ls.listen, ls.dir, localConnectTimeout)
 	}
-	return fmt.Errorf("%s is not your sharedconfig server for %s (%s): stop it, or give --server", ls.listen, ls.dir, reason)
+	return fmt.Errorf("%s is not your sharedconfig server for %s (%s): stop it, give --server, or give this data directory another port with SHAREDCONFIG_LOCAL_PORT", ls.listen, ls.dir, reason)
 }
 
 // restart starts a new server when the one the shell used is gone and
@@ -209,7 +256,7 @@ func (ls *localServer) start() (pid int, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("starting a local server: %w", err)
 	}
-	logFile, err := jetstream.OpenServerLog(ls.dir)
+	logFile, err := localserver.OpenServerLog(ls.dir)
 	if err != nil {
 		return 0, fmt.Errorf("starting a local server: %w", err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 )
 
 // serverFlags are the server command's flags.
@@ -15,7 +15,7 @@ type serverFlags struct {
 	listen, dataDir string
 	idle            time.Duration
 	routes          string
-	o               jetstream.ServerOptions
+	o               localserver.ServerOptions
 }
 
 func newServerCmd() *cobra.Command {
@@ -70,7 +70,7 @@ func runServer(cmd *cobra.Command, f serverFlags) error {
 			o.Routes = append(o.Routes, r)
 		}
 	}
-	srv, err := jetstream.StartServer(o)
+	srv, err := localserver.StartServer(o)
 	if err != nil {
 		return &exitError{exitStartup, err}
 	}
@@ -90,7 +90,7 @@ func runServer(cmd *cobra.Command, f serverFlags) error {
 }
 
 // waitIdle returns when done closes or srv has had no clients for idle.
-func waitIdle(done <-chan struct{}, srv *jetstream.Server, idle time.Duration) {
+func waitIdle(done <-chan struct{}, srv *localserver.Server, idle time.Duration) {
 	tick := time.NewTicker(max(min(idle/4, time.Second), time.Millisecond)) // above zero, or NewTicker panics
 	defer tick.Stop()
 	last := time.Now()

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
+	"github.com/sharedconfig/sharedconfig/internal/strictjson"
 )
 
 // sourceFlags choose where connection settings come from besides the
@@ -82,7 +82,7 @@ func loadContext(name string) (string, natsContext, error) {
 	if err != nil {
 		return "", ctx, fmt.Errorf("NATS context %q: %w", name, err)
 	}
-	if err := json.Unmarshal(b, &ctx); err != nil {
+	if err := strictjson.UnmarshalIgnoringUnknown(b, &ctx); err != nil {
 		return "", ctx, fmt.Errorf("NATS context %q: %s is not a context file: %v", name, path, err)
 	}
 	for _, p := range []*string{&ctx.Creds, &ctx.NKey, &ctx.CA, &ctx.Cert, &ctx.Key} {
@@ -136,7 +136,7 @@ func expandHome(p string) string {
 // and NATS_TOKEN (which, unlike flags, do not show in ps). Credentials come
 // whole from one place. It returns where the server and credentials came
 // from, for STATUS; it never names a secret.
-func (s *sourceFlags) apply(o *jetstream.ConnectOptions) (string, error) {
+func (s *sourceFlags) apply(o *localserver.ConnectOptions) (string, error) {
 	name, ctx, err := loadContext(s.context)
 	if err != nil {
 		return "", err

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
@@ -22,7 +23,7 @@ func clusterLog(t *testing.T, name string) ([]*jstest.Node, *jetstream.Log) {
 		t.Skip("starts a 3-node cluster")
 	}
 	nodes := jstest.Cluster(t, 3)
-	setup, err := jetstream.Connect(jetstream.ConnectOptions{URLs: jstest.URLs(nodes)})
+	setup, err := localserver.Connect(localserver.ConnectOptions{URLs: jstest.URLs(nodes)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,24 +44,9 @@ func clusterLog(t *testing.T, name string) ([]*jstest.Node, *jetstream.Log) {
 // "duplicate message id is in process".
 func TestWriteWhileFollowersRestart(t *testing.T) {
 	nodes, l := clusterLog(t, "followers")
-	info, err := l.Stream().Info(context.Background())
-	if err != nil || info.Cluster == nil {
-		t.Fatalf("stream info: %v", err)
-	}
-	var leader *jstest.Node
-	var followers []*jstest.Node
-	for _, n := range nodes {
-		if n.Server.Name() == info.Cluster.Leader {
-			leader = n
-		} else {
-			followers = append(followers, n)
-		}
-	}
-	if leader == nil {
-		t.Fatalf("no node is the stream leader %q", info.Cluster.Leader)
-	}
+	leader, followers := streamLeader(t, nodes, l)
 	// The writer talks to the leader only, which keeps running.
-	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: leader.Server.ClientURL()})
+	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: leader.Server.ClientURL()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +102,25 @@ func TestWriteWhileFollowersRestart(t *testing.T) {
 	}
 }
 
+// streamLeader returns the node that leads l's stream, and the others.
+func streamLeader(t *testing.T, nodes []*jstest.Node, l *jetstream.Log) (leader *jstest.Node, followers []*jstest.Node) {
+	info, err := l.Stream().Info(context.Background())
+	if err != nil || info.Cluster == nil {
+		t.Fatalf("stream info: %v", err)
+	}
+	for _, n := range nodes {
+		if n.Server.Name() == info.Cluster.Leader {
+			leader = n
+		} else {
+			followers = append(followers, n)
+		}
+	}
+	if leader == nil {
+		t.Fatalf("no node is the stream leader %q", info.Cluster.Leader)
+	}
+	return leader, followers
+}
+
 // A log opened while its stream has no leader (two of three nodes down)
 // waits for the election, saying so, instead of failing: here the nodes come
 // back while it waits.
@@ -136,7 +141,7 @@ func TestOpenWaitsForALeader(t *testing.T) {
 			stopped = append(stopped, n)
 		}
 	}
-	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: survivor.Server.ClientURL()})
+	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: survivor.Server.ClientURL()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,12 @@
-// Package jetstream stores a statesync.Log in a NATS JetStream stream and runs
-// the embedded NATS server.
+// Package jetstream stores a statesync.Log in a NATS JetStream stream.
 //
 // The log: opening and checking a config's stream (log.go), conditional
 // appends and compaction (publish.go), reads by batched direct gets or an
 // ordered consumer (read.go), the headers below (wire.go), and JetStream's
-// errors said plainly (errors.go). Around it: the embedded server and
-// cluster node (server.go), its data directory and lock (datadir.go,
-// lock_*.go), the keys of a private server that admits only its owner
-// (localauth.go), connecting (connect.go), stream names and parsing them
+// errors said plainly (errors.go). Around it: stream names and parsing them
 // back (names.go), and listing and deleting configs' streams (configs.go).
+// It only uses a connection; running a server and connecting are in
+// internal/localserver.
 //
 // One stream holds one shared state, named by a scope and a name. Each log
 // entry is one message; its revision is the message's stream sequence. A

@@ -13,6 +13,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
@@ -338,14 +339,14 @@ func TestIncompatibleStream(t *testing.T) {
 func TestServerLocksDataDir(t *testing.T) {
 	dir := t.TempDir()
 	jstest.ServerAt(t, dir, "127.0.0.1:0")
-	_, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
-	if !errors.Is(err, jetstream.ErrDataDirLocked) {
+	_, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
+	if !errors.Is(err, localserver.ErrDataDirLocked) {
 		t.Fatalf("second server on one data dir: %v, want ErrDataDirLocked", err)
 	}
 }
 
 func TestServerRefusesRemoteListen(t *testing.T) {
-	_, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "0.0.0.0:0", DataDir: t.TempDir()})
+	_, err := localserver.StartServer(localserver.ServerOptions{Listen: "0.0.0.0:0", DataDir: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "not a loopback address") {
 		t.Fatalf("StartServer on 0.0.0.0: %v", err)
 	}
@@ -354,7 +355,7 @@ func TestServerRefusesRemoteListen(t *testing.T) {
 func TestServerRestartKeepsData(t *testing.T) {
 	dir := t.TempDir()
 	srv := jstest.ServerAt(t, dir, "127.0.0.1:0")
-	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: srv.ClientURL()})
+	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +381,7 @@ func TestServerRestartKeepsData(t *testing.T) {
 
 func TestConnectFailsFast(t *testing.T) {
 	start := time.Now()
-	_, err := jetstream.Connect(jetstream.ConnectOptions{URLs: "nats://u:hunter2@127.0.0.1:1", Timeout: time.Second})
+	_, err := localserver.Connect(localserver.ConnectOptions{URLs: "nats://u:hunter2@127.0.0.1:1", Timeout: time.Second})
 	if err == nil {
 		t.Fatal("connected to a closed port")
 	}

@@ -176,64 +176,72 @@ func TestChunkedCompactionInterrupted(t *testing.T) {
 			t.Fatalf("Compact = %d, %v; want 4, nil", rev, err)
 		}
 	})
-	t.Run("purge after the chunks", func(t *testing.T) {
-		l := openLog(t, nc)
-		if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
-			t.Fatal(err)
-		}
-		fail := []error{nats.ErrTimeout, errOther}
-		purges := 0
-		l.WrapPurge(func(purge jetstream.PurgeFunc) jetstream.PurgeFunc {
-			return func(ctx context.Context, opts ...natsjs.StreamPurgeOpt) error {
-				purges++
-				err := purge(ctx, opts...)
-				if len(fail) > 0 {
-					err, fail = fail[0], fail[1:]
-				}
-				return err
+	t.Run("purge after the chunks", func(t *testing.T) { chunkedPurgeFails(t, nc, big) })
+	t.Run("another writer between chunks", func(t *testing.T) { chunkedRunInterrupted(t, nc, big) })
+}
+
+// chunkedPurgeFails: a purge whose answer is lost is asked again; a purge
+// refused leaves a snapshot that is whole and used, and says so.
+func chunkedPurgeFails(t *testing.T, nc *nats.Conn, big []byte) {
+	l := openLog(t, nc)
+	if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	fail := []error{nats.ErrTimeout, errOther}
+	purges := 0
+	l.WrapPurge(func(purge jetstream.PurgeFunc) jetstream.PurgeFunc {
+		return func(ctx context.Context, opts ...natsjs.StreamPurgeOpt) error {
+			purges++
+			err := purge(ctx, opts...)
+			if len(fail) > 0 {
+				err, fail = fail[0], fail[1:]
 			}
-		})
-		// A purge whose answer is lost is asked again; a purge refused
-		// leaves a snapshot that is whole and used, and says so.
-		_, err := l.Compact(context.Background(), 1, big)
-		if err == nil || !strings.Contains(err.Error(), "the snapshot was written at 4 and is in use") {
-			t.Fatalf("Compact = %v; want the snapshot written, the purge failed", err)
-		}
-		if purges != 2 {
-			t.Fatalf("%d purges, want 2: the lost answer asked again, the refusal not", purges)
-		}
-		got := readAll(t, l, 0, 4)
-		if len(got) != 1 || !got[0].Snapshot || got[0].Revision != 4 {
-			t.Fatalf("read after the compaction: %v", got)
-		}
-		rev, err := l.Compact(context.Background(), 4, []byte("small"))
-		if err != nil || rev != 5 {
-			t.Fatalf("the next compaction = %d, %v", rev, err)
+			return err
 		}
 	})
-	t.Run("another writer between chunks", func(t *testing.T) {
-		l := openLog(t, nc)
-		if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
-			t.Fatal(err)
-		}
-		other := openOther(t, nc, l)
-		calls := 0
-		l.WrapPublish(func(publish jetstream.PublishFunc) jetstream.PublishFunc {
-			return func(ctx context.Context, msg *nats.Msg, opts ...natsjs.PublishOpt) (*natsjs.PubAck, error) {
-				if calls++; calls == 2 {
-					if _, err := other.Append(ctx, 2, []byte("theirs")); err != nil {
-						t.Error(err)
-					}
+	// A purge whose answer is lost is asked again; a purge refused
+	// leaves a snapshot that is whole and used, and says so.
+	_, err := l.Compact(context.Background(), 1, big)
+	if err == nil || !strings.Contains(err.Error(), "the snapshot was written at 4 and is in use") {
+		t.Fatalf("Compact = %v; want the snapshot written, the purge failed", err)
+	}
+	if purges != 2 {
+		t.Fatalf("%d purges, want 2: the lost answer asked again, the refusal not", purges)
+	}
+	got := readAll(t, l, 0, 4)
+	if len(got) != 1 || !got[0].Snapshot || got[0].Revision != 4 {
+		t.Fatalf("read after the compaction: %v", got)
+	}
+	rev, err := l.Compact(context.Background(), 4, []byte("small"))
+	if err != nil || rev != 5 {
+		t.Fatalf("the next compaction = %d, %v", rev, err)
+	}
+}
+
+// chunkedRunInterrupted: another writer appends between two chunks, so the
+// run is voided and the compaction is a conflict.
+func chunkedRunInterrupted(t *testing.T, nc *nats.Conn, big []byte) {
+	l := openLog(t, nc)
+	if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	other := openOther(t, nc, l)
+	calls := 0
+	l.WrapPublish(func(publish jetstream.PublishFunc) jetstream.PublishFunc {
+		return func(ctx context.Context, msg *nats.Msg, opts ...natsjs.PublishOpt) (*natsjs.PubAck, error) {
+			if calls++; calls == 2 {
+				if _, err := other.Append(ctx, 2, []byte("theirs")); err != nil {
+					t.Error(err)
 				}
-				return publish(ctx, msg, opts...)
 			}
-		})
-		_, err := l.Compact(context.Background(), 1, big)
-		var conflict *statesync.ConflictError
-		if !errors.As(err, &conflict) || conflict.Expected != 1 || conflict.Current != 3 {
-			t.Fatalf("Compact = %v; want a conflict expecting 1, at 3", err)
+			return publish(ctx, msg, opts...)
 		}
 	})
+	_, err := l.Compact(context.Background(), 1, big)
+	var conflict *statesync.ConflictError
+	if !errors.As(err, &conflict) || conflict.Expected != 1 || conflict.Current != 3 {
+		t.Fatalf("Compact = %v; want a conflict expecting 1, at 3", err)
+	}
 }
 
 // A write whose context has ended before it starts sends nothing: a plain

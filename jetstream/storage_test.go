@@ -42,6 +42,26 @@ func TestOutOfStorage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	last := fillUntilOutOfStorage(t, l, value)
+	// A compaction needs room for its snapshot first: refused the same way.
+	if _, err := l.Compact(ctx, last, []byte("snapshot")); !errors.Is(err, jetstream.ErrOutOfStorage) {
+		t.Fatalf("Compact on a full store = %v; want ErrOutOfStorage", err)
+	}
+	if err := js.DeleteStream(ctx, "OTHER"); err != nil {
+		t.Fatal(err)
+	}
+	if rev, err := l.Append(ctx, last, value); err != nil || rev != last+1 {
+		t.Fatalf("Append after space was freed = %d, %v; want %d", rev, err, last+1)
+	}
+	if _, err := l.Compact(ctx, last+1, []byte("snapshot")); err != nil {
+		t.Fatalf("Compact after space was freed: %v", err)
+	}
+}
+
+// fillUntilOutOfStorage appends value until the store is full, checking that
+// the refusal comes at once (one try) and says so; it returns the last
+// revision written.
+func fillUntilOutOfStorage(t *testing.T, l *jetstream.Log, value []byte) uint64 {
 	var tries atomic.Int64
 	l.WrapPublish(func(publish jetstream.PublishFunc) jetstream.PublishFunc {
 		return func(ctx context.Context, msg *nats.Msg, opts ...natsjs.PublishOpt) (*natsjs.PubAck, error) {
@@ -49,6 +69,7 @@ func TestOutOfStorage(t *testing.T) {
 			return publish(ctx, msg, opts...)
 		}
 	})
+	ctx := context.Background()
 	var last uint64
 	for {
 		if last > 1000 {
@@ -72,19 +93,6 @@ func TestOutOfStorage(t *testing.T) {
 			t.Fatalf("%d tries on a full store, want 1: retrying only waits", n)
 		}
 		t.Logf("after %d entries: %v", last, err)
-		break
-	}
-	// A compaction needs room for its snapshot first: refused the same way.
-	if _, err := l.Compact(ctx, last, []byte("snapshot")); !errors.Is(err, jetstream.ErrOutOfStorage) {
-		t.Fatalf("Compact on a full store = %v; want ErrOutOfStorage", err)
-	}
-	if err := js.DeleteStream(ctx, "OTHER"); err != nil {
-		t.Fatal(err)
-	}
-	if rev, err := l.Append(ctx, last, value); err != nil || rev != last+1 {
-		t.Fatalf("Append after space was freed = %d, %v; want %d", rev, err, last+1)
-	}
-	if _, err := l.Compact(ctx, last+1, []byte("snapshot")); err != nil {
-		t.Fatalf("Compact after space was freed: %v", err)
+		return last
 	}
 }

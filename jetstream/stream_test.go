@@ -7,11 +7,47 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
+
+// losingStreamSettings: each changes (or, after, updates) a stream that
+// would otherwise do, in a way that could lose, drop, refuse or mix entries;
+// want is what the refusal names.
+var losingStreamSettings = []struct {
+	name   string
+	change func(c *natsjs.StreamConfig)
+	after  func(c *natsjs.StreamConfig) // applied by an update after creation
+	want   string
+}{
+	{"memory", func(c *natsjs.StreamConfig) { c.Storage = natsjs.MemoryStorage }, nil, "storage memory"},
+	{"async persist", func(c *natsjs.StreamConfig) { c.PersistMode = natsjs.AsyncPersistMode }, nil, "persist mode async"},
+	{"no ack", func(c *natsjs.StreamConfig) { c.NoAck = true }, nil, "no-ack"},
+	{"interest", func(c *natsjs.StreamConfig) { c.Retention = natsjs.InterestPolicy }, nil, "retention interest"},
+	{"work queue", func(c *natsjs.StreamConfig) { c.Retention = natsjs.WorkQueuePolicy }, nil, "retention workqueue"},
+	{"max msgs", func(c *natsjs.StreamConfig) { c.MaxMsgs = 100 }, nil, "max messages 100 (drops the oldest entries"},
+	{"max msgs, discard new", func(c *natsjs.StreamConfig) { c.MaxMsgs, c.Discard = 100, natsjs.DiscardNew }, nil, "max messages 100 (refuses writes once reached"},
+	{"max bytes", func(c *natsjs.StreamConfig) { c.MaxBytes = 1 << 20 }, nil, "max bytes 1048576"},
+	{"max age", func(c *natsjs.StreamConfig) { c.MaxAge = time.Hour }, nil, "max age 1h0m0s"},
+	{"max per subject", func(c *natsjs.StreamConfig) { c.MaxMsgsPerSubject = 5 }, nil, "max messages per subject 5"},
+	{"max msg size", func(c *natsjs.StreamConfig) { c.MaxMsgSize = 1000 }, nil, "max message size 1000 bytes"},
+	{"no rollups", func(c *natsjs.StreamConfig) { c.AllowRollup = false }, nil, "rollups not allowed"},
+	{"deny purge", func(c *natsjs.StreamConfig) { c.AllowRollup, c.DenyPurge = false, true }, nil, "deny purge"},
+	{"sealed", nil, func(c *natsjs.StreamConfig) { c.Sealed = true }, "sealed"},
+	{"mirror", func(c *natsjs.StreamConfig) {
+		c.Subjects, c.AllowRollup, c.DenyDelete, c.AllowDirect = nil, false, false, false
+		c.Mirror = &natsjs.StreamSource{Name: "ORIGIN"}
+	}, nil, "a mirror of stream ORIGIN"},
+	{"sources", func(c *natsjs.StreamConfig) { c.Sources = []*natsjs.StreamSource{{Name: "ORIGIN"}} }, nil, "sources"},
+	{"counters", func(c *natsjs.StreamConfig) { c.AllowMsgCounter = true }, nil, "message counters"},
+	{"delete markers", func(c *natsjs.StreamConfig) { c.AllowMsgTTL, c.SubjectDeleteMarkerTTL = true, time.Minute }, nil, "subject delete markers"},
+	{"short dedup window", func(c *natsjs.StreamConfig) { c.Duplicates = time.Second }, nil, "duplicate window 1s"},
+	{"other subjects", func(c *natsjs.StreamConfig) { c.Subjects = append(c.Subjects, "more") }, nil, "subjects ["},
+}
 
 // A stream that exists with a setting under which entries could be lost,
 // dropped, refused or mixed with others is refused, naming the setting.
@@ -25,37 +61,7 @@ func TestStreamSettingsThatLoseEntries(t *testing.T) {
 	if _, err := js.CreateStream(ctx, natsjs.StreamConfig{Name: "ORIGIN", Subjects: []string{"origin"}}); err != nil {
 		t.Fatal(err)
 	}
-	cases := []struct {
-		name   string
-		change func(c *natsjs.StreamConfig)
-		after  func(c *natsjs.StreamConfig) // applied by an update after creation
-		want   string
-	}{
-		{"memory", func(c *natsjs.StreamConfig) { c.Storage = natsjs.MemoryStorage }, nil, "storage memory"},
-		{"async persist", func(c *natsjs.StreamConfig) { c.PersistMode = natsjs.AsyncPersistMode }, nil, "persist mode async"},
-		{"no ack", func(c *natsjs.StreamConfig) { c.NoAck = true }, nil, "no-ack"},
-		{"interest", func(c *natsjs.StreamConfig) { c.Retention = natsjs.InterestPolicy }, nil, "retention interest"},
-		{"work queue", func(c *natsjs.StreamConfig) { c.Retention = natsjs.WorkQueuePolicy }, nil, "retention workqueue"},
-		{"max msgs", func(c *natsjs.StreamConfig) { c.MaxMsgs = 100 }, nil, "max messages 100 (drops the oldest entries"},
-		{"max msgs, discard new", func(c *natsjs.StreamConfig) { c.MaxMsgs, c.Discard = 100, natsjs.DiscardNew }, nil, "max messages 100 (refuses writes once reached"},
-		{"max bytes", func(c *natsjs.StreamConfig) { c.MaxBytes = 1 << 20 }, nil, "max bytes 1048576"},
-		{"max age", func(c *natsjs.StreamConfig) { c.MaxAge = time.Hour }, nil, "max age 1h0m0s"},
-		{"max per subject", func(c *natsjs.StreamConfig) { c.MaxMsgsPerSubject = 5 }, nil, "max messages per subject 5"},
-		{"max msg size", func(c *natsjs.StreamConfig) { c.MaxMsgSize = 1000 }, nil, "max message size 1000 bytes"},
-		{"no rollups", func(c *natsjs.StreamConfig) { c.AllowRollup = false }, nil, "rollups not allowed"},
-		{"deny purge", func(c *natsjs.StreamConfig) { c.AllowRollup, c.DenyPurge = false, true }, nil, "deny purge"},
-		{"sealed", nil, func(c *natsjs.StreamConfig) { c.Sealed = true }, "sealed"},
-		{"mirror", func(c *natsjs.StreamConfig) {
-			c.Subjects, c.AllowRollup, c.DenyDelete, c.AllowDirect = nil, false, false, false
-			c.Mirror = &natsjs.StreamSource{Name: "ORIGIN"}
-		}, nil, "a mirror of stream ORIGIN"},
-		{"sources", func(c *natsjs.StreamConfig) { c.Sources = []*natsjs.StreamSource{{Name: "ORIGIN"}} }, nil, "sources"},
-		{"counters", func(c *natsjs.StreamConfig) { c.AllowMsgCounter = true }, nil, "message counters"},
-		{"delete markers", func(c *natsjs.StreamConfig) { c.AllowMsgTTL, c.SubjectDeleteMarkerTTL = true, time.Minute }, nil, "subject delete markers"},
-		{"short dedup window", func(c *natsjs.StreamConfig) { c.Duplicates = time.Second }, nil, "duplicate window 1s"},
-		{"other subjects", func(c *natsjs.StreamConfig) { c.Subjects = append(c.Subjects, "more") }, nil, "subjects ["},
-	}
-	for i, c := range cases {
+	for i, c := range losingStreamSettings {
 		t.Run(c.name, func(t *testing.T) {
 			name := fmt.Sprint("bad", i)
 			cfg := natsjs.StreamConfig{
@@ -121,5 +127,20 @@ func TestDeleteConfigRefusesAStreamThatIsNotAConfig(t *testing.T) {
 	s, err := js.Stream(ctx, stream)
 	if err != nil || s.CachedInfo().State.Msgs != 1 {
 		t.Fatalf("the stream after the refusal: %v; want it there with its message", err)
+	}
+}
+
+func TestServerWithoutJetStream(t *testing.T) {
+	s := jstest.NATS(t, &server.Options{})
+	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: s.ClientURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = jetstream.OpenLog(ctx, nc, "x", "y", jetstream.LogOptions{})
+	if err == nil || !strings.Contains(err.Error(), "does not have JetStream enabled") {
+		t.Fatalf("OpenLog on a server without JetStream: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
@@ -42,7 +43,7 @@ func (o *output) take() string {
 }
 
 // openShell opens the config test/cfg on srv as writer and a shell on it.
-func openShell(t *testing.T, srv *jetstream.Server, writer string, o Options) (*Shell, *output) {
+func openShell(t *testing.T, srv *localserver.Server, writer string, o Options) (*Shell, *output) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/sharedconfig/sharedconfig/internal/strictjson"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
@@ -232,15 +233,7 @@ func strictUnmarshal(data []byte, v any) error {
 	if !utf8.Valid(data) {
 		return errors.New("not UTF-8")
 	}
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return err
-	}
-	if d.More() {
-		return errors.New("trailing data after the JSON value")
-	}
-	return nil
+	return strictjson.Unmarshal(data, v)
 }
 
 func mustJSON(v any) string {

@@ -15,6 +15,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
@@ -30,7 +31,7 @@ var configCount atomic.Int64
 // connection, as separate processes would have.
 type env struct {
 	t    *testing.T
-	srv  *jetstream.Server
+	srv  *localserver.Server
 	name string
 }
 
@@ -153,6 +154,14 @@ func TestOperations(t *testing.T) {
 	if got := ans(c.Remove(ctx, "b")); got != (answer{"", false}) {
 		t.Errorf("Remove absent = %v", got)
 	}
+	checkOrderAndClear(t, c)
+
+}
+
+// checkOrderAndClear: the state iterates in key order, with a prefix too,
+// and Clear empties the config.
+func checkOrderAndClear(t *testing.T, c *sharedconfig.Config) {
+	ctx := context.Background()
 	for _, k := range []string{"z", "m", "a/1", "a"} {
 		put(t, c, k, "v"+k)
 	}
@@ -298,7 +307,7 @@ func TestConcurrentCounter(t *testing.T) {
 }
 
 // openCounter opens the counter name on its own connection to srv.
-func openCounter(t *testing.T, srv *jetstream.Server, name string, opts ...statesync.Option) *statesync.Synchronizer[example.Counter] {
+func openCounter(t *testing.T, srv *localserver.Server, name string, opts ...statesync.Option) *statesync.Synchronizer[example.Counter] {
 	t.Helper()
 	l, err := jetstream.OpenLog(context.Background(), jstest.Connect(t, srv), "test", name, jetstream.LogOptions{})
 	if err != nil {

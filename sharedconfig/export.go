@@ -11,6 +11,8 @@ import (
 	"slices"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sharedconfig/sharedconfig/internal/strictjson"
 )
 
 // ExportFormat marks a file that Export wrote.
@@ -92,6 +94,10 @@ func ParseImport(data []byte) (ImportFile, error) {
 		return ImportFile{}, errors.New("not UTF-8 text, as JSON must be")
 	}
 	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a byte order mark, as Windows editors write
+	var twice *strictjson.NameError
+	if err := strictjson.CheckDuplicates(data); errors.As(err, &twice) {
+		return ImportFile{}, err
+	}
 	probe, err := objectMembers(data)
 	if err != nil {
 		return ImportFile{}, err
@@ -107,9 +113,7 @@ func ParseImport(data []byte) (ImportFile, error) {
 // parseExport reads a file Export wrote; probe is its members.
 func parseExport(data []byte, probe map[string]json.RawMessage) (ImportFile, error) {
 	var e Exported
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
+	if err := strictjson.Unmarshal(data, &e); err != nil {
 		return ImportFile{}, fmt.Errorf("a %s file that does not read: %w", ExportFormat, err)
 	}
 	raw, ok := probe["properties"]
@@ -247,11 +251,11 @@ func (c *Config) Import(ctx context.Context, props map[string]string, replace bo
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(props)) {
-			old, ok := s.Get(k)
+			old, ok := s.Lookup(k)
 			switch {
 			case !ok:
 				r.Added++
-			case old == props[k]:
+			case old.Value == props[k] && old.Lease == "": // a plain put detaches a leased key
 				r.Unchanged++
 				continue
 			default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
@@ -118,5 +119,38 @@ func TestExportMarksLeasedKeys(t *testing.T) {
 	}
 	if len(file.Props) != 3 {
 		t.Fatalf("every key read back: %v", file.Props)
+	}
+}
+
+// Names in an export file are exact and given once: encoding/json would
+// take "Value" for "value" and keep the last of twins, importing what a
+// reviewer of the file does not see. Each is refused, naming it and its line.
+func TestImportRefusesWhatReviewersCannotSee(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"format":"sharedconfig-export/1","properties":{"db":{"value":"postgres://good","Value":"postgres://evil"}}}`, `line 1: "Value" is not a field`},
+		{"{\"format\":\"sharedconfig-export/1\",\n\"properties\":{\"a\":{\"value\":\"1\"}},\n\"PROPERTIES\":{\"b\":{\"value\":\"2\"}}}", `line 3: "PROPERTIES" is not a field`},
+		{`{"format":"sharedconfig-export/1","properties":{"k":{"value":"v","lease":"L","LEASE":""}}}`, `"LEASE" is not a field`},
+		{"{\"format\":\"sharedconfig-export/1\",\"properties\":{\n\"k\":{\"value\":\"v\",\n\"value\":\"w\"}}}", `line 3: "value" is given twice`},
+		{"{\"a\": \"1\",\n\"a\": \"2\"}", `line 2: "a" is given twice`},
+	} {
+		if got, err := sharedconfig.ParseImport([]byte(c.in)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseImport(%s) = %v, %v; want an error with %q", c.in, got, err, c.want)
+		}
+	}
+}
+
+// Importing a leased key as a plain key (--leased=plain) into the config
+// that holds it detaches it from its lease: that is a change, even with the
+// same value.
+func TestImportOfALeasedKeyDetachesIt(t *testing.T) {
+	e := newLeaseEnv(t)
+	a, _ := membership(t, e)
+	v, _ := a.State().Get("/servers/1")
+	r, err := a.Import(context.Background(), map[string]string{"/servers/1": v}, false)
+	if err != nil || r.Updated != 1 || r.Unchanged != 0 {
+		t.Fatalf("Import = %+v, %v; want 1 updated", r, err)
+	}
+	if p, _ := a.State().Lookup("/servers/1"); p.Value != v || p.Lease != "" {
+		t.Fatalf("/servers/1 after the import: %+v; want %q with no lease", p, v)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
@@ -23,24 +24,8 @@ func TestLeaseSurvivesLeaderFailover(t *testing.T) {
 	ctx := context.Background()
 	nodes := jstest.Cluster(t, 3)
 	urls := jstest.URLs(nodes)
-	open := func(holder string) (*sharedconfig.Config, *jetstream.Log) {
-		nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: urls})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		l, err := jetstream.OpenLog(ctx, nc, "failover", "leases", jetstream.LogOptions{Replicas: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := sharedconfig.Open(ctx, l, sharedconfig.Options{Holder: holder})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c, l
-	}
-	holder, log := open("holder")
-	other, _ := open("other")
+	holder, log := openFailoverConfig(t, urls, "holder")
+	other, _ := openFailoverConfig(t, urls, "other")
 	const ttl = 3 * time.Second
 	if _, err := holder.RegisterLease(ctx, "member", ttl); err != nil {
 		t.Fatal(err)
@@ -87,4 +72,24 @@ func TestLeaseSurvivesLeaderFailover(t *testing.T) {
 	if _, ok := other.State().Lease("member"); !ok {
 		t.Fatal("the lease ended during the failover")
 	}
+}
+
+// openFailoverConfig opens the config of TestLeaseSurvivesLeaderFailover,
+// replicated 3 times, on a connection of its own, for holder.
+func openFailoverConfig(t *testing.T, urls, holder string) (*sharedconfig.Config, *jetstream.Log) {
+	ctx := context.Background()
+	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: urls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	l, err := jetstream.OpenLog(ctx, nc, "failover", "leases", jetstream.LogOptions{Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sharedconfig.Open(ctx, l, sharedconfig.Options{Holder: holder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, l
 }

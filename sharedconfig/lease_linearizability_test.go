@@ -17,6 +17,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/nats-io/nats.go"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
@@ -161,24 +162,8 @@ func llSpec(s llState, in llInput, at int64, wrote bool) (llResult, bool, llStat
 	} else if in.op == "refresh" && wrote && l.holder != in.client {
 		return llResult{err: "held"}, true, llTick(s, at)
 	}
-	switch in.op {
-	case "get":
-		return llResult{value: k.v, ok: k.ok, keyLease: k.lease, lease: s.leases[in.lease]}, false, s
-	case "put":
-		s.keys[in.key] = llKey{v: in.value, ok: true}
-		return llResult{value: k.v, ok: k.ok}, true, s
-	case "putIfAbsent":
-		if k.ok {
-			return llResult{value: k.v, ok: true}, false, s
-		}
-		s.keys[in.key] = llKey{v: in.value, ok: true}
-		return llResult{}, true, s
-	case "remove":
-		if !k.ok {
-			return llResult{}, false, s
-		}
-		s.keys[in.key] = llKey{}
-		return llResult{value: k.v, ok: true}, true, s
+	if res, wrote, next, ok := llKeySpec(s, in, k); ok {
+		return res, wrote, next
 	}
 	l := s.leases[in.lease]
 	switch {
@@ -225,6 +210,31 @@ func llSpec(s llState, in llInput, at int64, wrote bool) (llResult, bool, llStat
 		return llResult{value: k.v, ok: k.ok}, true, llTick(s, at)
 	}
 	panic("unknown operation " + in.op)
+}
+
+// llKeySpec is llSpec for the operations on keys alone; ok is false for
+// the others.
+func llKeySpec(s llState, in llInput, k llKey) (res llResult, wrote bool, next llState, ok bool) {
+	switch in.op {
+	case "get":
+		return llResult{value: k.v, ok: k.ok, keyLease: k.lease, lease: s.leases[in.lease]}, false, s, true
+	case "put":
+		s.keys[in.key] = llKey{v: in.value, ok: true}
+		return llResult{value: k.v, ok: k.ok}, true, s, true
+	case "putIfAbsent":
+		if k.ok {
+			return llResult{value: k.v, ok: true}, false, s, true
+		}
+		s.keys[in.key] = llKey{v: in.value, ok: true}
+		return llResult{}, true, s, true
+	case "remove":
+		if !k.ok {
+			return llResult{}, false, s, true
+		}
+		s.keys[in.key] = llKey{}
+		return llResult{value: k.v, ok: true}, true, s, true
+	}
+	return llResult{}, false, s, false
 }
 
 var llModel = porcupine.Model{
@@ -412,6 +422,13 @@ func (cl *llClient) do(in llInput) (llOutput, error) {
 	case "expire":
 		out.res.ended, err = sharedconfig.ExpireNow(ctx, c, lease)
 	}
+	return cl.outcome(in, out, err)
+}
+
+// outcome adds to out what the log said of the operation: the answers of
+// the lease operations that are errors become results, and the try that
+// ended it says whether it wrote and at which revision.
+func (cl *llClient) outcome(in llInput, out llOutput, err error) (llOutput, error) {
 	for _, e := range []struct {
 		err  error
 		name string
@@ -648,19 +665,7 @@ func llHistory(t *testing.T, g *llLog, records [][]llRecord) ([]porcupine.Operat
 	unknown := 0
 	for id, ops := range records {
 		writer := fmt.Sprintf("c%d", id)
-		var mine []uint64 // the entries the client wrote, oldest first
-		for rev, e := range g.entries {
-			if e.writer == writer {
-				mine = append(mine, rev)
-			}
-		}
-		slices.Sort(mine)
-		used := map[uint64]bool{}
-		for _, r := range ops {
-			if out := r.Output.(llOutput); !r.unknown && out.wrote {
-				used[out.rev] = true
-			}
-		}
+		mine, used := g.written(writer), llAcknowledged(ops)
 		low := uint64(0) // the revision the client's last known operation wrote or read at
 		for i := range ops {
 			r := &ops[i]
@@ -668,16 +673,7 @@ func llHistory(t *testing.T, g *llLog, records [][]llRecord) ([]porcupine.Operat
 			in := r.Input.(llInput)
 			if r.unknown {
 				unknown++
-				high := uint64(math.MaxUint64) // the client's next acknowledged entry
-				for _, later := range ops[i+1:] {
-					if in.op == "refresh" {
-						break // unconditional: it may land after that entry
-					}
-					if lo := later.Output.(llOutput); !later.unknown && lo.wrote {
-						high = lo.rev
-						break
-					}
-				}
+				high := llNextAcknowledged(in, ops[i+1:])
 				for _, rev := range mine {
 					if rev > low && rev < high && !used[rev] && llMatches(in, g.entries[rev]) {
 						used[rev] = true
@@ -716,9 +712,49 @@ func llHistory(t *testing.T, g *llLog, records [][]llRecord) ([]porcupine.Operat
 	return history, unknown
 }
 
+// written returns the entries writer wrote, oldest first.
+func (g *llLog) written(writer string) []uint64 {
+	var mine []uint64
+	for rev, e := range g.entries {
+		if e.writer == writer {
+			mine = append(mine, rev)
+		}
+	}
+	slices.Sort(mine)
+	return mine
+}
+
+// llAcknowledged returns the entries the operations were told they wrote.
+func llAcknowledged(ops []llRecord) map[uint64]bool {
+	used := map[uint64]bool{}
+	for _, r := range ops {
+		if out := r.Output.(llOutput); !r.unknown && out.wrote {
+			used[out.rev] = true
+		}
+	}
+	return used
+}
+
+// llNextAcknowledged is the entry of the first operation in later that was
+// told it wrote one: an operation in of unknown outcome landed before it.
+// A refresh, appended unconditionally, may land after it.
+func llNextAcknowledged(in llInput, later []llRecord) uint64 {
+	if in.op == "refresh" {
+		return math.MaxUint64
+	}
+	for _, r := range later {
+		if out := r.Output.(llOutput); !r.unknown && out.wrote {
+			return out.rev
+		}
+	}
+	return math.MaxUint64
+}
+
 func TestLeasesLinearizableOneServer(t *testing.T) {
 	srv := jstest.Server(t)
-	llRun(t, func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: srv.ClientURL()}) }, "one", nil)
+	llRun(t, func() (*nats.Conn, error) {
+		return localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
+	}, "one", nil)
 }
 
 // The server stops for longer than every ttl: deadlines pass while the log
@@ -728,7 +764,7 @@ func TestLeasesLinearizableAcrossServerRestart(t *testing.T) {
 	srv := jstest.ServerAt(t, dir, "127.0.0.1:0")
 	url := srv.ClientURL()
 	restarted := make(chan struct{})
-	llRun(t, func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: url}) }, "restart", func() {
+	llRun(t, func() (*nats.Conn, error) { return localserver.Connect(localserver.ConnectOptions{URLs: url}) }, "restart", func() {
 		defer close(restarted)
 		srv.Shutdown()
 		time.Sleep(2500 * time.Millisecond) // longer than every ttl
@@ -740,124 +776,14 @@ func TestLeasesLinearizableAcrossServerRestart(t *testing.T) {
 // The check can fail: hand-made histories, each legal, and each broken in
 // one operation in a way a wrong implementation of leases would break it.
 func TestLeaseModelRejects(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
-	ms := func(n int64) int64 { return t0 + n*int64(time.Millisecond) }
-	type step struct {
-		in  llInput
-		out llOutput
-	}
-	wrote := func(rev uint64, at int64, res llResult) llOutput {
-		return llOutput{wrote: true, rev: rev, at: at, res: res}
-	}
-	read := func(rev uint64, res llResult) llOutput { return llOutput{rev: rev, res: res} }
-	lease := func(deadline int64, watched bool) llLease {
-		return llLease{present: true, holder: 0, ttl: time.Second, deadline: deadline, watched: watched}
-	}
-	register := llInput{op: "register", client: 0, lease: 0, ttl: time.Second}
-	putA := llInput{op: "putWithLease", client: 0, key: 0, lease: 0, value: "v1"}
-	expire := llInput{op: "expire", client: 1, lease: 0}
-	getA := llInput{op: "get", client: 1, key: 0, lease: 0}
-	refresh := llInput{op: "refresh", client: 0, lease: 0}
-	// c0 registers L0 with a ttl of 1s and puts a under it; an early expiry
-	// at 600ms witnesses the second half of its life (it is watched).
-	start := []step{
-		{register, wrote(1, ms(0), llResult{})},
-		{putA, wrote(2, ms(100), llResult{})},
-		{expire, wrote(3, ms(600), llResult{})},
-		{getA, read(3, llResult{value: "v1", ok: true, keyLease: "L0", lease: lease(ms(1000), true)})},
-	}
-	cases := []struct {
-		name      string
-		good, bad []step
-	}{{
-		name: "a key read after its lease expired",
-		good: []step{
-			{expire, wrote(4, ms(1200), llResult{ended: true})},
-			{getA, read(4, llResult{})},
-		},
-		bad: []step{
-			{expire, wrote(4, ms(1200), llResult{ended: true})},
-			{getA, read(4, llResult{value: "v1", ok: true, keyLease: "L0"})},
-		},
-	}, {
-		name: "a refresh past a watched deadline revives the lease",
-		good: []step{
-			{refresh, wrote(4, ms(1100), llResult{err: "expired"})},
-			{expire, wrote(5, ms(1200), llResult{ended: true})},
-		},
-		bad: []step{
-			{refresh, wrote(4, ms(1100), llResult{lease: lease(ms(2100), false)})},
-			{expire, wrote(5, ms(1200), llResult{})},
-		},
-	}, {
-		name: "a refresh reported late whose renewal readers see",
-		good: []step{
-			{refresh, wrote(4, ms(1100), llResult{err: "expired"})},
-			{getA, read(4, llResult{value: "v1", ok: true, keyLease: "L0", lease: lease(ms(1000), true)})},
-		},
-		bad: []step{
-			{refresh, wrote(4, ms(1100), llResult{err: "expired"})},
-			{getA, read(4, llResult{value: "v1", ok: true, keyLease: "L0", lease: lease(ms(2100), false)})},
-		},
-	}, {
-		name: "an unconditional refresh after the lease ended revives it",
-		good: []step{
-			{expire, wrote(4, ms(1200), llResult{ended: true})},
-			{refresh, wrote(5, ms(1300), llResult{err: "ended"})},
-			{getA, read(5, llResult{})},
-		},
-		bad: []step{
-			{expire, wrote(4, ms(1200), llResult{ended: true})},
-			{refresh, wrote(5, ms(1300), llResult{lease: lease(ms(2300), false)})},
-			{getA, read(5, llResult{lease: lease(ms(2300), false)})},
-		},
-	}, {
-		name: "a put lost",
-		good: []step{
-			{llInput{op: "put", client: 2, key: 1, value: "x"}, wrote(4, 0, llResult{})},
-			{llInput{op: "get", client: 1, key: 1, lease: 1}, read(4, llResult{value: "x", ok: true})},
-		},
-		bad: []step{
-			{llInput{op: "put", client: 2, key: 1, value: "x"}, wrote(4, 0, llResult{})},
-			{llInput{op: "get", client: 1, key: 1, lease: 1}, read(4, llResult{})},
-		},
-	}, {
-		name: "a read at a revision older than a write it follows",
-		good: []step{
-			{llInput{op: "put", client: 2, key: 1, value: "x"}, wrote(4, 0, llResult{})},
-			{llInput{op: "get", client: 1, key: 1, lease: 1}, read(4, llResult{value: "x", ok: true})},
-		},
-		bad: []step{
-			{llInput{op: "put", client: 2, key: 1, value: "x"}, wrote(4, 0, llResult{})},
-			{llInput{op: "get", client: 1, key: 1, lease: 1}, read(3, llResult{})},
-		},
-	}, {
-		// After a silence (no lease entry in the second half of the
-		// lease's life) the first entry grants a fresh ttl.
-		name: "a lease ended after the log was silent",
-		good: []step{
-			{register, wrote(4, ms(2000), llResult{err: "expired"})}, // dead since 1000
-			{expire, wrote(5, ms(2100), llResult{ended: true})},
-			{register, wrote(6, ms(2200), llResult{})},
-			{expire, wrote(7, ms(9000), llResult{})}, // silent since 2200: grace
-			{getA, read(7, llResult{lease: lease(ms(10000), false)})},
-		},
-		bad: []step{
-			{register, wrote(4, ms(2000), llResult{err: "expired"})},
-			{expire, wrote(5, ms(2100), llResult{ended: true})},
-			{register, wrote(6, ms(2200), llResult{})},
-			{expire, wrote(7, ms(9000), llResult{ended: true})},
-			{getA, read(7, llResult{})},
-		},
-	}}
-	history := func(steps []step) []porcupine.Operation {
+	history := func(steps []lmStep) []porcupine.Operation {
 		var ops []porcupine.Operation
-		for i, s := range append(slices.Clone(start), steps...) {
+		for i, s := range append(slices.Clone(lmStart), steps...) {
 			ops = append(ops, porcupine.Operation{ClientId: s.in.client, Input: s.in, Output: s.out, Call: int64(2 * i), Return: int64(2*i + 1)})
 		}
 		return ops
 	}
-	for _, c := range cases {
+	for _, c := range append(lmLeaseCases(), lmOrderCases()...) {
 		if !porcupine.CheckOperations(llModel, history(c.good)) {
 			t.Errorf("%s: the legal history is rejected", c.name)
 		}
@@ -865,4 +791,137 @@ func TestLeaseModelRejects(t *testing.T) {
 			t.Errorf("%s: accepted", c.name)
 		}
 	}
+}
+
+// The hand-made histories of TestLeaseModelRejects: each case's steps follow
+// lmStart.
+type lmStep struct {
+	in  llInput
+	out llOutput
+}
+
+type lmCase struct {
+	name      string
+	good, bad []lmStep
+}
+
+var lmT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+
+func lmMs(n int64) int64 { return lmT0 + n*int64(time.Millisecond) }
+
+func lmWrote(rev uint64, at int64, res llResult) llOutput {
+	return llOutput{wrote: true, rev: rev, at: at, res: res}
+}
+
+func lmRead(rev uint64, res llResult) llOutput { return llOutput{rev: rev, res: res} }
+
+func lmLease(deadline int64, watched bool) llLease {
+	return llLease{present: true, holder: 0, ttl: time.Second, deadline: deadline, watched: watched}
+}
+
+var (
+	lmRegister = llInput{op: "register", client: 0, lease: 0, ttl: time.Second}
+	lmPutA     = llInput{op: "putWithLease", client: 0, key: 0, lease: 0, value: "v1"}
+	lmExpire   = llInput{op: "expire", client: 1, lease: 0}
+	lmGetA     = llInput{op: "get", client: 1, key: 0, lease: 0}
+	lmRefresh  = llInput{op: "refresh", client: 0, lease: 0}
+)
+
+// c0 registers L0 with a ttl of 1s and puts a under it; an early expiry at
+// 600ms witnesses the second half of its life (it is watched).
+var lmStart = []lmStep{
+	{lmRegister, lmWrote(1, lmMs(0), llResult{})},
+	{lmPutA, lmWrote(2, lmMs(100), llResult{})},
+	{lmExpire, lmWrote(3, lmMs(600), llResult{})},
+	{lmGetA, lmRead(3, llResult{value: "v1", ok: true, keyLease: "L0", lease: lmLease(lmMs(1000), true)})},
+}
+
+// lmLeaseCases: expiry, and refreshes that come late.
+func lmLeaseCases() []lmCase {
+	return []lmCase{{
+		name: "a key read after its lease expired",
+		good: []lmStep{
+			{lmExpire, lmWrote(4, lmMs(1200), llResult{ended: true})},
+			{lmGetA, lmRead(4, llResult{})},
+		},
+		bad: []lmStep{
+			{lmExpire, lmWrote(4, lmMs(1200), llResult{ended: true})},
+			{lmGetA, lmRead(4, llResult{value: "v1", ok: true, keyLease: "L0"})},
+		},
+	}, {
+		name: "a refresh past a watched deadline revives the lease",
+		good: []lmStep{
+			{lmRefresh, lmWrote(4, lmMs(1100), llResult{err: "expired"})},
+			{lmExpire, lmWrote(5, lmMs(1200), llResult{ended: true})},
+		},
+		bad: []lmStep{
+			{lmRefresh, lmWrote(4, lmMs(1100), llResult{lease: lmLease(lmMs(2100), false)})},
+			{lmExpire, lmWrote(5, lmMs(1200), llResult{})},
+		},
+	}, {
+		name: "a refresh reported late whose renewal readers see",
+		good: []lmStep{
+			{lmRefresh, lmWrote(4, lmMs(1100), llResult{err: "expired"})},
+			{lmGetA, lmRead(4, llResult{value: "v1", ok: true, keyLease: "L0", lease: lmLease(lmMs(1000), true)})},
+		},
+		bad: []lmStep{
+			{lmRefresh, lmWrote(4, lmMs(1100), llResult{err: "expired"})},
+			{lmGetA, lmRead(4, llResult{value: "v1", ok: true, keyLease: "L0", lease: lmLease(lmMs(2100), false)})},
+		},
+	}, {
+		name: "an unconditional refresh after the lease ended revives it",
+		good: []lmStep{
+			{lmExpire, lmWrote(4, lmMs(1200), llResult{ended: true})},
+			{lmRefresh, lmWrote(5, lmMs(1300), llResult{err: "ended"})},
+			{lmGetA, lmRead(5, llResult{})},
+		},
+		bad: []lmStep{
+			{lmExpire, lmWrote(4, lmMs(1200), llResult{ended: true})},
+			{lmRefresh, lmWrote(5, lmMs(1300), llResult{lease: lmLease(lmMs(2300), false)})},
+			{lmGetA, lmRead(5, llResult{lease: lmLease(lmMs(2300), false)})},
+		},
+	}}
+}
+
+// lmOrderCases: lost writes, stale reads, and the grace after a silence.
+func lmOrderCases() []lmCase {
+	return []lmCase{{
+		name: "a put lost",
+		good: []lmStep{
+			{llInput{op: "put", client: 2, key: 1, value: "x"}, lmWrote(4, 0, llResult{})},
+			{llInput{op: "get", client: 1, key: 1, lease: 1}, lmRead(4, llResult{value: "x", ok: true})},
+		},
+		bad: []lmStep{
+			{llInput{op: "put", client: 2, key: 1, value: "x"}, lmWrote(4, 0, llResult{})},
+			{llInput{op: "get", client: 1, key: 1, lease: 1}, lmRead(4, llResult{})},
+		},
+	}, {
+		name: "a read at a revision older than a write it follows",
+		good: []lmStep{
+			{llInput{op: "put", client: 2, key: 1, value: "x"}, lmWrote(4, 0, llResult{})},
+			{llInput{op: "get", client: 1, key: 1, lease: 1}, lmRead(4, llResult{value: "x", ok: true})},
+		},
+		bad: []lmStep{
+			{llInput{op: "put", client: 2, key: 1, value: "x"}, lmWrote(4, 0, llResult{})},
+			{llInput{op: "get", client: 1, key: 1, lease: 1}, lmRead(3, llResult{})},
+		},
+	}, {
+		// After a silence (no lease entry in the second half of the
+		// lease's life) the first entry grants a fresh ttl.
+		name: "a lease ended after the log was silent",
+		good: []lmStep{
+			{lmRegister, lmWrote(4, lmMs(2000), llResult{err: "expired"})}, // dead since 1000
+			{lmExpire, lmWrote(5, lmMs(2100), llResult{ended: true})},
+			{lmRegister, lmWrote(6, lmMs(2200), llResult{})},
+			{lmExpire, lmWrote(7, lmMs(9000), llResult{})}, // silent since 2200: grace
+			{lmGetA, lmRead(7, llResult{lease: lmLease(lmMs(10000), false)})},
+		},
+		bad: []lmStep{
+			{lmRegister, lmWrote(4, lmMs(2000), llResult{err: "expired"})},
+			{lmExpire, lmWrote(5, lmMs(2100), llResult{ended: true})},
+			{lmRegister, lmWrote(6, lmMs(2200), llResult{})},
+			{lmExpire, lmWrote(7, lmMs(9000), llResult{ended: true})},
+			{lmGetA, lmRead(7, llResult{})},
+		},
+	}}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/nats-io/nats.go"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
@@ -188,50 +189,14 @@ func lzRun(t *testing.T, connect func() (*nats.Conn, error), name string, replic
 	now := func() int64 { return int64(time.Since(start)) }
 	var wg sync.WaitGroup
 	for id := range clients {
-		nc, err := connect()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		l, err := jetstream.OpenLog(ctx, nc, "lz", name, jetstream.LogOptions{Replicas: replicas})
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		c, err := sharedconfig.Open(ctx, l, sharedconfig.Options{Compaction: sharedconfig.DefaultCompactionPolicy})
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := lzOpen(t, connect, name, replicas)
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano())))
 			for n := range perClient {
 				if done.Add(1) == int64(clients*perClient/3) && fault != nil {
 					faultOnce.Do(func() { go fault() })
 				}
-				in := lzInput{op: lzPick(rng), key: rng.IntN(len(lzKeys))}
-				if id == 0 || id == 1 && rng.IntN(10) < 7 {
-					in.op = "get" // one client only reads and one mostly does, as many do
-				}
-				in.value = fmt.Sprintf("c%d-%d", id, n)
-				if in.op == "removeIfValue" || in.op == "replaceIfValue" {
-					// Expect a value some client may really have written.
-					guess := fmt.Sprintf("c%d-%d", rng.IntN(clients), max(0, n-rng.IntN(4)))
-					if in.op == "removeIfValue" {
-						in.value = guess
-					} else {
-						in.expected = guess
-					}
-				}
-				if in.op == "replaceIfRevision" {
-					// Expect the revision the local copy has, which may be
-					// stale; for a key it lacks, one no key is ever set at.
-					in.revision, in.expected = 1, "(none)"
-					if p, ok := c.State().Lookup(lzKeys[in.key]); ok {
-						in.revision, in.expected = p.Revision, p.Value
-					}
-				}
+				in := lzInputFor(rng, c, id, n, clients)
 				// A pause, so that every client's operations spread over the
 				// run (reads of a local copy would otherwise be over at once).
 				time.Sleep(time.Duration(rng.IntN(1000)) * time.Microsecond)
@@ -262,6 +227,56 @@ func lzRun(t *testing.T, connect func() (*nats.Conn, error), name string, replic
 	}
 	t.Logf("%d operations, %d of them with an unknown outcome", len(history), unknown)
 	checkHistory(t, lzModel, history)
+}
+
+// lzOpen opens the config named name on a connection of its own.
+func lzOpen(t *testing.T, connect func() (*nats.Conn, error), name string, replicas int) *sharedconfig.Config {
+	nc, err := connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	l, err := jetstream.OpenLog(ctx, nc, "lz", name, jetstream.LogOptions{Replicas: replicas})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	c, err := sharedconfig.Open(ctx, l, sharedconfig.Options{Compaction: sharedconfig.DefaultCompactionPolicy})
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// lzInputFor picks operation n of client id (of clients): client 0 only
+// reads, client 1 mostly does; conditional operations expect values and
+// revisions some client may really have written or c's copy shows.
+func lzInputFor(rng *rand.Rand, c *sharedconfig.Config, id, n, clients int) lzInput {
+	in := lzInput{op: lzPick(rng), key: rng.IntN(len(lzKeys))}
+	if id == 0 || id == 1 && rng.IntN(10) < 7 {
+		in.op = "get" // one client only reads and one mostly does, as many do
+	}
+	in.value = fmt.Sprintf("c%d-%d", id, n)
+	if in.op == "removeIfValue" || in.op == "replaceIfValue" {
+		// Expect a value some client may really have written.
+		guess := fmt.Sprintf("c%d-%d", rng.IntN(clients), max(0, n-rng.IntN(4)))
+		if in.op == "removeIfValue" {
+			in.value = guess
+		} else {
+			in.expected = guess
+		}
+	}
+	if in.op == "replaceIfRevision" {
+		// Expect the revision the local copy has, which may be
+		// stale; for a key it lacks, one no key is ever set at.
+		in.revision, in.expected = 1, "(none)"
+		if p, ok := c.State().Lookup(lzKeys[in.key]); ok {
+			in.revision, in.expected = p.Revision, p.Value
+		}
+	}
+	return in
 }
 
 // checkHistory fails t unless porcupine finds history linearizable under
@@ -319,7 +334,9 @@ func lzDo(c *sharedconfig.Config, in lzInput) (lzOutput, error) {
 
 func TestLinearizableOneServer(t *testing.T) {
 	srv := jstest.Server(t)
-	lzRun(t, func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: srv.ClientURL()}) }, "one", 1, nil)
+	lzRun(t, func() (*nats.Conn, error) {
+		return localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
+	}, "one", 1, nil)
 }
 
 func TestLinearizableAcrossServerRestart(t *testing.T) {
@@ -327,7 +344,7 @@ func TestLinearizableAcrossServerRestart(t *testing.T) {
 	srv := jstest.ServerAt(t, dir, "127.0.0.1:0")
 	url := srv.ClientURL()
 	restarted := make(chan struct{})
-	lzRun(t, func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: url}) }, "restart", 1, func() {
+	lzRun(t, func() (*nats.Conn, error) { return localserver.Connect(localserver.ConnectOptions{URLs: url}) }, "restart", 1, func() {
 		defer close(restarted)
 		srv.Shutdown()
 		time.Sleep(300 * time.Millisecond)
@@ -341,7 +358,7 @@ func TestLinearizableWithConnectionsCut(t *testing.T) {
 	p := newProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
 	cuts := make(chan struct{})
 	lzRun(t, func() (*nats.Conn, error) {
-		return jetstream.Connect(jetstream.ConnectOptions{URLs: "nats://" + p.addr()})
+		return localserver.Connect(localserver.ConnectOptions{URLs: "nats://" + p.addr()})
 	}, "cut", 1, func() {
 		defer close(cuts)
 		for range 3 {
@@ -420,7 +437,7 @@ func TestLinearizableClusterLeaderKilled(t *testing.T) {
 	}
 	nodes := jstest.Cluster(t, 3)
 	urls := jstest.URLs(nodes)
-	connect := func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: urls}) }
+	connect := func() (*nats.Conn, error) { return localserver.Connect(localserver.ConnectOptions{URLs: urls}) }
 	back := make(chan struct{})
 	lzRun(t, connect, "cluster", 3, func() {
 		defer close(back)

@@ -106,9 +106,11 @@ func TestNoUpdateDecisionIsCheckedAgainstTheLog(t *testing.T) {
 	if _, err := increment(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	// b's copy says 0; "add only if zero" must not decide on that stale copy.
-	added, err := statesync.UpdateState(ctx, b, func(c counter) ([]statesync.Update[counter], bool) {
-		if c != 0 {
+	// b's copy says 0, so on it "add one only if already counting" decides
+	// to write nothing. That decision must be checked against the log, which
+	// is at 1: then b catches up, decides again, and writes.
+	wrote, err := statesync.UpdateState(ctx, b, func(c counter) ([]statesync.Update[counter], bool) {
+		if c == 0 {
 			return nil, false
 		}
 		return []statesync.Update[counter]{add{N: 1}}, true
@@ -116,12 +118,11 @@ func TestNoUpdateDecisionIsCheckedAgainstTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := value(t, b); added || v != 1 {
-		t.Fatalf("added=%v value=%d; want not added, value 1", added, v)
+	if v := value(t, b); !wrote || v != 2 {
+		t.Fatalf("wrote=%v value=%d; want the decision made again on the current state: wrote, value 2", wrote, v)
 	}
-	rev, _ := log.LastRevision(ctx)
-	if rev != 2 {
-		t.Fatalf("log at %d, want 2 (nothing written)", rev)
+	if rev, _ := log.LastRevision(ctx); rev != 3 {
+		t.Fatalf("log at %d, want 3 (one more entry)", rev)
 	}
 }
 

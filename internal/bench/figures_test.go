@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/sharedconfig/sharedconfig/internal/bench"
-	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
@@ -20,8 +20,10 @@ import (
 func BenchmarkFigures(b *testing.B) {
 	srv := jstest.Server(b)
 	o := bench.Options{
-		Connect: func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: srv.ClientURL()}) },
-		Ops:     500, Keys: 10_000, Entries: 10_000, Writers: []int{1, 4, 16}, Duration: time.Second,
+		Connect: func() (*nats.Conn, error) {
+			return localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
+		},
+		Ops: 500, Keys: 10_000, Entries: 10_000, Writers: []int{1, 4, 16}, Duration: time.Second,
 	}
 	runFigures(b, bench.Phases, o)
 }
@@ -31,7 +33,7 @@ func BenchmarkFigures(b *testing.B) {
 func BenchmarkClusterFigures(b *testing.B) {
 	urls := jstest.URLs(jstest.Cluster(b, 3))
 	o := bench.Options{
-		Connect: func() (*nats.Conn, error) { return jetstream.Connect(jetstream.ConnectOptions{URLs: urls}) },
+		Connect: func() (*nats.Conn, error) { return localserver.Connect(localserver.ConnectOptions{URLs: urls}) },
 		Ops:     200, Writers: []int{1, 4, 16}, Duration: time.Second, Replicas: 3,
 	}
 	runFigures(b, bench.ClusterPhases, o)

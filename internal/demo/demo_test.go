@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sharedconfig/sharedconfig/internal/demo"
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/internal/timeline"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
@@ -27,7 +28,7 @@ func runScenario(t *testing.T, name string, writers int) (*demo.Result, string) 
 	var out bytes.Buffer
 	res, err := demo.Run(context.Background(), name, demo.Options{
 		Dial: func(context.Context) (*nats.Conn, error) {
-			return jetstream.Connect(jetstream.ConnectOptions{URLs: srv.ClientURL()})
+			return localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
 		},
 		Out: &out, Writers: writers, Speed: 100, Scope: "demo", Timeout: 10 * time.Second,
 	})
@@ -193,7 +194,7 @@ func TestTurnsCompareBothSides(t *testing.T) {
 func TestStoppedRunLeavesNoConfig(t *testing.T) {
 	srv := jstest.Server(t)
 	dial := func(context.Context) (*nats.Conn, error) {
-		return jetstream.Connect(jetstream.ConnectOptions{URLs: srv.ClientURL()})
+		return localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
 	}
 	steps := 0
 	var out bytes.Buffer

@@ -12,20 +12,20 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 )
 
 // Server starts a server that is shut down when the test ends.
-func Server(t testing.TB) *jetstream.Server {
+func Server(t testing.TB) *localserver.Server {
 	t.Helper()
 	return ServerAt(t, t.TempDir(), "127.0.0.1:0")
 }
 
 // ServerAt starts a server on listen with its store in dir, shut down when
 // the test ends (or earlier, by the test).
-func ServerAt(t testing.TB, dir, listen string) *jetstream.Server {
+func ServerAt(t testing.TB, dir, listen string) *localserver.Server {
 	t.Helper()
-	s, err := jetstream.StartServer(jetstream.ServerOptions{Listen: listen, DataDir: dir})
+	s, err := localserver.StartServer(localserver.ServerOptions{Listen: listen, DataDir: dir})
 	if err != nil {
 		t.Fatalf("starting the test server: %v", err)
 	}
@@ -55,9 +55,9 @@ func NATS(t testing.TB, o *server.Options) *server.Server {
 }
 
 // Connect opens a connection to s, closed when the test ends.
-func Connect(t testing.TB, s *jetstream.Server) *nats.Conn {
+func Connect(t testing.TB, s *localserver.Server) *nats.Conn {
 	t.Helper()
-	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL()})
+	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: s.ClientURL()})
 	if err != nil {
 		t.Fatalf("connecting to the test server: %v", err)
 	}
@@ -68,8 +68,8 @@ func Connect(t testing.TB, s *jetstream.Server) *nats.Conn {
 // Node is one server of a test cluster, which can be stopped and started
 // again on the same ports and store.
 type Node struct {
-	Opts   jetstream.ServerOptions
-	Server *jetstream.Server
+	Opts   localserver.ServerOptions
+	Server *localserver.Server
 }
 
 // Cluster starts an n-node JetStream cluster on loopback ports, each node
@@ -84,7 +84,7 @@ func Cluster(t testing.TB, n int) []*Node {
 	}
 	nodes := make([]*Node, n)
 	for i := range n {
-		nodes[i] = &Node{Opts: jetstream.ServerOptions{
+		nodes[i] = &Node{Opts: localserver.ServerOptions{
 			Listen:        fmt.Sprintf("127.0.0.1:%d", clientPorts[i]),
 			DataDir:       t.TempDir(),
 			ServerName:    fmt.Sprintf("node%d", i+1),
@@ -105,7 +105,7 @@ func Cluster(t testing.TB, n int) []*Node {
 // Start starts the node.
 func (n *Node) Start(t testing.TB) {
 	t.Helper()
-	s, err := jetstream.StartServer(n.Opts)
+	s, err := localserver.StartServer(n.Opts)
 	if err != nil {
 		t.Fatalf("starting %s: %v", n.Opts.ServerName, err)
 	}

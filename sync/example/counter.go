@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/sharedconfig/sharedconfig/internal/strictjson"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
@@ -44,8 +45,10 @@ func (CounterCodec) EncodeUpdates(us []statesync.Update[Counter]) ([]byte, error
 
 // DecodeUpdates implements Codec.
 func (CounterCodec) DecodeUpdates(data []byte) ([]statesync.Update[Counter], error) {
-	var w struct{ Add []int64 }
-	if err := json.Unmarshal(data, &w); err != nil || len(w.Add) == 0 {
+	var w struct {
+		Add []int64 `json:"add"`
+	}
+	if err := strictjson.Unmarshal(data, &w); err != nil || len(w.Add) == 0 {
 		return nil, fmt.Errorf("not a counter update: %q", data)
 	}
 	us := make([]statesync.Update[Counter], len(w.Add))
@@ -62,8 +65,10 @@ func (CounterCodec) EncodeInitial(i statesync.InitialUpdate[Counter]) ([]byte, e
 
 // DecodeInitial implements Codec.
 func (CounterCodec) DecodeInitial(data []byte) (statesync.InitialUpdate[Counter], error) {
-	var w struct{ Value *int64 }
-	if err := json.Unmarshal(data, &w); err != nil || w.Value == nil {
+	var w struct {
+		Value *int64 `json:"value"`
+	}
+	if err := strictjson.Unmarshal(data, &w); err != nil || w.Value == nil {
 		return nil, fmt.Errorf("not a counter snapshot: %q", data)
 	}
 	return CounterStart{*w.Value}, nil

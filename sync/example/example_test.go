@@ -49,4 +49,20 @@ func TestCodecsRoundTripAndRefuseGarbage(t *testing.T) {
 			t.Errorf("set decoded snapshot %q", garbage)
 		}
 	}
+	// Names are exact and given once: encoding/json alone would read the
+	// second of twins, or "ADD" as "add".
+	for _, twins := range []string{`{"add":[1],"add":[2]}`, `{"add":[1],"ADD":[2]}`} {
+		if us, err := cc.DecodeUpdates([]byte(twins)); err == nil {
+			t.Errorf("counter decoded %s as %v", twins, us)
+		}
+	}
+	if i, err := cc.DecodeInitial([]byte(`{"value":1,"Value":2}`)); err == nil {
+		t.Errorf("counter decoded a snapshot with twin values as %v", i.Create(0))
+	}
+	if us, err := sc.DecodeUpdates([]byte(`[{"add":"a","Add":"b"}]`)); err == nil {
+		t.Errorf("set decoded twin adds as %v", us)
+	}
+	if i, err := sc.DecodeInitial([]byte(`{"members":["a"],"members":["b"]}`)); err == nil {
+		t.Errorf("set decoded twin member lists as %v", slices.Collect(i.Create(0).Members()))
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/benbjohnson/immutable"
 
+	"github.com/sharedconfig/sharedconfig/internal/strictjson"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
@@ -109,7 +110,7 @@ func (SetCodec) EncodeUpdates(us []statesync.Update[Set]) ([]byte, error) {
 // DecodeUpdates implements Codec.
 func (SetCodec) DecodeUpdates(data []byte) ([]statesync.Update[Set], error) {
 	var ops []setOp
-	if err := json.Unmarshal(data, &ops); err != nil || len(ops) == 0 {
+	if err := strictjson.Unmarshal(data, &ops); err != nil || len(ops) == 0 {
 		return nil, fmt.Errorf("not a set update: %q", data)
 	}
 	us := make([]statesync.Update[Set], len(ops))
@@ -137,8 +138,10 @@ func (SetCodec) EncodeInitial(i statesync.InitialUpdate[Set]) ([]byte, error) {
 
 // DecodeInitial implements Codec.
 func (SetCodec) DecodeInitial(data []byte) (statesync.InitialUpdate[Set], error) {
-	var w struct{ Members *[]string }
-	if err := json.Unmarshal(data, &w); err != nil || w.Members == nil {
+	var w struct {
+		Members *[]string `json:"members"`
+	}
+	if err := strictjson.Unmarshal(data, &w); err != nil || w.Members == nil {
 		return nil, fmt.Errorf("not a set snapshot: %q", data)
 	}
 	return SetOf{*w.Members}, nil

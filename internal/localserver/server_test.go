@@ -1,18 +1,18 @@
-package jetstream_test
+package localserver_test
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 )
 
 // A sync interval that is negative or shorter than a millisecond is refused
 // at start: nats-server would panic on the first stream it stores.
 func TestServerRefusesBadSyncInterval(t *testing.T) {
 	for _, d := range []time.Duration{-time.Second, time.Nanosecond, time.Microsecond} {
-		srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir(), SyncInterval: d})
+		srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir(), SyncInterval: d})
 		if err == nil {
 			srv.Shutdown()
 			t.Errorf("sync interval %s: the server started", d)
@@ -22,7 +22,7 @@ func TestServerRefusesBadSyncInterval(t *testing.T) {
 			t.Errorf("sync interval %s: %v; want an error naming the sync interval", d, err)
 		}
 	}
-	srv, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir(), SyncInterval: time.Millisecond})
+	srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir(), SyncInterval: time.Millisecond})
 	if err != nil {
 		t.Fatalf("sync interval 1ms: %v", err)
 	}

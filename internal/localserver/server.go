@@ -1,4 +1,4 @@
-package jetstream
+package localserver
 
 import (
 	"errors"
@@ -95,6 +95,14 @@ func StartServer(o ServerOptions) (*Server, error) {
 			return nil, fmt.Errorf("starting the server: %s", msg)
 		}
 		return nil, fmt.Errorf("the server on %s did not start within 10s", o.Listen)
+	}
+	if o.Private {
+		if err := recordPort(o.DataDir, ns.Addr().(*net.TCPAddr).Port); err != nil {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+			lock.Close()
+			return nil, err
+		}
 	}
 	return &Server{ns: ns, lock: lock}, nil
 }

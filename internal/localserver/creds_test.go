@@ -1,4 +1,4 @@
-package jetstream_test
+package localserver_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
@@ -18,6 +19,28 @@ import (
 // A server in operator mode takes only users with credentials signed by a
 // trusted account: the --creds flag's case.
 func TestCredentialsFile(t *testing.T) {
+	url, credsFile, seed := operatorModeServer(t)
+	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: url, Creds: credsFile})
+	if err != nil {
+		t.Fatalf("with the credentials file: %v", err)
+	}
+	defer nc.Close()
+	if _, err := jetstream.OpenLog(context.Background(), nc, "creds", "cfg", jetstream.LogOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = localserver.Connect(localserver.ConnectOptions{URLs: url})
+	if err == nil || !strings.Contains(err.Error(), "Authorization Violation") {
+		t.Fatalf("without credentials: %v", err)
+	}
+	if strings.Contains(err.Error(), string(seed)) {
+		t.Fatal("the error shows the seed")
+	}
+}
+
+// operatorModeServer starts a server in operator mode with an account that
+// has JetStream, and writes a credentials file of a user of it; it returns
+// the server's URL, the file and the user's seed.
+func operatorModeServer(t *testing.T) (url, credsFile string, seed []byte) {
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -55,10 +78,10 @@ func TestCredentialsFile(t *testing.T) {
 	uc.Name = "alice"
 	userJWT, err := uc.Encode(account)
 	must(err)
-	seed, _ := user.Seed()
+	seed, _ = user.Seed()
 	creds, err := jwt.FormatUserConfig(userJWT, seed)
 	must(err)
-	credsFile := filepath.Join(t.TempDir(), "alice.creds")
+	credsFile = filepath.Join(t.TempDir(), "alice.creds")
 	must(os.WriteFile(credsFile, creds, 0o600))
 
 	// Operator mode needs a system account.
@@ -68,20 +91,5 @@ func TestCredentialsFile(t *testing.T) {
 	must(resolver.Store(accountPub, accountJWT))
 	must(resolver.Store(systemPub, systemJWT))
 	s := jstest.NATS(t, &server.Options{JetStream: true, TrustedOperators: []*jwt.OperatorClaims{opClaims}, AccountResolver: resolver, SystemAccount: systemPub})
-
-	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL(), Creds: credsFile})
-	if err != nil {
-		t.Fatalf("with the credentials file: %v", err)
-	}
-	defer nc.Close()
-	if _, err := jetstream.OpenLog(context.Background(), nc, "creds", "cfg", jetstream.LogOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	_, err = jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL()})
-	if err == nil || !strings.Contains(err.Error(), "Authorization Violation") {
-		t.Fatalf("without credentials: %v", err)
-	}
-	if strings.Contains(err.Error(), string(seed)) {
-		t.Fatal("the error shows the seed")
-	}
+	return s.ClientURL(), credsFile, seed
 }

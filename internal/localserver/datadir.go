@@ -1,8 +1,9 @@
-package jetstream
+package localserver
 
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -120,4 +121,63 @@ const ServerLogFile = "server.log"
 // link or a file of another user.
 func OpenServerLog(dir string) (*os.File, error) {
 	return openOwned(filepath.Join(dir, ServerLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+}
+
+// portFile records the loopback port of a data directory's private server,
+// so that each directory has a port of its own and its shells find it.
+const portFile = "server.port"
+
+// RecordedPort returns the port recorded in dir, or 0 if none is.
+func RecordedPort(dir string) (int, error) {
+	path := filepath.Join(dir, portFile)
+	f, err := openOwned(path, os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("data directory: %w", err)
+	}
+	defer f.Close()
+	b := make([]byte, 32)
+	n, _ := f.Read(b)
+	port, err := strconv.Atoi(strings.TrimSpace(string(b[:n])))
+	if err != nil || port < 1 || port > 65535 {
+		return 0, fmt.Errorf("%s does not hold a port number: delete it, and the next shell records a new one", path)
+	}
+	return port, nil
+}
+
+// ClaimPort records port in dir unless one is recorded already, and
+// returns the one recorded: of shells that start at once on a new data
+// directory, the first to record wins. The record appears whole (a link to
+// a written file), so no reader sees it half written.
+func ClaimPort(dir string, port int) (int, error) {
+	tmp, err := os.CreateTemp(dir, portFile+".*")
+	if err != nil {
+		return 0, fmt.Errorf("data directory: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(strconv.Itoa(port) + "\n")
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("data directory: %w", err)
+	}
+	if err := os.Link(tmp.Name(), filepath.Join(dir, portFile)); err != nil && !errors.Is(err, fs.ErrExist) {
+		return 0, fmt.Errorf("data directory: %w", err)
+	}
+	return RecordedPort(dir)
+}
+
+// recordPort records the port a private server listens on, replacing what
+// was recorded: the server holds the directory's lock, so it is the one.
+func recordPort(dir string, port int) error {
+	f, err := openOwned(filepath.Join(dir, portFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	defer f.Close()
+	_, err = f.WriteString(strconv.Itoa(port) + "\n")
+	return err
 }

@@ -1,4 +1,4 @@
-package jetstream_test
+package localserver_test
 
 import (
 	"context"
@@ -19,13 +19,14 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
 func TestUserPassword(t *testing.T) {
 	s := jstest.NATS(t, &server.Options{JetStream: true, Username: "alice", Password: "s3cret-pw"})
-	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL(), User: "alice", Password: "s3cret-pw"})
+	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: s.ClientURL(), User: "alice", Password: "s3cret-pw"})
 	if err != nil {
 		t.Fatalf("with the right password: %v", err)
 	}
@@ -33,33 +34,33 @@ func TestUserPassword(t *testing.T) {
 	if _, err := jetstream.OpenLog(context.Background(), nc, "auth", "cfg", jetstream.LogOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL(), User: "alice", Password: "wrong-pw"})
+	_, err = localserver.Connect(localserver.ConnectOptions{URLs: s.ClientURL(), User: "alice", Password: "wrong-pw"})
 	if err == nil || !strings.Contains(err.Error(), "Authorization Violation") {
 		t.Fatalf("with a wrong password: %v", err)
 	}
 	if strings.Contains(err.Error(), "wrong-pw") {
 		t.Fatalf("the error shows the password: %v", err)
 	}
-	if _, err := jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL()}); err == nil {
+	if _, err := localserver.Connect(localserver.ConnectOptions{URLs: s.ClientURL()}); err == nil {
 		t.Fatal("connected without credentials")
 	}
 }
 
 func TestToken(t *testing.T) {
 	s := jstest.NATS(t, &server.Options{JetStream: true, Authorization: "t0ken-value"})
-	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL(), Token: "t0ken-value"})
+	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: s.ClientURL(), Token: "t0ken-value"})
 	if err != nil {
 		t.Fatalf("with the right token: %v", err)
 	}
 	nc.Close()
-	_, err = jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL(), Token: "other-t0ken"})
+	_, err = localserver.Connect(localserver.ConnectOptions{URLs: s.ClientURL(), Token: "other-t0ken"})
 	if err == nil || strings.Contains(err.Error(), "other-t0ken") {
 		t.Fatalf("with a wrong token: %v", err)
 	}
 }
 
 func TestOneAuthenticationAtATime(t *testing.T) {
-	_, err := jetstream.Connect(jetstream.ConnectOptions{URLs: "nats://127.0.0.1:1", Token: "x", User: "u", Password: "p"})
+	_, err := localserver.Connect(localserver.ConnectOptions{URLs: "nats://127.0.0.1:1", Token: "x", User: "u", Password: "p"})
 	if err == nil || !strings.Contains(err.Error(), "only one of") {
 		t.Fatalf("token and password together: %v", err)
 	}
@@ -109,7 +110,7 @@ func TestTLSWithACA(t *testing.T) {
 	}
 	s := jstest.NATS(t, &server.Options{JetStream: true, TLS: true, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}})
 	url := s.ClientURL() // tls://...
-	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: url, CACert: caFile})
+	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: url, CACert: caFile})
 	if err != nil {
 		t.Fatalf("trusting the CA: %v", err)
 	}
@@ -120,22 +121,7 @@ func TestTLSWithACA(t *testing.T) {
 	if _, err := jetstream.OpenLog(context.Background(), nc, "tls", "cfg", jetstream.LogOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := jetstream.Connect(jetstream.ConnectOptions{URLs: url}); err == nil {
+	if _, err := localserver.Connect(localserver.ConnectOptions{URLs: url}); err == nil {
 		t.Fatal("connected without trusting the server's CA")
-	}
-}
-
-func TestServerWithoutJetStream(t *testing.T) {
-	s := jstest.NATS(t, &server.Options{})
-	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err = jetstream.OpenLog(ctx, nc, "x", "y", jetstream.LogOptions{})
-	if err == nil || !strings.Contains(err.Error(), "does not have JetStream enabled") {
-		t.Fatalf("OpenLog on a server without JetStream: %v", err)
 	}
 }

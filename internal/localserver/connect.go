@@ -1,4 +1,4 @@
-package jetstream
+package localserver
 
 import (
 	"crypto/tls"
@@ -78,6 +78,9 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 	}, security...)
 	if o.ReconnectFailed != nil {
 		opts = append(opts, nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { o.ReconnectFailed(err) }))
+	}
+	if err := checkURLsWithSecrets(urls); err != nil {
+		return nil, fmt.Errorf("cannot connect to %s: %v", RedactURLs(urls), err)
 	}
 	nc, err := nats.Connect(urls, opts...)
 	if err != nil {
@@ -221,24 +224,64 @@ func securityOptions(o ConnectOptions) ([]nats.Option, error) {
 }
 
 // RedactURLs hides passwords and tokens in a comma-separated URL list, so
-// that it can be shown.
+// that it can be shown. It does not parse the URLs: nats.go takes forms
+// Go's URL parser refuses (no scheme; a password holding # or a space), and
+// those must not show either.
 func RedactURLs(urls string) string {
 	parts := strings.Split(urls, ",")
 	for i, p := range parts {
-		u, err := url.Parse(strings.TrimSpace(p))
-		if err != nil || u.User == nil {
-			continue
+		if start, end, ok := userinfo(p); ok {
+			parts[i] = p[:start] + "REDACTED" + p[end:]
 		}
-		u.User = url.User("REDACTED")
-		parts[i] = u.String()
 	}
 	return strings.Join(parts, ",")
+}
+
+// userinfo finds the user information of one URL as nats.go reads it: after
+// the scheme if there is one, up to the last @ (which may be part of a
+// password only if it comes before another).
+func userinfo(u string) (start, end int, ok bool) {
+	start = len(u) - len(strings.TrimLeft(u, " \t"))
+	if i := strings.Index(u, "://"); i >= 0 {
+		start = i + len("://")
+	}
+	at := strings.LastIndex(u[start:], "@")
+	if at < 0 {
+		return 0, 0, false
+	}
+	return start, start + at, true
+}
+
+// checkURLsWithSecrets refuses a URL holding user information that Go's URL
+// parser, which nats.go uses, cannot read: its error would quote the secret.
+func checkURLsWithSecrets(urls string) error {
+	for _, p := range strings.Split(urls, ",") {
+		p = strings.TrimSpace(p)
+		if _, _, ok := userinfo(p); !ok {
+			continue
+		}
+		if !strings.Contains(p, "://") {
+			p = "nats://" + p
+		}
+		if _, err := url.Parse(p); err != nil {
+			return errors.New("a URL with a user or password that does not read as a URL (percent-encode characters such as #, %, / or a space in it, or give them with --user and --password)")
+		}
+	}
+	return nil
 }
 
 // redact removes secrets from an error's text.
 func redact(err error, o ConnectOptions) string {
 	msg := err.Error()
-	for _, secret := range []string{o.Password, o.Token} {
+	secrets := []string{o.Password, o.Token}
+	for _, p := range strings.Split(o.ResolveURLs(), ",") {
+		if start, end, ok := userinfo(p); ok {
+			info := p[start:end]
+			_, password, _ := strings.Cut(info, ":") // a user name alone is a token
+			secrets = append(secrets, info, password)
+		}
+	}
+	for _, secret := range secrets {
 		if secret != "" {
 			msg = strings.ReplaceAll(msg, secret, "***")
 		}

@@ -1,4 +1,4 @@
-package jetstream_test
+package localserver_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
@@ -39,9 +40,9 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func startPrivate(t *testing.T, dir string, log io.Writer) *jetstream.Server {
+func startPrivate(t *testing.T, dir string, log io.Writer) *localserver.Server {
 	t.Helper()
-	s, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir, Private: true, Log: log})
+	s, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir, Private: true, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestPrivateServer(t *testing.T) {
 	dir := t.TempDir()
 	var log syncBuffer
 	s := startPrivate(t, dir, &log)
-	nc, err := jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL(), LocalDataDir: dir})
+	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: s.ClientURL(), LocalDataDir: dir})
 	if err != nil {
 		t.Fatalf("the owner's client: %v", err)
 	}
@@ -74,7 +75,7 @@ func TestPrivateServer(t *testing.T) {
 	}
 
 	// Without the keys: no TLS at all, then TLS without the NKey.
-	if _, err := jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL(), Timeout: time.Second}); err == nil {
+	if _, err := localserver.Connect(localserver.ConnectOptions{URLs: s.ClientURL(), Timeout: time.Second}); err == nil {
 		t.Fatal("a client without TLS connected")
 	}
 	_, err = nats.Connect(s.ClientURL(), nats.Secure(&tls.Config{InsecureSkipVerify: true}), nats.TLSHandshakeFirst())
@@ -82,7 +83,7 @@ func TestPrivateServer(t *testing.T) {
 		t.Fatalf("a client with TLS but no key: %v", err)
 	}
 	// A client of another data directory does not trust this server.
-	if _, err := jetstream.Connect(jetstream.ConnectOptions{URLs: s.ClientURL(), LocalDataDir: t.TempDir(), Timeout: time.Second}); err == nil {
+	if _, err := localserver.Connect(localserver.ConnectOptions{URLs: s.ClientURL(), LocalDataDir: t.TempDir(), Timeout: time.Second}); err == nil {
 		t.Fatal("a client of another data directory connected")
 	}
 	waitFor(t, "the refusals in the server's log", func() bool {
@@ -112,7 +113,7 @@ func TestPrivateClientRefusesImpostor(t *testing.T) {
 		got <- b
 	}()
 	defer l.Close()
-	_, err = jetstream.Connect(jetstream.ConnectOptions{URLs: "nats://" + l.Addr().String(), LocalDataDir: dir, Timeout: time.Second})
+	_, err = localserver.Connect(localserver.ConnectOptions{URLs: "nats://" + l.Addr().String(), LocalDataDir: dir, Timeout: time.Second})
 	if err == nil {
 		t.Fatal("connected to a plain listener")
 	}
@@ -127,11 +128,11 @@ func TestPrivateClientRefusesImpostor(t *testing.T) {
 
 	// A plain nats-server, and a private one on another data directory.
 	plain := jstest.NATS(t, &server.Options{JetStream: true})
-	if _, err := jetstream.Connect(jetstream.ConnectOptions{URLs: plain.ClientURL(), LocalDataDir: dir, Timeout: time.Second}); err == nil {
+	if _, err := localserver.Connect(localserver.ConnectOptions{URLs: plain.ClientURL(), LocalDataDir: dir, Timeout: time.Second}); err == nil {
 		t.Fatal("connected to a plain nats-server")
 	}
 	other := startPrivate(t, t.TempDir(), nil)
-	if _, err := jetstream.Connect(jetstream.ConnectOptions{URLs: other.ClientURL(), LocalDataDir: dir, Timeout: time.Second}); err == nil {
+	if _, err := localserver.Connect(localserver.ConnectOptions{URLs: other.ClientURL(), LocalDataDir: dir, Timeout: time.Second}); err == nil {
 		t.Fatal("connected to a private server of another data directory")
 	}
 }
@@ -150,12 +151,12 @@ func TestDataDirLockSurvivesDeletion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
+	s, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
 	if err == nil {
 		s.Shutdown()
 		t.Fatal("a second server started on the same directory")
 	}
-	if !errors.Is(err, jetstream.ErrDataDirLocked) {
+	if !errors.Is(err, localserver.ErrDataDirLocked) {
 		t.Fatalf("got %v, want ErrDataDirLocked", err)
 	}
 }
@@ -165,7 +166,7 @@ func TestDataDirLockSurvivesDeletion(t *testing.T) {
 // and keys others can read.
 func TestUnsafeDataDirs(t *testing.T) {
 	start := func(dir string, private bool) error {
-		s, err := jetstream.StartServer(jetstream.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir, Private: private})
+		s, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir, Private: private})
 		if err == nil {
 			s.Shutdown()
 		}
@@ -173,7 +174,7 @@ func TestUnsafeDataDirs(t *testing.T) {
 	}
 	want := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, jetstream.ErrUnsafeDataDir) {
+		if !errors.Is(err, localserver.ErrUnsafeDataDir) {
 			t.Errorf("%s: got %v, want ErrUnsafeDataDir", what, err)
 		}
 	}

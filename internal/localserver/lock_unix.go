@@ -1,6 +1,6 @@
 //go:build unix
 
-package jetstream
+package localserver
 
 import (
 	"os"
