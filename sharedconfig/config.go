@@ -106,9 +106,8 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 		removesLeft: o.Compaction.RemovesBeforeCompaction,
 		leases:      newLeaseClient(o.Holder),
 	}
-	// Changed and Watch hear every entry, the lease client this process's
-	// own (for the server's time); without either, a catch-up keeps no
-	// record of what it applies.
+	// Changed and Watch hear every entry; without either, a catch-up keeps
+	// no record of what it applies.
 	syncOpts = append(syncOpts, statesync.WithAppliedWhen(c.applied, func() bool {
 		return o.Changed != nil || c.watching.Load() > 0
 	}))

@@ -42,7 +42,7 @@ type leaseClient struct {
 	holder string
 
 	mu     sync.Mutex
-	offset time.Duration    // server time minus local time, as last seen
+	server serverClock
 	clock  func() time.Time // tests: the server's clock itself
 	// kept: the leases this process registered (or renewed by registering),
 	// which it keeps alive and revokes on a clean exit. A lease its --writer
@@ -101,32 +101,26 @@ func newLeaseClient(holder string) leaseClient {
 	return leaseClient{holder: holder}
 }
 
-// learnServerTime takes the time of an entry this process just wrote and
-// read back (the only entries whose age it knows: none) as the server's
-// time now.
-func (lc *leaseClient) learnServerTime(a statesync.Applied[State]) {
-	if !a.Local || a.Time.IsZero() || !a.HasStates {
-		return
-	}
-	lc.mu.Lock()
-	lc.offset = a.Time.Sub(time.Now())
-	lc.mu.Unlock()
-}
-
 // Holder names this process as a lease holder.
 func (c *Config) Holder() string { return c.leases.holder }
 
-// ServerNow estimates the server's clock: the local clock corrected by the
-// last entry this process wrote and read back. It decides only when this
-// process asks the log for something (a refresh, an expiry); whether a lease
-// expired is decided by the time the log stores on the expiry entry.
+// ServerNow estimates the server's clock from the times the log stored on
+// the entries this process read (serverClock); the local clock only
+// measures the time since. It decides only when this process asks the log
+// for something (a refresh, an expiry); whether a lease expired is decided
+// by the time the log stores on the expiry entry.
 func (c *Config) ServerNow() time.Time {
+	lt, ok := c.sync.LastLogTime()
 	c.leases.mu.Lock()
 	defer c.leases.mu.Unlock()
 	if c.leases.clock != nil {
 		return c.leases.clock()
 	}
-	return time.Now().Add(c.leases.offset)
+	now := time.Now()
+	if ok {
+		c.leases.server.observe(lt, now)
+	}
+	return c.leases.server.estimate(now)
 }
 
 // ParseTTL reads a ttl: a Go duration ("10s", "1m30s") or a bare number of

@@ -74,7 +74,6 @@ type watcher struct {
 // applied is the synchronizer's hook: every entry the local copy takes in,
 // in order, once reads show it.
 func (c *Config) applied(a statesync.Applied[State]) {
-	c.leases.learnServerTime(a)
 	if c.opts.Changed == nil && c.watching.Load() == 0 {
 		return
 	}

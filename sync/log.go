@@ -18,7 +18,9 @@ type Entry struct {
 	Data     []byte
 	// Writer names who appended the entry, if the log records it.
 	Writer string
-	// Time is when the log stored the entry, if it records it.
+	// Time is when the log stored the entry, by the log's clock (a shared
+	// log's: the server's), or zero when not known: a log that records no
+	// time, or an entry this synchronizer applied without reading it back.
 	Time time.Time
 	// Foreign, when not empty, says why the entry is not one of the
 	// synchronizer's (another program wrote it): it holds no state, and

@@ -35,6 +35,22 @@ type Synchronizer[S any] struct {
 	ownTurn    ownTurn
 	writing    *write    // the write under way, if any
 	lastLanded time.Time // when this synchronizer's last append landed
+
+	logTime atomic.Pointer[LogTime] // the log's clock, as the last read saw it
+}
+
+// LogTime is what a read tells of the log's clock: the time the log stored
+// the newest entry read (Stored), and the local time the read ended (Seen).
+// The log's clock stood at Stored or later at Seen.
+type LogTime struct{ Stored, Seen time.Time }
+
+// LastLogTime returns the log's clock as the last read that carried a time
+// saw it (entries read back after an append included), if any read did.
+func (s *Synchronizer[S]) LastLogTime() (LogTime, bool) {
+	if lt := s.logTime.Load(); lt != nil {
+		return *lt, true
+	}
+	return LogTime{}, false
 }
 
 // local is what the synchronizer knows: a state, and where it came from.
@@ -184,6 +200,9 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 	c.record = s.applied != nil && (s.wanted == nil || s.wanted())
 	err := s.readAfter(ctx, cur.position(), target, c.take)
 	c.finish()
+	if !c.newest.IsZero() {
+		s.logTime.Store(&LogTime{Stored: c.newest, Seen: time.Now()})
+	}
 	if err == nil && c.cur.Revision < target {
 		// Every entry up to target was read; those not delivered carry no
 		// state, so the copy is at target. (A snapshot that covered a gap
@@ -212,10 +231,14 @@ type catchUp[S any] struct {
 	applied      []Applied[S] // for watchers, once the copy is stored
 	record       bool         // keep every entry in applied, not only this process's own
 	start, total uint64       // where the read began, and how many entries it covers
+	newest       time.Time    // the log's time on the newest entry read that had one
 }
 
 // take is the Log.Read callback: it takes in one entry.
 func (c *catchUp[S]) take(e Entry) error {
+	if !e.Time.IsZero() {
+		c.newest = e.Time
+	}
 	a, err := c.takeEntry(e)
 	if err != nil {
 		return err
@@ -407,7 +430,8 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 	}
 	cur.Revision, cur.id = rev, at.ID
 	s.local.Store(&cur)
-	s.notifyApplied(Applied[S]{Entry: Entry{Revision: rev, Data: data, Time: time.Now()}, Updates: updates, Local: true, Before: before, After: cur.Value, HasStates: true})
+	// Time stays zero: only the log knows when it stored the entry.
+	s.notifyApplied(Applied[S]{Entry: Entry{Revision: rev, Data: data}, Updates: updates, Local: true, Before: before, After: cur.Value, HasStates: true})
 	return rev, nil
 }
 

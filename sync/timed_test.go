@@ -101,3 +101,50 @@ func TestTimedUpdateGetsTheLogsTime(t *testing.T) {
 		t.Fatalf("a reader's replay: %+v", got)
 	}
 }
+
+// An entry's Time is the log's clock or zero: an entry a writer applies
+// without reading it back is heard with no time, never the writer's clock.
+// What the log's clock said is known from reads alone (LastLogTime): the
+// time of the newest entry read, a writer's read-back included.
+func TestEntryTimeIsTheLogsOrZero(t *testing.T) {
+	ctx := context.Background()
+	log := statesync.NewMemLog("times")
+	logTime := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
+	log.SetClock(func() time.Time { return logTime })
+	var heard []statesync.Applied[stamped]
+	w := statesync.New[stamped](log, stampCodec{}, statesync.WithApplied(func(a statesync.Applied[stamped]) { heard = append(heard, a) }))
+	if err := w.Initialize(ctx, stampStart{}); err != nil {
+		t.Fatal(err)
+	}
+	write := func(u statesync.Update[stamped]) {
+		t.Helper()
+		if _, err := statesync.UpdateState(ctx, w, func(stamped) ([]statesync.Update[stamped], int) {
+			return []statesync.Update[stamped]{u}, 0
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(plain{})
+	if len(heard) != 1 || !heard[0].Local || !heard[0].Time.IsZero() {
+		t.Fatalf("a plain update applied without reading it back was heard as %+v", heard)
+	}
+	logTime = logTime.Add(time.Minute)
+	write(stamp{})
+	if lt, ok := w.LastLogTime(); !ok || !lt.Stored.Equal(logTime) {
+		t.Fatalf("after reading back its timed update, the writer saw the log's clock at %v (%v), not %v", lt.Stored, ok, logTime)
+	}
+
+	r := statesync.New[stamped](log, stampCodec{})
+	if _, ok := r.LastLogTime(); ok {
+		t.Fatal("a reader that read nothing knows the log's clock")
+	}
+	logTime = logTime.Add(time.Minute)
+	write(plain{})
+	before := time.Now()
+	if err := r.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if lt, ok := r.LastLogTime(); !ok || !lt.Stored.Equal(logTime) || lt.Seen.Before(before) {
+		t.Fatalf("a reader saw the log's clock at %+v (%v), not %v after %v", lt, ok, logTime, before)
+	}
+}
