@@ -113,7 +113,7 @@ func runMeetingsWorker(ctx context.Context, cfg *sharedconfig.Config, id string)
 	stopKeeper()
 	rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_ = cfg.RevokeHeld(rctx)
+	_, _ = cfg.RevokeHeld(rctx)
 	return 0
 }
 

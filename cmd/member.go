@@ -145,7 +145,7 @@ func stillHeld(cfg *sharedconfig.Config, key, value string) string {
 func revokeMember(s *session, key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = s.cfg.RevokeHeld(ctx)
+	_, _ = s.cfg.RevokeHeld(ctx)
 }
 
 func memberWarning(cmd *cobra.Command, f *rootFlags, msg string) {

@@ -38,7 +38,9 @@ func (sh *Shell) leaseFailure(name string, err error) reply {
 	case errors.Is(err, sharedconfig.ErrLeaseHeld):
 		r = refuse("Lease '%s' is held by another writer %s", name, strings.TrimPrefix(err.Error(), sharedconfig.ErrLeaseHeld.Error()+" "))
 	case errors.Is(err, sharedconfig.ErrLeaseEnded):
-		r = refuse("Lease '%s' had ended before this refresh reached the server (it expired, or another process of this writer revoked it); nothing was changed", name)
+		r = refuse("Lease '%s' had ended before this refresh reached the server (it expired, or was revoked); nothing was changed", name)
+	case errors.Is(err, sharedconfig.ErrLeaseNotMine):
+		r = refuse("Lease '%s' is held by this writer under a registration another process made (or this shell's registration ended and it was registered again): only that process refreshes, revokes or puts under it; nothing was changed", name)
 	case errors.Is(err, sharedconfig.ErrLeaseExpired):
 		r = refuse("Lease '%s' is past its deadline by the server's clock and is expiring; nothing was changed", name)
 	default:
@@ -190,6 +192,9 @@ func leaseOpFields(o fields, op sharedconfig.Op) {
 	if op.TTL != 0 {
 		o["ttl"] = op.TTL.String()
 	}
+	if op.Registration != 0 {
+		o["registration"] = op.Registration
+	}
 }
 
 func endedFields(ended []sharedconfig.EndedLease) []fields {
@@ -253,7 +258,11 @@ func (sh *Shell) keepLeases() (stop func()) {
 		stopKeeper()
 		ctx, cancel := context.WithTimeout(context.Background(), sh.timeout)
 		defer cancel()
-		if err := sh.cfg.RevokeHeld(ctx); err != nil {
+		lost, err := sh.cfg.RevokeHeld(ctx)
+		for _, l := range lost {
+			sh.leaseWarning(l.String())
+		}
+		if err != nil {
 			sh.leaseWarning("Could not revoke this shell's leases (they expire by themselves): " + describeError(err, sh.timeout))
 		}
 	}

@@ -38,6 +38,8 @@ type wireOp struct {
 	Lease  *string `json:"lease,omitempty"`
 	Holder *string `json:"holder,omitempty"`
 	TTLms  *int64  `json:"ttl_ms,omitempty"`
+	// Registration: refresh and revoke name the registration they are for.
+	Registration *uint64 `json:"registration,omitempty"`
 }
 
 type wireUpdates struct {
@@ -160,7 +162,7 @@ func decodeUpdatesStrict(data []byte) ([]statesync.Update[State], error) {
 			us[i] = u
 			continue
 		}
-		if op.Lease != nil || op.Holder != nil || op.TTLms != nil {
+		if op.Lease != nil || op.Holder != nil || op.TTLms != nil || op.Registration != nil {
 			return nil, fmt.Errorf("op %d is not a valid lease operation: %s", i, mustJSON(op))
 		}
 		switch {

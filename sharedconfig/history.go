@@ -53,6 +53,9 @@ type Op struct {
 	// Lease: the put's lease, or the lease a lease operation is about.
 	Lease, Holder string
 	TTL           time.Duration // register_lease
+	// Registration: the registration a refresh or revocation is for (0:
+	// any, in entries written before registrations had one).
+	Registration uint64
 }
 
 func (o Op) String() string {

@@ -13,9 +13,16 @@ import (
 // as its holder keeps refreshing it. Deadlines are in the log's time (the
 // time the server stored the entry that set them), never a client's.
 type Lease struct {
-	Holder   string
-	TTL      time.Duration
-	Deadline time.Time
+	Holder string
+	// Registration is the lease's identity: the revision of the entry that
+	// registered it (renewing by registering again makes a new one). Only
+	// a refresh or revocation naming it touches it, so a process that lost
+	// its registration (its lease expired and was registered again, by
+	// another process of the same --writer, say) cannot touch the later
+	// one. 0: a lease from a snapshot written before registrations had one.
+	Registration uint64
+	TTL          time.Duration
+	Deadline     time.Time
 	// Watched: the log holds a lease entry (of any lease) from the second
 	// half of the time before Deadline, so the log was being written when
 	// the lease fell due. A deadline that passed while the log was silent
@@ -27,6 +34,11 @@ type Lease struct {
 
 // Overdue: at time t, by the log's clock, the lease is past its deadline.
 func (l Lease) Overdue(t time.Time) bool { return !t.Before(l.Deadline) }
+
+// heldUnder: holder holds l under registration (0: any).
+func (l Lease) heldUnder(holder string, registration uint64) bool {
+	return l.Holder == holder && (registration == 0 || registration == l.Registration)
+}
 
 // dead: at t the lease is overdue and the log saw it fall due: it can
 // only expire now (a refresh does not revive it).
@@ -43,17 +55,26 @@ func (l Lease) renewed(t time.Time) Lease {
 // being written at that time (see Lease.Watched).
 type (
 	// RegisterLease creates lease Lease held by Holder, or renews it (with
-	// a new TTL) if Holder holds it. A lease held by another writer is left
-	// alone.
+	// a new TTL) if Holder holds it; either way the lease's registration is
+	// now this entry's. A lease held by another writer is left alone.
 	RegisterLease struct {
 		Lease, Holder string
 		TTL           time.Duration
 	}
-	// RefreshLease moves the deadline of a live lease Holder holds to a TTL
-	// from now. Late (the lease is dead) it does nothing.
-	RefreshLease struct{ Lease, Holder string }
-	// RevokeLease ends a lease Holder holds, removing its keys.
-	RevokeLease struct{ Lease, Holder string }
+	// RefreshLease moves the deadline of a live lease Holder holds under
+	// Registration to a TTL from now. Late (the lease is dead), or for
+	// another registration, it does nothing. Registration 0 (entries
+	// written before registrations had identities) matches any.
+	RefreshLease struct {
+		Lease, Holder string
+		Registration  uint64
+	}
+	// RevokeLease ends a lease Holder holds under Registration (0: any),
+	// removing its keys.
+	RevokeLease struct {
+		Lease, Holder string
+		Registration  uint64
+	}
 	// ExpireLease ends a lease whose deadline has passed, removing its keys,
 	// in this one entry. Before the deadline it does nothing but witness
 	// the time; after a silence in the log (see Lease.Watched) it gives the
@@ -142,14 +163,14 @@ func (s State) tick(t time.Time) State {
 func (u RegisterLease) Apply(s State, rev uint64) State { return u.ApplyAt(s, rev, time.Time{}) }
 
 // ApplyAt implements statesync.TimedUpdate.
-func (u RegisterLease) ApplyAt(s State, _ uint64, t time.Time) State {
+func (u RegisterLease) ApplyAt(s State, rev uint64, t time.Time) State {
 	l, exists := s.Lease(u.Lease)
 	switch {
 	case u.TTL <= 0:
 	case !exists:
-		s = s.setLease(u.Lease, Lease{Holder: u.Holder, TTL: u.TTL}.renewed(t))
+		s = s.setLease(u.Lease, Lease{Holder: u.Holder, Registration: rev, TTL: u.TTL}.renewed(t))
 	case l.Holder == u.Holder && !l.dead(t):
-		l.TTL = u.TTL
+		l.TTL, l.Registration = u.TTL, rev
 		s = s.setLease(u.Lease, l.renewed(t))
 	}
 	return s.tick(t)
@@ -160,7 +181,7 @@ func (u RefreshLease) Apply(s State, rev uint64) State { return u.ApplyAt(s, rev
 
 // ApplyAt implements statesync.TimedUpdate.
 func (u RefreshLease) ApplyAt(s State, _ uint64, t time.Time) State {
-	if l, ok := s.Lease(u.Lease); ok && l.Holder == u.Holder && !l.dead(t) {
+	if l, ok := s.Lease(u.Lease); ok && l.heldUnder(u.Holder, u.Registration) && !l.dead(t) {
 		s = s.setLease(u.Lease, l.renewed(t))
 	}
 	return s.tick(t)
@@ -171,7 +192,7 @@ func (u RevokeLease) Apply(s State, rev uint64) State { return u.ApplyAt(s, rev,
 
 // ApplyAt implements statesync.TimedUpdate.
 func (u RevokeLease) ApplyAt(s State, _ uint64, t time.Time) State {
-	if l, ok := s.Lease(u.Lease); ok && l.Holder == u.Holder {
+	if l, ok := s.Lease(u.Lease); ok && l.heldUnder(u.Holder, u.Registration) {
 		s = s.endLease(u.Lease)
 	}
 	return s.tick(t)

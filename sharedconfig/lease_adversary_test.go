@@ -11,12 +11,12 @@ import (
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
-// Two processes with the same --writer hold the same lease. One refreshes
-// it; the other's copy still shows the old deadline when the lease dies
-// (past its deadline, the log alive in its last half, no expiry written
-// yet). The other's refresh then lands as a no-op: it must be reported
-// expired, although the deadline after it is not the one its copy showed.
-func TestLateRefreshFromACopyThatMissedARefresh(t *testing.T) {
+// Two processes with the same --writer: one registered the lease and
+// refreshes it; the other, whose copy still shows the old deadline when the
+// lease dies (past its deadline, the log alive in its last half, no expiry
+// written yet), did not register it, so it may not refresh it: it is told
+// so and writes nothing, and the lease dies by its registrant's deadline.
+func TestTwinRefreshOfARegistrationItDidNotMake(t *testing.T) {
 	ctx := context.Background()
 	e := newLeaseEnv(t)
 	a1, a2, b := e.open("a"), e.open("a"), e.open("b")
@@ -30,8 +30,12 @@ func TestLateRefreshFromACopyThatMissedARefresh(t *testing.T) {
 	_, err = b.RegisterLease(ctx, "b", 10*time.Second) // the log is alive in L's last half
 	ok(t, err)
 	e.clock.Advance(5 * time.Second) // L is past its deadline; nobody expired it yet
-	if _, err := a2.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseExpired) {
-		t.Fatalf("a refresh that landed on a dead lease: %v, want ErrLeaseExpired", err)
+	rev := b.Revision()
+	if _, err := a2.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseNotMine) {
+		t.Fatalf("a twin's refresh: %v, want ErrLeaseNotMine", err)
+	}
+	if a2.Revision() != rev {
+		t.Fatalf("a twin's refused refresh wrote: the log is at %d, was %d", a2.Revision(), rev)
 	}
 	gone, err := b.ExpireDue(ctx)
 	ok(t, err)
@@ -65,22 +69,24 @@ func TestLateRefreshAfterAGraceItMissed(t *testing.T) {
 	}
 }
 
-// A refresh from a copy that shows the lease held, landing after another
-// process of the same --writer revoked it, says the lease ended (not that
-// it is past its deadline: it was not) and revives nothing.
+// A refresh from a copy that shows the lease held under this process's
+// registration, landing after another process of the same --writer
+// registered it again and revoked it, says the lease ended (not that it is
+// past its deadline: it was not) and revives nothing.
 func TestRefreshAfterATwinRevoked(t *testing.T) {
 	ctx := context.Background()
 	e := newLeaseEnv(t)
 	a1, a2 := e.open("a"), e.open("a")
 	_, err := a1.RegisterLease(ctx, "L", 10*time.Second)
 	ok(t, err)
-	ok(t, a2.Refresh(ctx))
-	_, err = a1.RevokeLease(ctx, "L")
+	_, err = a2.RegisterLease(ctx, "L", 10*time.Second)
 	ok(t, err)
-	if _, err := a2.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseEnded) || errors.Is(err, sharedconfig.ErrLeaseExpired) {
+	_, err = a2.RevokeLease(ctx, "L")
+	ok(t, err)
+	if _, err := a1.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseEnded) || errors.Is(err, sharedconfig.ErrLeaseExpired) {
 		t.Fatalf("a refresh of a revoked lease: %v, want ErrLeaseEnded", err)
 	}
-	if _, held := a2.State().Lease("L"); held {
+	if _, held := a1.State().Lease("L"); held {
 		t.Fatal("the refresh revived a revoked lease")
 	}
 }
@@ -196,7 +202,8 @@ func TestTwinLeavesTheLeaseItDidNotRegister(t *testing.T) {
 		t.Fatalf("the twin's keeper refreshed a lease it did not register: deadline %v, was %v", l.Deadline, before.Deadline)
 	}
 
-	ok(t, twin.RevokeHeld(ctx)) // the twin's clean exit
+	_, err = twin.RevokeHeld(ctx) // the twin's clean exit
+	ok(t, err)
 	ok(t, shell.Refresh(ctx))
 	if v, _ := shell.Get("/servers/1"); v != "up" {
 		t.Fatal("the twin's exit revoked the shell's lease")
@@ -204,7 +211,8 @@ func TestTwinLeavesTheLeaseItDidNotRegister(t *testing.T) {
 	if _, held := shell.State().Lease("M"); held {
 		t.Fatal("the twin's exit left its own lease")
 	}
-	ok(t, shell.RevokeHeld(ctx))
+	_, err = shell.RevokeHeld(ctx)
+	ok(t, err)
 	if _, held := shell.State().Lease("L"); held {
 		t.Fatal("the shell's exit left its lease")
 	}

@@ -24,10 +24,15 @@ var (
 	// deadline, so the log refused it; the lease is ending.
 	ErrLeaseExpired = errors.New("the lease is past its deadline by the server's clock and is expiring")
 	// ErrLeaseEnded: a refresh, appended because the local copy showed the
-	// lease held, reached the log after the lease was gone: it expired, or
-	// another process of the same --writer revoked it.
-	ErrLeaseEnded = errors.New("the lease had ended (it expired, or another process of this writer revoked it)")
-	ErrBadTTL     = errors.New("a lease's ttl must be a whole number of milliseconds, from 1s to 24h")
+	// lease held, reached the log after the lease was gone: it had expired,
+	// or been revoked.
+	ErrLeaseEnded = errors.New("the lease had ended (it expired, or was revoked)")
+	// ErrLeaseNotMine: the lease is held by this process's --writer, but
+	// under a registration another process made (a process keeps alive,
+	// revokes and puts under only the registration it made), or this
+	// process's registration ended and the lease was registered again.
+	ErrLeaseNotMine = errors.New("the lease is held by this writer under a registration another process made")
+	ErrBadTTL       = errors.New("a lease's ttl must be a whole number of milliseconds, from 1s to 24h")
 )
 
 // MinLeaseTTL and MaxLeaseTTL bound a lease's ttl.
@@ -44,52 +49,119 @@ type leaseClient struct {
 	mu     sync.Mutex
 	server serverClock
 	clock  func() time.Time // tests: the server's clock itself
-	// kept: the leases this process registered (or renewed by registering),
+	// kept: the registrations this process made and has not seen end,
 	// which it keeps alive and revokes on a clean exit. A lease its --writer
-	// holds but another process registered is that process's: a piped
+	// holds under another registration is another process's: a piped
 	// one-liner or a watch with the same --writer must neither revoke it
-	// on exit nor keep it alive after its registrant died.
-	kept map[string]bool
+	// on exit nor keep it alive after its registrant died, and a process
+	// whose registration ended must not touch the next one.
+	kept map[string]keptLease
 }
 
-// keep records that this process keeps lease name (on) or no longer does.
-func (lc *leaseClient) keep(name string, on bool) {
+// keptLease is a registration this process made.
+type keptLease struct {
+	registration uint64
+	// lapsed: its deadline passed while this process was not running.
+	lapsed bool
+	// told: its end was reported already.
+	told bool
+}
+
+// keep records that this process keeps lease name under registration.
+func (lc *leaseClient) keep(name string, registration uint64) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	if lc.kept == nil {
-		lc.kept = map[string]bool{}
+		lc.kept = map[string]keptLease{}
 	}
-	if on {
-		lc.kept[name] = true
-	} else {
-		delete(lc.kept, name)
+	lc.kept[name] = keptLease{registration: registration}
+}
+
+// let forgets lease name, and returns what this process kept of it.
+func (lc *leaseClient) let(name string) (keptLease, bool) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	k, ok := lc.kept[name]
+	delete(lc.kept, name)
+	return k, ok
+}
+
+// restore keeps k again, unless name was registered since.
+func (lc *leaseClient) restore(name string, k keptLease) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if _, again := lc.kept[name]; !again {
+		lc.kept[name] = k
 	}
 }
 
-// keeps reports whether this process keeps lease name.
-func (lc *leaseClient) keeps(name string) bool {
+// get is what this process keeps of lease name (no registration: none).
+func (lc *leaseClient) get(name string) keptLease {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	return lc.kept[name]
 }
 
-// keptIn returns the leases this process keeps that st shows held by it,
-// and forgets the others: a lease gone, or another writer's, has ended, and
-// a lease of that name registered later is not this process's.
-func (c *Config) keptIn(st State) []string {
+// registration is the registration of lease name this process keeps, or 0.
+func (lc *leaseClient) registration(name string) uint64 { return lc.get(name).registration }
+
+// mark sets what is known of lease name's registration reg, if this
+// process keeps it still.
+func (lc *leaseClient) mark(name string, reg uint64, set func(*keptLease)) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if k, ok := lc.kept[name]; ok && k.registration == reg {
+		set(&k)
+		lc.kept[name] = k
+	}
+}
+
+// LostLease is a registration this process made and no longer holds, as a
+// process that lost it says once.
+type LostLease struct {
+	Name string
+	// Lapsed: its deadline passed while this process was not running.
+	Lapsed bool
+	// Now is the lease of that name as it stands, if any.
+	Now    Lease
+	Exists bool
+	holder string // this process's
+}
+
+func (l LostLease) String() string {
+	switch {
+	case l.Lapsed:
+		return fmt.Sprintf("Lease '%s' expired while this process was not running; it is no longer held", l.Name)
+	case !l.Exists:
+		return fmt.Sprintf("Lease '%s' has ended (it expired or was revoked); it is no longer held", l.Name)
+	case l.Now.Holder == l.holder:
+		return fmt.Sprintf("Lease '%s' was registered again by another process of writer '%s'; this process no longer holds it", l.Name, l.holder)
+	}
+	return fmt.Sprintf("Lease '%s' has ended and is now held by '%s'; this process no longer holds it", l.Name, l.Now.Holder)
+}
+
+// keptIn returns the leases this process keeps that st shows held under
+// its registration, and forgets the others, which it returns as lost
+// unless their end was reported already: a lease gone, or held under
+// another registration, has ended for this process.
+func (c *Config) keptIn(st State) (held []string, lost []LostLease) {
 	lc := &c.leases
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	var names []string
-	for name := range lc.kept {
-		if l, ok := st.Lease(name); ok && l.Holder == lc.holder {
-			names = append(names, name)
-		} else {
-			delete(lc.kept, name)
+	for name, k := range lc.kept {
+		l, ok := st.Lease(name)
+		if ok && l.heldUnder(lc.holder, k.registration) {
+			held = append(held, name)
+			continue
+		}
+		delete(lc.kept, name)
+		if !k.told {
+			lost = append(lost, LostLease{Name: name, Lapsed: k.lapsed, Now: l, Exists: ok, holder: lc.holder})
 		}
 	}
-	slices.Sort(names)
-	return names
+	slices.Sort(held)
+	slices.SortFunc(lost, func(a, b LostLease) int { return strings.Compare(a.Name, b.Name) })
+	return held, lost
 }
 
 func newLeaseClient(holder string) leaseClient {
@@ -155,8 +227,9 @@ type LeaseInfo struct {
 	Name string
 	Lease
 	Keys []string
-	// Mine: this process registered it and holds it (another process of
-	// the same --writer may hold a lease as well; that one is its own).
+	// Mine: this process holds it under the registration it made (another
+	// process of the same --writer may hold a lease as well; that one is
+	// its own).
 	Mine bool
 }
 
@@ -165,7 +238,8 @@ func (c *Config) Leases() []LeaseInfo {
 	st := c.State()
 	var out []LeaseInfo
 	for name, l := range st.Leases() {
-		out = append(out, LeaseInfo{Name: name, Lease: l, Keys: st.LeaseKeys(name), Mine: l.Holder == c.leases.holder && c.leases.keeps(name)})
+		reg := c.leases.registration(name)
+		out = append(out, LeaseInfo{Name: name, Lease: l, Keys: st.LeaseKeys(name), Mine: reg != 0 && l.heldUnder(c.leases.holder, reg)})
 	}
 	return out
 }
@@ -183,14 +257,14 @@ func (c *Config) RegisterLease(ctx context.Context, name string, ttl time.Durati
 	type found struct {
 		err     error
 		existed bool
-		before  time.Time
+		before  uint64 // the registration it replaces
 	}
 	f, after, err := updateAt(ctx, c, func(s State) (updates, found) {
 		l, ok := s.Lease(name)
 		if ok && l.Holder != c.leases.holder {
 			return nil, found{err: fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)}
 		}
-		return updates{RegisterLease{name, c.leases.holder, ttl}}, found{existed: ok, before: l.Deadline}
+		return updates{RegisterLease{name, c.leases.holder, ttl}}, found{existed: ok, before: l.Registration}
 	}, c.leases.holder)
 	if err == nil {
 		err = f.err
@@ -198,10 +272,11 @@ func (c *Config) RegisterLease(ctx context.Context, name string, ttl time.Durati
 	if err != nil {
 		return false, err
 	}
-	if l, ok := after.Lease(name); !ok || l.Holder != c.leases.holder || (f.existed && l.Deadline.Equal(f.before)) {
+	l, ok := after.Lease(name)
+	if !ok || l.Holder != c.leases.holder || (f.existed && l.Registration == f.before) {
 		return false, fmt.Errorf("lease '%s': %w", name, ErrLeaseExpired)
 	}
-	c.leases.keep(name, true)
+	c.leases.keep(name, l.Registration)
 	return f.existed, nil
 }
 
@@ -216,24 +291,25 @@ func (c *Config) RegisterLease(ctx context.Context, name string, ttl time.Durati
 // lost theirs: refreshes cost those writers little (README, "Leases").
 // Otherwise the conditional path gives the answer of the latest state.
 func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
-	if l, err := c.held(c.State(), name); err == nil && utf8.ValidString(name) {
-		after, err := c.sync.UpdateUnconditionally(ctx, RefreshLease{name, c.leases.holder})
+	reg := c.leases.registration(name)
+	if l, err := c.held(c.State(), name, reg); err == nil && utf8.ValidString(name) {
+		after, err := c.sync.UpdateUnconditionally(ctx, RefreshLease{name, c.leases.holder, reg})
 		if err != nil {
 			return Lease{}, err
 		}
 		c.compactIfDue(ctx)
-		return c.refreshed(after.Value, name, l.Deadline)
+		return c.refreshed(after.Value, name, reg, l.Deadline)
 	}
 	type found struct {
 		err    error
 		before time.Time
 	}
 	f, after, err := updateAt(ctx, c, func(s State) (updates, found) {
-		l, err := c.held(s, name)
+		l, err := c.held(s, name, reg)
 		if err != nil {
 			return nil, found{err: err}
 		}
-		return updates{RefreshLease{name, c.leases.holder}}, found{before: l.Deadline}
+		return updates{RefreshLease{name, c.leases.holder, reg}}, found{before: l.Deadline}
 	}, name)
 	if err == nil {
 		err = f.err
@@ -241,7 +317,7 @@ func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
-	return c.refreshed(after, name, f.before)
+	return c.refreshed(after, name, reg, f.before)
 }
 
 // refreshed judges a refresh of lease name by the state just after its
@@ -252,14 +328,17 @@ func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
 // late refresh from a copy that missed a change of deadline (a refresh by
 // another process of the same --writer, a grace after a silence), where
 // the deadline differs from before though the refresh did nothing.
-// A lease gone, or now another writer's, is reported as such.
-func (c *Config) refreshed(after State, name string, before time.Time) (Lease, error) {
+// A lease gone, now another writer's, or held under another registration
+// than reg, is reported as such.
+func (c *Config) refreshed(after State, name string, reg uint64, before time.Time) (Lease, error) {
 	l, ok := after.Lease(name)
 	switch {
 	case !ok:
 		return l, fmt.Errorf("lease '%s': %w", name, ErrLeaseEnded)
 	case l.Holder != c.leases.holder:
 		return l, fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)
+	case l.Registration != reg:
+		return l, fmt.Errorf("lease '%s': %w", name, ErrLeaseNotMine)
 	case l.Watched || l.Deadline.Equal(before):
 		return l, fmt.Errorf("lease '%s': %w", name, ErrLeaseExpired)
 	}
@@ -271,11 +350,10 @@ func (c *Config) refreshed(after State, name string, before time.Time) (Lease, e
 func (c *Config) RevokeLease(ctx context.Context, name string) (keys []string, err error) {
 	// Let go first, so that the keeper, refreshing it meanwhile, does not
 	// take its end for news.
-	kept := c.leases.keeps(name)
-	c.leases.keep(name, false)
+	kept, wasKept := c.leases.let(name)
 	defer func() {
-		if err != nil && kept {
-			c.leases.keep(name, true) // keptIn forgets it if it is gone
+		if err != nil && wasKept && !lostBy(err) {
+			c.leases.restore(name, kept) // keptIn forgets it if it is gone
 		}
 	}()
 	type found struct {
@@ -283,11 +361,11 @@ func (c *Config) RevokeLease(ctx context.Context, name string) (keys []string, e
 		keys []string
 	}
 	f, err := update(ctx, c, func(s State) (updates, found) {
-		_, err := c.held(s, name)
+		_, err := c.held(s, name, kept.registration)
 		if err != nil {
 			return nil, found{err: err}
 		}
-		return updates{RevokeLease{name, c.leases.holder}}, found{keys: s.LeaseKeys(name)}
+		return updates{RevokeLease{name, c.leases.holder, kept.registration}}, found{keys: s.LeaseKeys(name)}
 	}, name)
 	if err == nil {
 		err = f.err
@@ -297,25 +375,44 @@ func (c *Config) RevokeLease(ctx context.Context, name string) (keys []string, e
 
 // RevokeHeld revokes the leases this process registered and still holds,
 // as a clean exit does; those of its --writer that another process
-// registered are left alone.
-func (c *Config) RevokeHeld(ctx context.Context) error {
+// registered are left alone. It returns the registrations it found lost
+// whose end was not reported yet.
+func (c *Config) RevokeHeld(ctx context.Context) ([]LostLease, error) {
+	held, lost := c.keptIn(c.State())
 	var errs []error
-	for _, name := range c.keptIn(c.State()) {
-		if _, err := c.RevokeLease(ctx, name); err != nil && !errors.Is(err, ErrUnknownLease) {
+	for _, name := range held {
+		k := c.leases.get(name)
+		_, err := c.RevokeLease(ctx, name)
+		switch {
+		case lostBy(err):
+			// Ended before the revocation caught up with the log.
+			if !k.told {
+				l, ok := c.State().Lease(name)
+				lost = append(lost, LostLease{Name: name, Lapsed: k.lapsed, Now: l, Exists: ok, holder: c.leases.holder})
+			}
+		case err != nil:
 			errs = append(errs, fmt.Errorf("revoking lease '%s': %w", name, err))
 		}
 	}
-	return errors.Join(errs...)
+	return lost, errors.Join(errs...)
 }
 
-// held is lease name in s, if this process holds it.
-func (c *Config) held(s State, name string) (Lease, error) {
+// lostBy: err says that this process's registration had ended.
+func lostBy(err error) bool {
+	return errors.Is(err, ErrUnknownLease) || errors.Is(err, ErrLeaseNotMine) || errors.Is(err, ErrLeaseHeld) || errors.Is(err, ErrLeaseEnded)
+}
+
+// held is lease name in s, if this process holds it under registration
+// reg, the one it made (0: none).
+func (c *Config) held(s State, name string, reg uint64) (Lease, error) {
 	l, ok := s.Lease(name)
 	switch {
 	case !ok:
 		return l, fmt.Errorf("'%s': %w", name, ErrUnknownLease)
 	case l.Holder != c.leases.holder:
 		return l, fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)
+	case reg == 0 || l.Registration != reg:
+		return l, fmt.Errorf("'%s': %w", name, ErrLeaseNotMine)
 	}
 	return l, nil
 }
@@ -328,8 +425,9 @@ func (c *Config) PutWithLease(ctx context.Context, key, value, lease string) (ol
 		err error
 		previous
 	}
+	reg := c.leases.registration(lease)
 	f, after, err := updateAt(ctx, c, func(s State) (updates, found) {
-		_, err := c.held(s, lease)
+		_, err := c.held(s, lease, reg)
 		if err != nil {
 			return nil, found{err: err}
 		}
@@ -400,6 +498,9 @@ func leaseOpOf(w wireOp) Op {
 	}
 	if w.TTLms != nil {
 		op.TTL = time.Duration(*w.TTLms) * time.Millisecond
+	}
+	if w.Registration != nil {
+		op.Registration = *w.Registration
 	}
 	return op
 }

@@ -14,13 +14,15 @@ import (
 //
 //	{"op":"put","key":"k","value":"v","lease":"L"}        put attached to lease L
 //	{"op":"register_lease","lease":"L","holder":"h","ttl_ms":10000}
-//	{"op":"refresh_lease","lease":"L","holder":"h"}
-//	{"op":"revoke_lease","lease":"L","holder":"h"}
+//	{"op":"refresh_lease","lease":"L","holder":"h","registration":12}
+//	{"op":"revoke_lease","lease":"L","holder":"h","registration":12}
 //	{"op":"expire_lease","lease":"L"}
 //
-// A snapshot that holds leases adds
+// where registration (absent in entries written before leases had one)
+// names the registration refreshed or revoked: the revision of the
+// register_lease that made it. A snapshot that holds leases adds
 //
-//	"leases":{"L":{"holder":"h","ttl_ms":10000,"deadline":"<RFC 3339>","watched":true}},
+//	"leases":{"L":{"holder":"h","registration":12,"ttl_ms":10000,"deadline":"<RFC 3339>","watched":true}},
 //	"lease_of":{"k":"L"}
 //
 // and one without leases is written as before, so older readers read it.
@@ -33,13 +35,21 @@ func encodeLeaseOp(u statesync.Update[State]) (wireOp, bool) {
 		ms := u.TTL.Milliseconds()
 		return wireOp{Op: "register_lease", Lease: &u.Lease, Holder: &u.Holder, TTLms: &ms}, true
 	case RefreshLease:
-		return wireOp{Op: "refresh_lease", Lease: &u.Lease, Holder: &u.Holder}, true
+		return wireOp{Op: "refresh_lease", Lease: &u.Lease, Holder: &u.Holder, Registration: registrationOf(u.Registration)}, true
 	case RevokeLease:
-		return wireOp{Op: "revoke_lease", Lease: &u.Lease, Holder: &u.Holder}, true
+		return wireOp{Op: "revoke_lease", Lease: &u.Lease, Holder: &u.Holder, Registration: registrationOf(u.Registration)}, true
 	case ExpireLease:
 		return wireOp{Op: "expire_lease", Lease: &u.Lease}, true
 	}
 	return wireOp{}, false
+}
+
+// registrationOf is a registration's wire form: none for 0.
+func registrationOf(r uint64) *uint64 {
+	if r == 0 {
+		return nil
+	}
+	return &r
 }
 
 // decodeLeaseOp decodes op if it is a well-formed lease operation.
@@ -48,6 +58,13 @@ func decodeLeaseOp(op wireOp) (statesync.Update[State], bool) {
 		return nil, false
 	}
 	kv := op.Key != nil || op.Value != nil
+	var reg uint64
+	if op.Registration != nil {
+		if *op.Registration == 0 || op.Op != "refresh_lease" && op.Op != "revoke_lease" {
+			return nil, false
+		}
+		reg = *op.Registration
+	}
 	switch {
 	case op.Op == "put" && op.Key != nil && op.Value != nil && op.Holder == nil && op.TTLms == nil:
 		return PutWithLease{*op.Key, *op.Value, *op.Lease}, true
@@ -58,9 +75,9 @@ func decodeLeaseOp(op wireOp) (statesync.Update[State], bool) {
 	case op.TTLms != nil:
 		return nil, false
 	case op.Op == "refresh_lease" && op.Holder != nil:
-		return RefreshLease{*op.Lease, *op.Holder}, true
+		return RefreshLease{*op.Lease, *op.Holder, reg}, true
 	case op.Op == "revoke_lease" && op.Holder != nil:
-		return RevokeLease{*op.Lease, *op.Holder}, true
+		return RevokeLease{*op.Lease, *op.Holder, reg}, true
 	case op.Op == "expire_lease" && op.Holder == nil:
 		return ExpireLease{*op.Lease}, true
 	}
@@ -68,10 +85,11 @@ func decodeLeaseOp(op wireOp) (statesync.Update[State], bool) {
 }
 
 type wireLease struct {
-	Holder   string    `json:"holder"`
-	TTLms    int64     `json:"ttl_ms"`
-	Deadline time.Time `json:"deadline"`
-	Watched  bool      `json:"watched,omitempty"`
+	Holder       string    `json:"holder"`
+	Registration uint64    `json:"registration,omitempty"`
+	TTLms        int64     `json:"ttl_ms"`
+	Deadline     time.Time `json:"deadline"`
+	Watched      bool      `json:"watched,omitempty"`
 }
 
 // wireSnapshotLeases is the part of a snapshot that carries leases.
@@ -94,7 +112,7 @@ func (w wireSnapshotLeases) snapshot(s State) (statesync.InitialUpdate[State], e
 		if l.TTLms <= 0 {
 			return nil, errors.New("not a sharedconfig snapshot: a lease without a positive ttl_ms")
 		}
-		s = s.setLease(name, Lease{Holder: l.Holder, TTL: time.Duration(l.TTLms) * time.Millisecond, Deadline: l.Deadline, Watched: l.Watched})
+		s = s.setLease(name, Lease{Holder: l.Holder, Registration: l.Registration, TTL: time.Duration(l.TTLms) * time.Millisecond, Deadline: l.Deadline, Watched: l.Watched})
 	}
 	return Snapshot{s}, nil
 }
@@ -107,7 +125,7 @@ func encodeSnapshotLeases(b *bytes.Buffer, s State) error {
 	}
 	w := wireSnapshotLeases{Leases: map[string]wireLease{}, LeaseOf: map[string]string{}}
 	for name, l := range s.Leases() {
-		w.Leases[name] = wireLease{Holder: l.Holder, TTLms: l.TTL.Milliseconds(), Deadline: l.Deadline, Watched: l.Watched}
+		w.Leases[name] = wireLease{Holder: l.Holder, Registration: l.Registration, TTLms: l.TTL.Milliseconds(), Deadline: l.Deadline, Watched: l.Watched}
 	}
 	for k, p := range s.All() {
 		if p.Lease != "" {

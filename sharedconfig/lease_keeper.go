@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -11,14 +12,16 @@ import (
 // leases this process registered and holds (a third of their ttl after the
 // last refresh) and writes the expiry of any lease that falls due
 // (ExpireDue), so that leases of processes that died end without anyone
-// typing. warn hears, once per lease, that a held lease could not be
-// refreshed for longer than its ttl and may have expired, or that it has.
+// typing. warn hears, once per registration, that a held lease could not
+// be refreshed for longer than its ttl and may have expired, or that it
+// has, or that this process no longer holds it (LostLease).
 func (c *Config) KeepLeases(warn func(msg string)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	k := keeper{c: c, warn: warn, lastOK: map[string]time.Time{}, slow: map[string]bool{}, seen: map[string]Lease{}, pulse: &pulse{}}
+	pulseDone := k.pulse.run(ctx)
 	go func() {
 		defer close(done)
-		k := keeper{c: c, warn: warn, lastOK: map[string]time.Time{}, warned: map[string]bool{}}
 		tick := time.NewTicker(keeperTick)
 		defer tick.Stop()
 		for {
@@ -33,12 +36,68 @@ func (c *Config) KeepLeases(warn func(msg string)) (stop func()) {
 	return func() {
 		cancel()
 		<-done
+		<-pulseDone
 	}
 }
 
 // keeperTick is how often the keeper looks at the leases (no I/O unless
 // something is due).
 const keeperTick = 200 * time.Millisecond
+
+// pulse notices when this process was not running (stopped, suspended):
+// a goroutine that does nothing but wake every pulseEvery finds, after such
+// a pause, that much more time has passed. It never waits for I/O, so a
+// slow refresh is not taken for a pause.
+type pulse struct {
+	mu          sync.Mutex
+	last        time.Time // the last beat
+	from, until time.Time // the latest pause
+}
+
+const (
+	pulseEvery = 100 * time.Millisecond
+	// pulsePause: a gap between beats this long is a pause.
+	pulsePause = time.Second
+)
+
+// run beats until ctx ends; the returned channel closes then.
+func (p *pulse) run(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	p.beat()
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(pulseEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				p.beat()
+			}
+		}
+	}()
+	return done
+}
+
+func (p *pulse) beat() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if !p.last.IsZero() && now.Sub(p.last) > pulsePause {
+		p.from, p.until = p.last, now
+	}
+	p.last = now
+}
+
+// pausedAt: this process was not running at local time t (as far as the
+// beats so far tell: a beat first, so a pause just ended counts).
+func (p *pulse) pausedAt(t time.Time) bool {
+	p.beat()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.from.IsZero() && p.from.Before(t) && p.until.After(t)
+}
 
 // keeperOpTimeout bounds one refresh or expiry.
 const keeperOpTimeout = 5 * time.Second
@@ -47,7 +106,9 @@ type keeper struct {
 	c      *Config
 	warn   func(string)
 	lastOK map[string]time.Time // local time of the last good refresh
-	warned map[string]bool
+	slow   map[string]bool      // warned that refreshes fail, since the last good one
+	seen   map[string]Lease     // the held leases as last seen (round or refresh)
+	pulse  *pulse
 	// backoff, per lease whose last refresh failed, when to try again: a
 	// refresh that lands but cannot be read back (a damaged config) leaves
 	// the lease due, and trying every tick would append an entry each time.
@@ -62,14 +123,30 @@ type backoff struct {
 
 func (k *keeper) round(ctx context.Context) {
 	now := k.c.ServerNow()
-	held := map[string]bool{}
+	k.lapsedIn(now)
 	st := k.c.State()
-	for _, name := range k.c.keptIn(st) {
+	held, lost := k.c.keptIn(st)
+	for _, l := range lost {
+		l.Lapsed = l.Lapsed || k.lapsed(k.seen[l.Name], now)
+		k.say(l.String())
+	}
+	clear(k.seen)
+	for _, name := range held {
 		l, _ := st.Lease(name)
-		held[name] = true
+		k.seen[name] = l
 		if _, ok := k.lastOK[name]; !ok {
 			k.lastOK[name] = time.Now()
 		}
+	}
+	for name := range k.lastOK {
+		if _, ok := k.seen[name]; !ok {
+			delete(k.lastOK, name)
+			delete(k.slow, name)
+			delete(k.backoff, name)
+		}
+	}
+	for _, name := range held {
+		l := k.seen[name]
 		if l.Deadline.Sub(now) > l.TTL*2/3 {
 			continue // refreshed less than a third of the ttl ago
 		}
@@ -80,16 +157,25 @@ func (k *keeper) round(ctx context.Context) {
 			return
 		}
 	}
-	for name := range k.lastOK {
-		if !held[name] {
-			delete(k.lastOK, name)
-			delete(k.warned, name)
-			delete(k.backoff, name)
-		}
-	}
 	opCtx, cancel := context.WithTimeout(ctx, keeperOpTimeout)
 	defer cancel()
 	_, _ = k.c.ExpireDue(opCtx) // a failure is tried again next round
+}
+
+// lapsedIn marks the held leases whose deadline, as last seen, passed while
+// this process was not running, for whoever reports their end.
+func (k *keeper) lapsedIn(now time.Time) {
+	for name, l := range k.seen {
+		if k.lapsed(l, now) {
+			k.c.leases.mark(name, l.Registration, func(kl *keptLease) { kl.lapsed = true })
+		}
+	}
+}
+
+// lapsed: l's deadline passed while this process was not running; now is
+// the server's clock.
+func (k *keeper) lapsed(l Lease, now time.Time) bool {
+	return !l.Deadline.IsZero() && l.Overdue(now) && k.pulse.pausedAt(time.Now().Add(l.Deadline.Sub(now)))
 }
 
 // refresh refreshes lease name, l in the copy the round began with, and
@@ -97,16 +183,38 @@ func (k *keeper) round(ctx context.Context) {
 func (k *keeper) refresh(ctx context.Context, name string, l Lease) bool {
 	// A refresh that takes longer than the ttl is too late anyway.
 	opCtx, cancel := context.WithTimeout(ctx, min(keeperOpTimeout, l.TTL))
-	_, err := k.c.RefreshLease(opCtx, name)
+	fresh, err := k.c.RefreshLease(opCtx, name)
 	cancel()
+	kept := k.c.leases.get(name)
 	switch {
 	case err == nil:
-		k.lastOK[name], k.warned[name] = time.Now(), false
+		k.lastOK[name], k.slow[name] = time.Now(), false
+		k.seen[name] = fresh
 		delete(k.backoff, name)
 		return true
 	case ctx.Err() != nil:
 		return false
 	}
+	k.backOff(name, l)
+	switch {
+	case kept.registration != l.Registration || kept.told:
+		// Let go (REVOKE_LEASE) or registered again since the round
+		// began, or already reported.
+	case lostBy(err):
+		// The registration ended: keptIn says so, with why, next round.
+	case errors.Is(err, ErrLeaseExpired) && (kept.lapsed || k.lapsed(l, k.c.ServerNow())):
+		k.tell(name, l, LostLease{Name: name, Lapsed: true}.String())
+	case errors.Is(err, ErrLeaseExpired):
+		k.tell(name, l, fmt.Sprintf("Lease '%s' has expired: %v", name, err))
+	case time.Since(k.lastOK[name]) > l.TTL && !k.slow[name]:
+		k.slow[name] = true
+		k.say(fmt.Sprintf("Lease '%s' could not be refreshed for more than its ttl of %s: it may have expired (%v)", name, l.TTL, err))
+	}
+	return true
+}
+
+// backOff puts off lease name's next refresh after a failed one.
+func (k *keeper) backOff(name string, l Lease) {
 	if k.backoff == nil {
 		k.backoff = map[string]backoff{}
 	}
@@ -114,21 +222,16 @@ func (k *keeper) refresh(ctx context.Context, name string, l Lease) bool {
 	b.wait = min(max(2*b.wait, keeperTick), l.TTL/3)
 	b.next = time.Now().Add(b.wait)
 	k.backoff[name] = b
-	switch {
-	case !k.c.leases.keeps(name):
-		// This process let the lease go (REVOKE_LEASE) since the round
-		// began: its end is no news.
-	case errors.Is(err, ErrLeaseExpired), errors.Is(err, ErrLeaseEnded), errors.Is(err, ErrUnknownLease), errors.Is(err, ErrLeaseHeld):
-		k.once(name, fmt.Sprintf("Lease '%s' has expired: %v", name, err))
-	case time.Since(k.lastOK[name]) > l.TTL:
-		k.once(name, fmt.Sprintf("Lease '%s' could not be refreshed for more than its ttl of %s: it may have expired (%v)", name, l.TTL, err))
-	}
-	return true
 }
 
-func (k *keeper) once(name, msg string) {
-	if !k.warned[name] && k.warn != nil {
+// tell says msg of lease name's registration, once.
+func (k *keeper) tell(name string, l Lease, msg string) {
+	k.c.leases.mark(name, l.Registration, func(kl *keptLease) { kl.told = true })
+	k.say(msg)
+}
+
+func (k *keeper) say(msg string) {
+	if k.warn != nil {
 		k.warn(msg)
 	}
-	k.warned[name] = true
 }

@@ -10,7 +10,8 @@ import (
 
 // The keeper refreshing a lease that this process revokes meanwhile (its
 // round read the copy before the revocation) says nothing: the user ended
-// it. It still warns of a lease that ended otherwise.
+// it. It still tells, once, of a registration that ended otherwise: here,
+// another process of the same writer registered the lease again.
 func TestKeeperQuietAboutALeaseThisProcessRevoked(t *testing.T) {
 	ctx := context.Background()
 	c, err := Open(ctx, statesync.NewMemLog("keeper"), Options{Holder: "a"})
@@ -18,7 +19,7 @@ func TestKeeperQuietAboutALeaseThisProcessRevoked(t *testing.T) {
 		t.Fatal(err)
 	}
 	var warnings []string
-	k := keeper{c: c, warn: func(msg string) { warnings = append(warnings, msg) }, lastOK: map[string]time.Time{}, warned: map[string]bool{}}
+	k := keeper{c: c, warn: func(msg string) { warnings = append(warnings, msg) }, lastOK: map[string]time.Time{}, slow: map[string]bool{}, seen: map[string]Lease{}, pulse: &pulse{}}
 	for _, name := range []string{"L", "M"} {
 		if _, err := c.RegisterLease(ctx, name, 10*time.Second); err != nil {
 			t.Fatal(err)
@@ -34,17 +35,42 @@ func TestKeeperQuietAboutALeaseThisProcessRevoked(t *testing.T) {
 		t.Fatalf("warned of a lease this process revoked: %q", warnings)
 	}
 
-	// M ends by another process of the same writer: news.
+	// Another process of the same writer registers M again: news.
 	twin, err := Open(ctx, c.sync.Log(), Options{Holder: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := twin.RevokeLease(ctx, "M"); err != nil {
+	if _, err := twin.RegisterLease(ctx, "M", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	m, _ := st.Lease("M")
 	k.refresh(ctx, "M", m)
-	if len(warnings) != 1 {
-		t.Fatalf("warnings %q, want one of M's end", warnings)
+	k.round(ctx)
+	k.round(ctx)
+	want := "Lease 'M' was registered again by another process of writer 'a'; this process no longer holds it"
+	if len(warnings) != 1 || warnings[0] != want {
+		t.Fatalf("warnings %q, want only %q", warnings, want)
+	}
+	if l, _ := c.State().Lease("M"); l.Registration == m.Registration || !l.heldUnder("a", l.Registration) {
+		t.Fatalf("the keeper touched the new registration: %+v, was %+v", l, m)
+	}
+}
+
+// The pulse takes a gap between beats of more than pulsePause for a time
+// the process was not running, and nothing else.
+func TestPulseNoticesAPause(t *testing.T) {
+	p := &pulse{}
+	p.beat()
+	if p.pausedAt(time.Now().Add(-time.Millisecond)) {
+		t.Fatal("a pause without a gap")
+	}
+	p.mu.Lock()
+	p.last = time.Now().Add(-3 * time.Second) // the last beat before a stop
+	p.mu.Unlock()
+	if !p.pausedAt(time.Now().Add(-time.Second)) {
+		t.Fatal("no pause a second ago, within a gap of 3s")
+	}
+	if p.pausedAt(time.Now().Add(-5*time.Second)) || p.pausedAt(time.Now().Add(time.Second)) {
+		t.Fatal("a pause outside the gap")
 	}
 }

@@ -394,7 +394,8 @@ func TestLeaseErrorsAndDetach(t *testing.T) {
 	if v, _ := a.Get("/servers/1"); v != "kept" {
 		t.Fatal("the detached key went with the lease")
 	}
-	ok(t, b.RevokeHeld(ctx))
+	_, err = b.RevokeHeld(ctx)
+	ok(t, err)
 	if _, ok := b.Get("/servers/2"); ok {
 		t.Fatal("RevokeHeld left b's key")
 	}

@@ -1,0 +1,139 @@
+package sharedconfig_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// A registration has an identity. Process a registers L and stops
+// refreshing it (as if stopped); b, with the same --writer, expires it,
+// registers it again and dies. a, its copy still showing its own
+// registration, cannot refresh, put under or revoke b's: its late refresh
+// lands and changes nothing, and its clean exit reports the registration
+// it lost instead of revoking b's. a's keeper does not keep b's lease
+// alive: it expires within the ttl and 2 seconds of b's death.
+func TestStaleRegistrantNeverTouchesTheNextRegistration(t *testing.T) {
+	ctx := context.Background()
+	srv := jstest.Server(t)
+	open := func() *sharedconfig.Config {
+		l, err := jetstream.OpenLog(ctx, jstest.Connect(t, srv), "identity", "leases", jetstream.LogOptions{})
+		ok(t, err)
+		c, err := sharedconfig.Open(ctx, l, sharedconfig.Options{Holder: "server-1"})
+		ok(t, err)
+		return c
+	}
+	a, b := open(), open()
+	const ttl = time.Second
+	_, err := a.RegisterLease(ctx, "L", ttl)
+	ok(t, err)
+	_, _, err = a.PutWithLease(ctx, "/servers/1", "A-addr", "L")
+	ok(t, err)
+
+	stopB := b.KeepLeases(func(msg string) { t.Log("b:", msg) })
+	defer stopB()
+	for end := time.Now().Add(5 * ttl); ; time.Sleep(50 * time.Millisecond) {
+		ok(t, b.Refresh(ctx))
+		if _, held := b.State().Lease("L"); !held {
+			break // b's keeper expired it
+		}
+		if time.Now().After(end) {
+			t.Fatal("b did not expire a's lease")
+		}
+	}
+	_, err = b.RegisterLease(ctx, "L", ttl)
+	ok(t, err)
+	_, _, err = b.PutWithLease(ctx, "/servers/1", "B-addr", "L")
+	ok(t, err)
+	stopB() // b dies without revoking
+	stopped := time.Now()
+	bs, _ := b.State().Lease("L")
+
+	if _, err := a.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseNotMine) {
+		t.Fatalf("a's late refresh: %v, want ErrLeaseNotMine", err)
+	}
+	if l, _ := a.State().Lease("L"); l != bs {
+		t.Fatalf("a's late refresh made b's lease %+v, was %+v", l, bs)
+	}
+	if _, _, err := a.PutWithLease(ctx, "/servers/1", "A-again", "L"); !errors.Is(err, sharedconfig.ErrLeaseNotMine) {
+		t.Fatalf("a's put under b's registration: %v, want ErrLeaseNotMine", err)
+	}
+	lost, err := a.RevokeHeld(ctx)
+	ok(t, err)
+	if len(lost) != 1 || !strings.Contains(lost[0].String(), "registered again by another process of writer 'server-1'") {
+		t.Fatalf("a's exit reported %v, want the registration it lost", lost)
+	}
+	ok(t, a.Refresh(ctx))
+	if v, _ := a.Get("/servers/1"); v != "B-addr" {
+		t.Fatalf("after a's late refresh, put and exit, /servers/1 is %q", v)
+	}
+	for _, l := range a.Leases() {
+		if l.Mine {
+			t.Fatalf("a calls %+v its own", l)
+		}
+	}
+
+	stopA := a.KeepLeases(func(msg string) { t.Log("a:", msg) })
+	defer stopA()
+	for ; ; time.Sleep(50 * time.Millisecond) {
+		ok(t, a.Refresh(ctx))
+		if _, held := a.State().Lease("L"); !held {
+			t.Logf("b's lease ended %s after b stopped", time.Since(stopped))
+			break
+		}
+		if time.Since(stopped) > ttl+2*time.Second {
+			t.Fatalf("a kept b's lease alive %s after b stopped", time.Since(stopped))
+		}
+	}
+}
+
+// The wire form of a registration: refresh and revoke name it, a snapshot
+// keeps it, and a registration anywhere else, or 0, is not an entry.
+func TestRegistrationOnTheWire(t *testing.T) {
+	var codec sharedconfig.Codec
+	us := []statesync.Update[sharedconfig.State]{
+		sharedconfig.RefreshLease{Lease: "L", Holder: "h", Registration: 12},
+		sharedconfig.RevokeLease{Lease: "L", Holder: "h", Registration: 12},
+		sharedconfig.RefreshLease{Lease: "L", Holder: "h"},
+	}
+	data, err := codec.EncodeUpdates(us)
+	ok(t, err)
+	want := `{"ops":[{"op":"refresh_lease","lease":"L","holder":"h","registration":12},{"op":"revoke_lease","lease":"L","holder":"h","registration":12},{"op":"refresh_lease","lease":"L","holder":"h"}]}`
+	if string(data) != want {
+		t.Fatalf("encoded\n%s\nwant\n%s", data, want)
+	}
+	back, err := codec.DecodeUpdates(data)
+	ok(t, err)
+	for i := range us {
+		if back[i] != us[i] {
+			t.Fatalf("op %d decoded as %+v, want %+v", i, back[i], us[i])
+		}
+	}
+	for _, bad := range []string{
+		`{"ops":[{"op":"refresh_lease","lease":"L","holder":"h","registration":0}]}`,
+		`{"ops":[{"op":"register_lease","lease":"L","holder":"h","ttl_ms":1000,"registration":3}]}`,
+		`{"ops":[{"op":"expire_lease","lease":"L","registration":3}]}`,
+		`{"ops":[{"op":"put","key":"k","value":"v","lease":"L","registration":3}]}`,
+		`{"ops":[{"op":"put","key":"k","value":"v","registration":3}]}`,
+	} {
+		if _, err := codec.DecodeUpdates([]byte(bad)); err == nil {
+			t.Errorf("decoded %s", bad)
+		}
+	}
+
+	st := sharedconfig.RegisterLease{Lease: "L", Holder: "h", TTL: time.Minute}.ApplyAt(sharedconfig.EmptyState(), 7, time.Now())
+	snap, err := codec.EncodeInitial(sharedconfig.Snapshot{State: st})
+	ok(t, err)
+	init, err := codec.DecodeInitial(snap)
+	ok(t, err)
+	if l, _ := init.Create(8).Lease("L"); l.Registration != 7 {
+		t.Fatalf("a snapshot kept registration %d, want 7: %s", l.Registration, snap)
+	}
+}
