@@ -37,24 +37,8 @@ func TestStaleRegistrantNeverTouchesTheNextRegistration(t *testing.T) {
 	_, _, err = a.PutWithLease(ctx, "/servers/1", "A-addr", "L")
 	ok(t, err)
 
-	stopB := b.KeepLeases(func(msg string) { t.Log("b:", msg) })
-	defer stopB()
-	for end := time.Now().Add(5 * ttl); ; time.Sleep(50 * time.Millisecond) {
-		ok(t, b.Refresh(ctx))
-		if _, held := b.State().Lease("L"); !held {
-			break // b's keeper expired it
-		}
-		if time.Now().After(end) {
-			t.Fatal("b did not expire a's lease")
-		}
-	}
-	_, err = b.RegisterLease(ctx, "L", ttl)
-	ok(t, err)
-	_, _, err = b.PutWithLease(ctx, "/servers/1", "B-addr", "L")
-	ok(t, err)
-	stopB() // b dies without revoking
-	stopped := time.Now()
-	bs, _ := b.State().Lease("L")
+	bs := expireAndRegisterAgain(t, b, ttl)
+	stopped := time.Now() // b died
 
 	if _, err := a.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseNotMine) {
 		t.Fatalf("a's late refresh: %v, want ErrLeaseNotMine", err)
@@ -92,6 +76,31 @@ func TestStaleRegistrantNeverTouchesTheNextRegistration(t *testing.T) {
 			t.Fatalf("a kept b's lease alive %s after b stopped", time.Since(stopped))
 		}
 	}
+}
+
+// expireAndRegisterAgain: b keeps leases until it has expired L, then
+// registers L again with ttl, puts B-addr under it and dies (stops keeping
+// leases, without revoking). It returns b's lease.
+func expireAndRegisterAgain(t *testing.T, b *sharedconfig.Config, ttl time.Duration) sharedconfig.Lease {
+	t.Helper()
+	ctx := context.Background()
+	stopB := b.KeepLeases(func(msg string) { t.Log("b:", msg) })
+	defer stopB()
+	for end := time.Now().Add(5 * ttl); ; time.Sleep(50 * time.Millisecond) {
+		ok(t, b.Refresh(ctx))
+		if _, held := b.State().Lease("L"); !held {
+			break // b's keeper expired it
+		}
+		if time.Now().After(end) {
+			t.Fatal("b did not expire a's lease")
+		}
+	}
+	_, err := b.RegisterLease(ctx, "L", ttl)
+	ok(t, err)
+	_, _, err = b.PutWithLease(ctx, "/servers/1", "B-addr", "L")
+	ok(t, err)
+	l, _ := b.State().Lease("L")
+	return l
 }
 
 // The wire form of a registration: refresh and revoke name it, a snapshot
