@@ -21,6 +21,8 @@
 //	Sharedconfig-Kind:   update | snapshot | snapshot-chunk
 //	Nats-Msg-Id:         a unique id per append (duplicate detection)
 //	Sharedconfig-Writer: who wrote it (optional; shown by LOG and follow mode)
+//	Sharedconfig-Speaker: the id its writer goes by in the words of turns
+//	                      (optional; evidence that a waiter writes)
 //
 // The body is the codec's bytes (JSON for sharedconfig, see that package).
 // A snapshot replaces all state before it and is written with

@@ -33,7 +33,11 @@ func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []b
 	if len(data)+headerRoom > l.maxPayload {
 		return statesync.Position{}, fmt.Errorf("an update of %d bytes is %w (%d bytes)", len(data), ErrTooLarge, l.maxPayload)
 	}
-	return l.publishOnce(ctx, last, l.newMsg(KindUpdate, data))
+	msg := l.newMsg(KindUpdate, data)
+	if id := statesync.Speaker(ctx); id != "" {
+		msg.Header.Set(HeaderSpeaker, id)
+	}
+	return l.publishOnce(ctx, last, msg)
 }
 
 // Compact implements statesync.Log.

@@ -11,6 +11,7 @@ const (
 	HeaderSnapshot = "Sharedconfig-Snapshot"
 	HeaderChunk    = "Sharedconfig-Chunk"
 	HeaderWriter   = "Sharedconfig-Writer"
+	HeaderSpeaker  = "Sharedconfig-Speaker"
 
 	FormatVersion     = "1"
 	KindUpdate        = "update"

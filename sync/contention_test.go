@@ -11,6 +11,13 @@ import (
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
+// turnOpts is WithTurnOptions. A test whose waiters are only words gives
+// them a ClaimGrace long enough that they keep their claim.
+func turnOpts(o statesync.TurnOptions) statesync.Option { return statesync.WithTurnOptions(o) }
+
+// patient: words alone keep their claim for the test's length.
+var patient = turnOpts(statesync.TurnOptions{ClaimGrace: time.Hour})
+
 // heard collects the words announced on a log.
 type heard struct {
 	mu    sync.Mutex
@@ -77,6 +84,7 @@ func lastRevision(t *testing.T, log statesync.Log) uint64 {
 // A writer that hears an older writer waiting holds back its write, says
 // that it waits too, and writes once the older one says it is done.
 func TestWriterHoldsBackForAnOlderWaiter(t *testing.T) {
+	t.Parallel()
 	log := statesync.NewMemLog("t")
 	var mu sync.Mutex
 	var tries []statesync.Attempt
@@ -84,7 +92,7 @@ func TestWriterHoldsBackForAnOlderWaiter(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		tries = append(tries, a)
-	}))
+	}), patient)
 	h := listen(t, log)
 	log.Announce([]byte("wait older 0")) // waiting since before s's state
 	before := lastRevision(t, log)
@@ -113,6 +121,7 @@ func TestWriterHoldsBackForAnOlderWaiter(t *testing.T) {
 // An unconditional update cannot lose a race, so it neither holds back for
 // older waiters nor says that it waits.
 func TestUnconditionalUpdateDoesNotWaitForTurns(t *testing.T) {
+	t.Parallel()
 	log := statesync.NewMemLog("t")
 	s := newCounter(t, log)
 	h := listen(t, log)
@@ -131,6 +140,7 @@ func TestUnconditionalUpdateDoesNotWaitForTurns(t *testing.T) {
 // A waiter that is younger than the writer (it started from a later
 // revision) does not hold the writer back, nor does the writer's own word.
 func TestYoungerWaitersAndOwnWordsDoNotHoldBack(t *testing.T) {
+	t.Parallel()
 	log := statesync.NewMemLog("t")
 	s := newCounter(t, log)
 	h := listen(t, log)
@@ -148,10 +158,12 @@ func TestYoungerWaitersAndOwnWordsDoNotHoldBack(t *testing.T) {
 // after a while, and one that never stops talking holds a write back no
 // longer than the bound: words can delay a write, never stop it.
 func TestWaitsAreBounded(t *testing.T) {
+	t.Parallel()
 	t.Run("silent waiter", func(t *testing.T) {
-		statesync.SetTurnTimes(t, 50*time.Millisecond, 20*time.Millisecond, time.Hour, time.Millisecond)
+		t.Parallel()
 		log := statesync.NewMemLog("t")
-		s := newCounter(t, log)
+		s := newCounter(t, log, turnOpts(statesync.TurnOptions{StaleAfter: 50 * time.Millisecond, Heartbeat: 20 * time.Millisecond,
+			MaxHoldBack: time.Hour, BackToBack: time.Millisecond, ClaimGrace: time.Hour}))
 		h := listen(t, log)
 		log.Announce([]byte("wait ghost 0"))
 		done := incrementAsync(s)
@@ -161,9 +173,10 @@ func TestWaitsAreBounded(t *testing.T) {
 		}
 	})
 	t.Run("endless waiter", func(t *testing.T) {
-		statesync.SetTurnTimes(t, time.Hour, 20*time.Millisecond, 100*time.Millisecond, time.Millisecond)
+		t.Parallel()
 		log := statesync.NewMemLog("t")
-		s := newCounter(t, log)
+		s := newCounter(t, log, turnOpts(statesync.TurnOptions{StaleAfter: time.Hour, Heartbeat: 20 * time.Millisecond,
+			MaxHoldBack: 100 * time.Millisecond, BackToBack: time.Millisecond, ClaimGrace: time.Hour}))
 		h := listen(t, log)
 		log.Announce([]byte("wait hog 0"))
 		done := incrementAsync(s)
@@ -214,6 +227,7 @@ func (l *rivalLog) letRivalIn(ctx context.Context) error {
 // at its first try as its age; after it lands it keeps the turn for
 // back-to-back writes and then says it is done.
 func TestLoserAnnouncesAndTakesATurn(t *testing.T) {
+	t.Parallel()
 	log := &rivalLog{MemLog: statesync.NewMemLog("t"), rivals: 1}
 	s := newCounter(t, log)
 	h := listen(t, log)
@@ -247,9 +261,10 @@ func TestLoserAnnouncesAndTakesATurn(t *testing.T) {
 
 // Words from anyone, of any shape, never make a writer fail or panic.
 func TestGarbageWordsAreIgnored(t *testing.T) {
-	statesync.SetTurnTimes(t, 50*time.Millisecond, 20*time.Millisecond, 200*time.Millisecond, time.Millisecond)
+	t.Parallel()
 	log := statesync.NewMemLog("t")
-	s := newCounter(t, log)
+	s := newCounter(t, log, turnOpts(statesync.TurnOptions{StaleAfter: 50 * time.Millisecond, Heartbeat: 20 * time.Millisecond,
+		MaxHoldBack: 200 * time.Millisecond, BackToBack: time.Millisecond}))
 	for _, w := range []string{"", " ", "wait", "wait x", "wait x -1", "wait x 18446744073709551616",
 		"done", "done x y", "wait x 1 2", strings.Repeat("wait ", 100), "\x00\xff wait", "wait \xff 0"} {
 		log.Announce([]byte(w))
@@ -262,25 +277,27 @@ func TestGarbageWordsAreIgnored(t *testing.T) {
 }
 
 // A writer in a closed loop that gets its turn keeps it for TurnCommits
-// back-to-back commits, or until its turn's time is up, then says it is
+// (here turnCommits) back-to-back commits, or until its turn's time is up, then says it is
 // done; one that does not write back to back (a person, a periodic refresh)
 // says so as soon as it lands.
 func TestTurnLastsForBackToBackWritesOnly(t *testing.T) {
+	t.Parallel()
+	const turnCommits = 8
 	for _, tc := range []struct {
 		name      string
 		loop      time.Duration
 		turn      time.Duration
 		doneAfter int // writes after which the writer says done
 	}{
-		{"looping", time.Hour, time.Hour, statesync.TurnCommits},
-		{"pausing", 0, time.Hour, 1},
+		{"looping", time.Hour, time.Hour, turnCommits},
+		{"pausing", time.Nanosecond, time.Hour, 1},
 		{"looping past its time", time.Hour, time.Nanosecond, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			statesync.SetTurnTimes(t, time.Hour, time.Hour, time.Hour, tc.loop)
-			statesync.SetTurnTime(t, tc.turn)
+			t.Parallel()
 			log := &rivalLog{MemLog: statesync.NewMemLog("t")}
-			s := newCounter(t, log)
+			s := newCounter(t, log, turnOpts(statesync.TurnOptions{StaleAfter: time.Hour, Heartbeat: time.Hour, MaxHoldBack: time.Hour,
+				BackToBack: tc.loop, TurnTime: tc.turn, TurnCommits: turnCommits}))
 			if _, err := increment(context.Background(), s); err != nil {
 				t.Fatal(err)
 			}
@@ -289,7 +306,7 @@ func TestTurnLastsForBackToBackWritesOnly(t *testing.T) {
 			log.mu.Lock()
 			log.rivals = 2
 			log.mu.Unlock()
-			for i := 1; i <= statesync.TurnCommits+1; i++ {
+			for i := 1; i <= turnCommits+1; i++ {
 				if _, err := increment(context.Background(), s); err != nil {
 					t.Fatal(err)
 				}
@@ -300,6 +317,11 @@ func TestTurnLastsForBackToBackWritesOnly(t *testing.T) {
 		})
 	}
 }
+
+// slowAndPatient: waiters are remembered, and keep their claim, for the
+// test's length, and no two writes are back to back.
+var slowAndPatient = turnOpts(statesync.TurnOptions{StaleAfter: time.Hour, Heartbeat: time.Hour, MaxHoldBack: time.Hour,
+	BackToBack: time.Nanosecond, ClaimGrace: time.Hour})
 
 // holdBackBehindOlder has s write once, then start a write while an older
 // writer ("older", since 0) waits, and returns when s has said that it
@@ -322,7 +344,7 @@ func holdBackBehindOlder(t *testing.T, log *statesync.MemLog, s *statesync.Synch
 // tries: the log moved meanwhile, and a try on its old copy would be lost
 // for sure.
 func TestWaitedWriteCatchesUpBeforeItTries(t *testing.T) {
-	statesync.SetTurnTimes(t, time.Hour, time.Hour, time.Hour, 0)
+	t.Parallel()
 	log := statesync.NewMemLog("t")
 	var mu sync.Mutex
 	var tries []statesync.Attempt
@@ -330,7 +352,7 @@ func TestWaitedWriteCatchesUpBeforeItTries(t *testing.T) {
 		mu.Lock()
 		tries = append(tries, a)
 		mu.Unlock()
-	}))
+	}), slowAndPatient)
 	other := newCounter(t, struct{ statesync.Log }{log}) // a writer that takes no turns
 	_, done := holdBackBehindOlder(t, log, s)
 	for range 3 { // the older writer's turn
@@ -360,9 +382,9 @@ func TestWaitedWriteCatchesUpBeforeItTries(t *testing.T) {
 // or holds a turn says its wait again: the newcomer missed it, and would
 // otherwise race a turn's holder that does not give way to it.
 func TestWaitersAnswerANewcomer(t *testing.T) {
-	statesync.SetTurnTimes(t, time.Hour, time.Hour, time.Hour, 0)
+	t.Parallel()
 	log := statesync.NewMemLog("t")
-	s := newCounter(t, log)
+	s := newCounter(t, log, slowAndPatient)
 	h, done := holdBackBehindOlder(t, log, s)
 	me := statesync.TurnID(s)
 	// The log moves on, so the newcomer's write is younger than the waiting
@@ -370,7 +392,7 @@ func TestWaitersAnswerANewcomer(t *testing.T) {
 	if _, err := increment(context.Background(), newCounter(t, struct{ statesync.Log }{log})); err != nil {
 		t.Fatal(err)
 	}
-	newcomer := newCounter(t, log)
+	newcomer := newCounter(t, log, slowAndPatient)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	if _, err := increment(ctx, newcomer); err == nil {
@@ -388,8 +410,9 @@ func TestWaitersAnswerANewcomer(t *testing.T) {
 // A write that holds back joins the queue behind the waiters it heard,
 // however old its copy: an old copy is no claim to go first.
 func TestHoldingBackJoinsBehindTheWaiters(t *testing.T) {
+	t.Parallel()
 	log := statesync.NewMemLog("t")
-	s := newCounter(t, log)
+	s := newCounter(t, log, patient)
 	h := listen(t, log)
 	log.Announce([]byte("wait older 0"))
 	log.Announce([]byte("wait newer 50"))
@@ -400,5 +423,189 @@ func TestHoldingBackJoinsBehindTheWaiters(t *testing.T) {
 	log.Announce([]byte("done newer"))
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// finishes runs fn in the background and reports whether it returned
+// within d; the returned channel is closed once it does.
+func finishes(fn func()) (<-chan struct{}, func(d time.Duration) bool) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	return done, func(d time.Duration) bool {
+		select {
+		case <-done:
+			return true
+		case <-time.After(d):
+			return false
+		}
+	}
+}
+
+// A write that holds back for another writer's turn holds no lock while it
+// waits: a fetch, an unconditional write (a lease's refresh) and Locked (a
+// watch being set up) go on meanwhile.
+func TestWaitingForATurnHoldsNoLock(t *testing.T) {
+	t.Parallel()
+	log := statesync.NewMemLog("t")
+	s := newCounter(t, log, slowAndPatient)
+	h := listen(t, log)
+	log.Announce([]byte("wait older 0"))
+	write := incrementAsync(s)
+	waitFor(t, "the writer to hold back", func() bool { return len(h.from(statesync.TurnID(s))) > 0 })
+	ctx := context.Background()
+	var waits []<-chan struct{}
+	for name, op := range map[string]func(){
+		"Fetch":                 func() { _ = s.Fetch(ctx) },
+		"UpdateUnconditionally": func() { _, _ = s.UpdateUnconditionally(ctx, add{N: 10}) },
+		"Locked":                func() { s.Locked(func(statesync.Revisioned[counter]) {}) },
+	} {
+		done, within := finishes(op)
+		if !within(time.Second) {
+			t.Errorf("%s waited for the write that holds back for a turn", name)
+		}
+		waits = append(waits, done)
+	}
+	log.Announce([]byte("done older"))
+	if err := <-write; err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range waits {
+		<-w
+	}
+	if got := value(t, s); got != 11 {
+		t.Fatalf("value %d, want 11", got)
+	}
+}
+
+// A write under WithoutTurns holds back for nobody, nor waits behind a
+// write of its synchronizer that does.
+func TestWriteWithoutTurnsDoesNotWait(t *testing.T) {
+	t.Parallel()
+	log := statesync.NewMemLog("t")
+	s := newCounter(t, log, slowAndPatient)
+	h := listen(t, log)
+	log.Announce([]byte("wait older 0"))
+	write := incrementAsync(s)
+	waitFor(t, "the writer to hold back", func() bool { return len(h.from(statesync.TurnID(s))) > 0 })
+	ctx, cancel := context.WithTimeout(statesync.WithoutTurns(context.Background()), time.Second)
+	defer cancel()
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatalf("a write without turns while an older writer waits: %v", err)
+	}
+	log.Announce([]byte("done older"))
+	if err := <-write; err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, s); got != 2 {
+		t.Fatalf("value %d, want 2", got)
+	}
+}
+
+// heldBack runs one increment through s and returns how long its tries
+// held back in all.
+func heldBack(t *testing.T, s *statesync.Synchronizer[counter], tries *[]statesync.Attempt, mu *sync.Mutex) time.Duration {
+	t.Helper()
+	mu.Lock()
+	*tries = nil
+	mu.Unlock()
+	if _, err := increment(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var d time.Duration
+	for _, a := range *tries {
+		d += a.HeldBack
+	}
+	return d
+}
+
+func tracedCounter(t *testing.T, log statesync.Log, o statesync.TurnOptions) (*statesync.Synchronizer[counter], *[]statesync.Attempt, *sync.Mutex) {
+	var mu sync.Mutex
+	var tries []statesync.Attempt
+	s := newCounter(t, log, turnOpts(o), statesync.WithTrace(func(a statesync.Attempt) {
+		mu.Lock()
+		defer mu.Unlock()
+		tries = append(tries, a)
+	}))
+	return s, &tries, &mu
+}
+
+// talk announces word every 5 ms until the test ends.
+func talk(t *testing.T, log statesync.Announcer, word func(i int) string) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			log.Announce([]byte(word(i)))
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+}
+
+// A waiter that is heard but never writes loses its claim within
+// ClaimGrace, and is not waited for again while the log shows nothing of
+// it; a talker that makes up a new name for each word holds a write back
+// for at most twice ClaimGrace.
+func TestWaiterThatNeverWritesLosesItsClaim(t *testing.T) {
+	t.Parallel()
+	const grace = 30 * time.Millisecond
+	t.Run("one name", func(t *testing.T) {
+		t.Parallel()
+		log := statesync.NewMemLog("t")
+		s, tries, mu := tracedCounter(t, log, statesync.TurnOptions{MaxHoldBack: 2 * time.Second, ClaimGrace: grace})
+		talk(t, log, func(int) string { return "wait spam0 0" })
+		time.Sleep(20 * time.Millisecond)
+		if d := heldBack(t, s, tries, mu); d < grace || d > 10*grace {
+			t.Errorf("the first write held back %v; want about %v", d, grace)
+		}
+		for range 3 {
+			if d := heldBack(t, s, tries, mu); d != 0 {
+				t.Errorf("a later write held back %v for a claim that came to nothing", d)
+			}
+		}
+	})
+	t.Run("new names", func(t *testing.T) {
+		t.Parallel()
+		log := statesync.NewMemLog("t")
+		s, tries, mu := tracedCounter(t, log, statesync.TurnOptions{MaxHoldBack: 2 * time.Second, ClaimGrace: grace})
+		talk(t, log, func(i int) string { return fmt.Sprintf("wait spam%d 0", i) })
+		time.Sleep(20 * time.Millisecond)
+		for range 3 {
+			if d := heldBack(t, s, tries, mu); d < grace || d > 6*grace {
+				t.Errorf("a write held back %v for made-up waiters; want about %v", d, 2*grace)
+			}
+		}
+	})
+}
+
+// A waiter that shows entries of its own in the log keeps its claim past
+// ClaimGrace, for one turn (TurnTime) before the write that waits for it.
+func TestWaiterThatWritesKeepsItsClaimForOneTurn(t *testing.T) {
+	t.Parallel()
+	const grace, turn = 20 * time.Millisecond, 300 * time.Millisecond
+	log := statesync.NewMemLog("t")
+	s, tries, mu := tracedCounter(t, log, statesync.TurnOptions{MaxHoldBack: 2 * time.Second, ClaimGrace: grace, TurnTime: turn})
+	data, err := counterCodec.EncodeUpdates([]statesync.Update[counter]{add{N: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	talk(t, log, func(i int) string {
+		if _, err := log.Append(statesync.SpeakerContext(context.Background(), "writer"), statesync.AnyRevision, data); err != nil {
+			t.Error(err)
+		}
+		return "wait writer 0"
+	})
+	time.Sleep(20 * time.Millisecond)
+	if d := heldBack(t, s, tries, mu); d < turn || d > 3*turn {
+		t.Errorf("the write held back %v for a waiter that writes; want about %v", d, turn)
 	}
 }

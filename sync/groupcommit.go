@@ -93,6 +93,13 @@ func (q *queue[S]) withdraw(r *request[S]) bool {
 // submit runs r, in a batch of its own or with the calls queued beside it,
 // and returns once r has its outcome.
 func (s *Synchronizer[S]) submit(r *request[S]) {
+	if takesNoTurns(r.ctx) {
+		// Not behind a batch that holds back for turns: on its own.
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.runBatchLocked([]*request[S]{r})
+		return
+	}
 	if s.queue.enqueue(r) {
 		s.lead(r)
 		return
@@ -152,12 +159,12 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 	var base local[S] // the state the last try ran the calls on
 	var updates []Update[S]
 	var ends []int // where each member's updates end in updates
-	lost, err := s.retryLocked(ctx, func(attempt int) error {
+	lost, err := s.retryLocked(ctx, func(attempt int, heldBack time.Duration) error {
 		members = s.leaveEnded(members, attempt-1)
 		base = *s.local.Load()
 		cur := base
 		updates, ends = runAll(members, cur)
-		try = Attempt{N: attempt, Base: cur.Revision, Updates: len(updates), HeldBack: s.writing.lastHold}
+		try = Attempt{N: attempt, Base: cur.Revision, Updates: len(updates), HeldBack: heldBack}
 		if len(updates) == 0 {
 			return s.confirmCurrentLocked(ctx, cur.Revision)
 		}

@@ -22,6 +22,9 @@ type Entry struct {
 	// log's: the server's), or zero when not known: a log that records no
 	// time, or an entry this synchronizer applied without reading it back.
 	Time time.Time
+	// Speaker is the id the entry's writer names itself by in the words of
+	// turns (see Announcer and Speaker), if the log records it.
+	Speaker string
 	// Foreign, when not empty, says why the entry is not one of the
 	// synchronizer's (another program wrote it): it holds no state, and
 	// readers step over it. Data is then unused.
@@ -78,6 +81,9 @@ type Announcer interface {
 	// Listen calls fn, from another goroutine or the announcer's, with each
 	// word announced by anyone, until stop is called. fn must not block.
 	Listen(fn func(word []byte)) (stop func(), err error)
+	// An Announcer's log also records with each entry appended the
+	// Speaker of the append's context (Entry.Speaker): the evidence that
+	// a writer who says it waits writes.
 }
 
 // Log is the storage a Synchronizer works on: an append-only sequence of

@@ -51,7 +51,7 @@ func (l *MemLog) Name() string { return l.name }
 
 // Append implements Log.
 func (l *MemLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
-	return l.add(ctx, expected, Entry{Data: slices.Clone(data)})
+	return l.add(ctx, expected, Entry{Data: slices.Clone(data), Speaker: Speaker(ctx)})
 }
 
 // Compact implements Log.
@@ -61,7 +61,7 @@ func (l *MemLog) Compact(ctx context.Context, expected uint64, snapshot []byte) 
 
 // AppendAfter implements Incarnated.
 func (l *MemLog) AppendAfter(ctx context.Context, last Position, data []byte) (Position, error) {
-	return l.addAfter(ctx, last, Entry{Data: slices.Clone(data)})
+	return l.addAfter(ctx, last, Entry{Data: slices.Clone(data), Speaker: Speaker(ctx)})
 }
 
 // CompactAfter implements Incarnated.

@@ -30,11 +30,7 @@ type Synchronizer[S any] struct {
 	readBackAt  time.Time // the log's time on that entry, once read
 	queue       queue[S]  // UpdateState calls waiting for the batch in flight
 
-	turns      turns // what this synchronizer hears of other writers' waits
-	listening  bool  // whether turns hears the log's Announcer; guarded by mu
-	ownTurn    ownTurn
-	writing    *write    // the write under way, if any
-	lastLanded time.Time // when this synchronizer's last append landed
+	cm *contention // how it takes turns with other writers
 
 	logTime atomic.Pointer[LogTime] // the log's clock, as the last read saw it
 }
@@ -87,6 +83,7 @@ type options struct {
 	applied  any // func(Applied[S]) for the synchronizer's S
 	wanted   func() bool
 	progress func(done, total uint64)
+	turns    TurnOptions
 }
 
 // WithProgress calls fn as a catch-up goes, every 1,024 entries and at its
@@ -131,7 +128,7 @@ func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace, wanted: o.wanted, progress: o.progress, turns: newTurns()}
+	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace, wanted: o.wanted, progress: o.progress, cm: newContention(o.turns)}
 	if o.applied != nil {
 		applied, ok := o.applied.(func(Applied[S]))
 		if !ok {
@@ -228,10 +225,11 @@ type catchUp[S any] struct {
 	s            *Synchronizer[S]
 	cur          local[S]
 	pending      []Pending[S]
-	applied      []Applied[S] // for watchers, once the copy is stored
-	record       bool         // keep every entry in applied, not only this process's own
-	start, total uint64       // where the read began, and how many entries it covers
-	newest       time.Time    // the log's time on the newest entry read that had one
+	applied      []Applied[S]      // for watchers, once the copy is stored
+	record       bool              // keep every entry in applied, not only this process's own
+	speakers     map[string]uint64 // the last entry read of each speaker (see contention.go)
+	start, total uint64            // where the read began, and how many entries it covers
+	newest       time.Time         // the log's time on the newest entry read that had one
 }
 
 // take is the Log.Read callback: it takes in one entry.
@@ -247,6 +245,12 @@ func (c *catchUp[S]) take(e Entry) error {
 	a.Local = e.Revision == c.s.readingBack
 	if a.Local {
 		c.s.readBackAt = e.Time
+	}
+	if e.Speaker != "" && len(e.Speaker) <= 64 {
+		if c.speakers == nil {
+			c.speakers = map[string]uint64{}
+		}
+		c.speakers[e.Speaker] = e.Revision
 	}
 	if c.record || a.Local && c.s.applied != nil {
 		c.applied = append(c.applied, a)
@@ -296,6 +300,9 @@ func (c *catchUp[S]) flush() {
 // finish applies what is pending and reports the end of a long catch-up.
 func (c *catchUp[S]) finish() {
 	c.flush()
+	if c.speakers != nil {
+		c.s.cm.saw(c.speakers)
+	}
 	if c.reporting() {
 		c.s.progress(c.total, c.total)
 	}
@@ -415,7 +422,7 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 	if err != nil {
 		return 0, err
 	}
-	at, err := s.appendAfter(ctx, cur.position(), data)
+	at, err := s.appendAfter(SpeakerContext(ctx, s.cm.id), cur.position(), data)
 	if err != nil {
 		return 0, s.replacedLocked(ctx, err)
 	}
@@ -466,33 +473,29 @@ func (s *Synchronizer[S]) confirmCurrentLocked(ctx context.Context, base uint64)
 // copy, until it succeeds or fails with anything but a conflict. After each
 // conflict it catches up to the revision the log reported, tells caughtUp
 // (if set) how far it got, and tries again at once.
-func (s *Synchronizer[S]) retryOnConflictLocked(ctx context.Context, try func(attempt int) error, caughtUp func(*ConflictError, uint64)) error {
+func (s *Synchronizer[S]) retryOnConflictLocked(ctx context.Context, try func(attempt int, heldBack time.Duration) error, caughtUp func(*ConflictError, uint64)) error {
 	lost, err := s.retryLocked(ctx, try, caughtUp)
 	return gaveUp(ctx, lost, err)
 }
 
 // retryLocked is retryOnConflictLocked without the naming of the error: it
 // returns the error that stopped it and how many tries in a row it had lost.
-func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int) error, caughtUp func(*ConflictError, uint64)) (lost int, err error) {
+func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int, heldBack time.Duration) error, caughtUp func(*ConflictError, uint64)) (lost int, err error) {
 	if err := s.ensureInitializedLocked(ctx); err != nil {
 		return 0, err
 	}
-	w := s.startWriteLocked()
-	s.writing = w
-	defer func() {
-		s.writing = nil
-		s.endWriteLocked(w, err == nil)
-	}()
+	w := s.cm.startWrite(s.local.Load().Revision, takesNoTurns(ctx))
+	defer func() { s.cm.endWrite(w, err == nil) }()
 	for attempt := 1; ; attempt++ {
-		if err := s.holdBackLocked(ctx); err != nil {
+		if err := s.holdBackLocked(ctx, w); err != nil {
 			return attempt - 1, err
 		}
-		err := try(attempt)
+		err := try(attempt, w.lastHold)
 		var conflict *ConflictError
 		if !errors.As(err, &conflict) {
 			return attempt - 1, err
 		}
-		s.lostLocked(w, conflict.Current)
+		s.cm.lost(w, conflict.Current)
 		rev, err := s.fetchLocked(ctx, conflict.Current)
 		if caughtUp != nil {
 			caughtUp(conflict, rev)
@@ -568,7 +571,7 @@ func (s *Synchronizer[S]) UpdateUnconditionally(ctx context.Context, updates ...
 func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S]) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.listenLocked() // so that the first write knows who waits
+	s.cm.listen(s.log) // so that the first write knows who waits
 	if s.local.Load().initialized {
 		return nil
 	}
@@ -589,7 +592,7 @@ func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S])
 }
 
 func (s *Synchronizer[S]) ensureInitializedLocked(ctx context.Context) error {
-	s.listenLocked() // so that the first write knows who waits
+	s.cm.listen(s.log) // so that the first write knows who waits
 	if s.local.Load().initialized {
 		return nil
 	}
@@ -608,7 +611,7 @@ func (s *Synchronizer[S]) ensureInitializedLocked(ctx context.Context) error {
 func (s *Synchronizer[S]) Compact(ctx context.Context, snapshot func(state S) InitialUpdate[S]) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.retryOnConflictLocked(ctx, func(int) error {
+	return s.retryOnConflictLocked(ctx, func(int, time.Duration) error {
 		cur := *s.local.Load()
 		data, err := s.codec.EncodeInitial(snapshot(cur.Value))
 		if err != nil {

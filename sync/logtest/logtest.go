@@ -31,6 +31,7 @@ func Run(t *testing.T, newLog func(t *testing.T) statesync.Log) {
 	t.Run("ReadInsideRead", func(t *testing.T) { testReadInsideRead(t, newLog(t)) })
 	t.Run("ReadsDoNotWaitForCallbacks", func(t *testing.T) { testReadsDoNotWaitForCallbacks(t, newLog(t)) })
 	t.Run("Announce", func(t *testing.T) { testAnnounce(t, newLog(t)) })
+	t.Run("Speaker", func(t *testing.T) { testSpeaker(t, newLog(t)) })
 }
 
 func ctx(t *testing.T) context.Context {
@@ -425,5 +426,27 @@ func testAnnounce(t *testing.T, l statesync.Log) {
 	listeners[1]()
 	if got := lastRevision(t, l); got != before {
 		t.Fatalf("announcing moved the log from %d to %d", before, got)
+	}
+}
+
+// testSpeaker: a log that carries words records with each entry the
+// speaker its append was made for, the evidence that a waiter writes.
+func testSpeaker(t *testing.T, l statesync.Log) {
+	if _, ok := l.(statesync.Announcer); !ok {
+		t.Skip("the log does not implement Announcer")
+	}
+	rev, err := l.Append(statesync.SpeakerContext(ctx(t), "w1"), statesync.AnyRevision, []byte("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := l.Read(ctx(t), rev-1, rev, func(e statesync.Entry) error {
+		got = append(got, e.Speaker)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "w1" {
+		t.Fatalf("speakers read %q, want [w1]", got)
 	}
 }
