@@ -1,0 +1,183 @@
+package sharedconfig_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+)
+
+// A live holder keeps a lease of the shortest ttl through as much
+// contention as several looping writers make: a writer that holds back for
+// other writers' turns keeps neither its own refreshes nor anyone's
+// expiries waiting.
+func TestLiveHolderKeepsItsLeaseUnderContention(t *testing.T) {
+	e := newEnv(t)
+	const others, each = 8, 300
+	ctx := context.Background()
+	holder := e.open(sharedconfig.Options{Holder: "holder"})
+	var mu sync.Mutex
+	var warnings []string
+	defer holder.KeepLeases(func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		warnings = append(warnings, msg)
+	})()
+	must[bool](t)(holder.RegisterLease(ctx, "L", sharedconfig.MinLeaseTTL))
+	if _, _, err := holder.PutWithLease(ctx, "/live", "yes", "L"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range others {
+		c := e.open(sharedconfig.Options{Holder: fmt.Sprint("other", i)})
+		stop := c.KeepLeases(nil) // as every shell does: it expires what falls due
+		wg.Go(func() {
+			defer stop()
+			putEach(t, c, fmt.Sprint("/other", i), each)
+		})
+	}
+	wg.Go(func() { putEach(t, holder, "/holder", each) })
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(warnings) > 0 {
+		t.Errorf("the live holder was warned: %q", warnings)
+	}
+	if err := holder.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := holder.State().Lookup("/live"); !ok || p.Lease != "L" {
+		t.Errorf("the live holder's key is gone (%v, %v)", p, ok)
+	}
+}
+
+// A live holder that writes keeps its lease of the shortest ttl while
+// someone forges words: its writes hold back for a forged waiter only
+// briefly, and its refreshes never wait for them.
+func TestLiveHolderKeepsItsLeaseUnderForgedWaits(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	holder := e.open(sharedconfig.Options{Holder: "holder"})
+	watcher := e.open(sharedconfig.Options{Holder: "watcher"})
+	var mu sync.Mutex
+	var warnings []string
+	defer holder.KeepLeases(func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		warnings = append(warnings, msg)
+	})()
+	defer watcher.KeepLeases(nil)()
+	must[bool](t)(holder.RegisterLease(ctx, "L", sharedconfig.MinLeaseTTL))
+	if _, _, err := holder.PutWithLease(ctx, "/live", "yes", "L"); err != nil {
+		t.Fatal(err)
+	}
+	forgeWaits(t, e)
+	for start := time.Now(); time.Since(start) < 4*sharedconfig.MinLeaseTTL; {
+		if _, _, err := holder.Put(ctx, "/holder", "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := watcher.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if p, ok := watcher.State().Lookup("/live"); !ok || p.Lease != "L" || len(warnings) > 0 {
+		t.Errorf("the live holder's key: %v, %v; warnings %q", p, ok, warnings)
+	}
+}
+
+// putEach puts key n times, one at a time.
+func putEach(t *testing.T, c *sharedconfig.Config, key string, n int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for i := range n {
+		if _, _, err := c.Put(ctx, key, fmt.Sprint(i)); err != nil {
+			t.Error(err)
+			return
+		}
+	}
+}
+
+// forgeWaits publishes a forged "wait" word on the config's turns subject
+// every 50 ms until the test ends: a writer that is heard but never writes.
+func forgeWaits(t *testing.T, e *env) {
+	nc := jstest.Connect(t, e.srv)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			publishWait(nc, e.name)
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+}
+
+func publishWait(nc *nats.Conn, name string) {
+	_ = nc.Publish(jetstream.Subject("test", name)+".turns", []byte("wait spam0 0"))
+	_ = nc.Flush()
+}
+
+// Forged words hold an uncontended write back only briefly: the forger's
+// claim needs an entry of its own in the log, which never comes.
+func TestForgedWaitsDoNotHoldBackAPut(t *testing.T) {
+	e := newEnv(t)
+	c := e.open(sharedconfig.Options{})
+	forgeWaits(t, e)
+	time.Sleep(100 * time.Millisecond) // the forged word is heard
+	ctx := context.Background()
+	for i := range 5 {
+		start := time.Now()
+		if _, _, err := c.Put(ctx, "k", fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > 300*time.Millisecond {
+			t.Errorf("put %d under forged words took %v", i, took)
+		}
+	}
+}
+
+// A killed holder's lease expires within two ttls while someone forges
+// words: expiries and the witnesses before them wait for no turns.
+func TestKilledHoldersLeaseExpiresUnderForgedWaits(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const ttl = 2 * time.Second
+	holder := e.open(sharedconfig.Options{Holder: "killed"})
+	watcher := e.open(sharedconfig.Options{Holder: "watcher"})
+	start := time.Now()
+	must[bool](t)(holder.RegisterLease(ctx, "L", ttl))
+	if _, _, err := holder.PutWithLease(ctx, "/dead", "x", "L"); err != nil {
+		t.Fatal(err)
+	}
+	// The holder is killed: it never refreshes the lease. Words are forged
+	// from then on.
+	forgeWaits(t, e)
+	defer watcher.KeepLeases(nil)()
+	for time.Since(start) < 2*ttl {
+		if err := watcher.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, held := watcher.State().Lease("L"); !held {
+			t.Logf("the lease ended %v after it was registered", time.Since(start).Round(time.Millisecond))
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("a killed holder's lease of ttl %v was still there %v later, under forged words", ttl, time.Since(start).Round(time.Millisecond))
+}
