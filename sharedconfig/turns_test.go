@@ -141,15 +141,18 @@ func TestForgedWaitsDoNotHoldBackAPut(t *testing.T) {
 	forgeWaits(t, e)
 	time.Sleep(100 * time.Millisecond) // the forged word is heard
 	ctx := context.Background()
+	var took []time.Duration
 	for i := range 5 {
 		start := time.Now()
 		if _, _, err := c.Put(ctx, "k", fmt.Sprint(i)); err != nil {
 			t.Fatal(err)
 		}
-		if took := time.Since(start); took > 300*time.Millisecond {
-			t.Errorf("put %d under forged words took %v", i, took)
+		took = append(took, time.Since(start).Round(time.Millisecond/10))
+		if took[i] > 300*time.Millisecond {
+			t.Errorf("put %d under forged words took %v", i, took[i])
 		}
 	}
+	t.Logf("puts under forged words took %v", took)
 }
 
 // A killed holder's lease expires within two ttls while someone forges
