@@ -29,11 +29,12 @@ import (
 // forged word can make a writer wait or lose, never write on a stale copy.
 // And a word alone holds nobody back for long: each entry records who
 // wrote it (the speaker, see Speaker), and the waiter first in line must
-// show an entry of its own in the log within ClaimGrace, or it loses its
-// claim and its words are ignored until the log shows one. Each waiter
+// show an entry of its own in the log within ClaimGrace (longer where
+// tries are slow), or it loses its claim and its words are ignored until
+// the log shows one. Each waiter
 // goes before a given write once, for one turn, and a write gives up
 // holding back once claims that came to nothing have cost it twice
-// ClaimGrace, or after MaxHoldBack in all. The wait itself holds no lock:
+// that grace, or after MaxHoldBack in all. The wait itself holds no lock:
 // reads, watches and unconditional writes of the process go on meanwhile,
 // and writes that must land at a time (WithoutTurns) take no turns at all.
 //
@@ -61,8 +62,9 @@ type TurnOptions struct {
 	// that long, whichever comes first (32, 40 ms).
 	TurnCommits int
 	TurnTime    time.Duration
-	// ClaimGrace is how long the waiter first in line has to show an entry
-	// of its own in the log before it loses its claim (50 ms).
+	// ClaimGrace is how long the waiter first in line has at least to show
+	// an entry of its own in the log before it loses its claim (50 ms); ten
+	// times the time a try takes, where that is longer.
 	ClaimGrace time.Duration
 }
 
@@ -134,7 +136,8 @@ type contention struct {
 	wrote     map[string]uint64    // the newest entry read of each speaker
 	void      map[string]time.Time // speakers whose claim came to nothing, and when
 	own       ownTurn
-	landed    time.Time // when this synchronizer's last append landed
+	landed    time.Time     // when this synchronizer's last append landed
+	tryTime   time.Duration // a moving average of how long a try takes here
 }
 
 type waiter struct {
@@ -249,6 +252,22 @@ func (c *contention) wroteAfter(id string, rev uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.wrote[id] > rev
+}
+
+// tried records how long a try (an append, or a confirmation) took.
+func (c *contention) tried(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tryTime += (d - c.tryTime) / 8
+}
+
+// grace is how long the waiter first in line has to show an entry of its
+// own: ClaimGrace, or more where tries are slow (a loaded machine, a
+// cluster), since a waiter's turn costs it a catch-up and a try.
+func (c *contention) grace() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return max(c.opt.ClaimGrace, 10*c.tryTime)
 }
 
 // voidClaim makes c ignore id's words until the log shows an entry of its
@@ -479,7 +498,7 @@ func (s *Synchronizer[S]) holdBackLocked(ctx context.Context, w *write) (err err
 			_, err = s.fetchLocked(ctx, 0)
 		}
 	}()
-	for w.heldBack < c.opt.MaxHoldBack && w.voided < 2*c.opt.ClaimGrace {
+	for w.heldBack < c.opt.MaxHoldBack && w.voided < 2*c.grace() {
 		now := time.Now()
 		ahead, first, stale, changed := c.ahead(w, now)
 		if ahead == 0 {
@@ -548,7 +567,7 @@ func (s *Synchronizer[S]) judgeClaimLocked(ctx context.Context, w *write, first 
 		w.pass(first) // its turn before w is over
 		return judgeBy, true, nil
 	}
-	if judgeBy = w.firstAt.Add(c.opt.ClaimGrace); now.Before(judgeBy) {
+	if judgeBy = w.firstAt.Add(c.grace()); now.Before(judgeBy) {
 		return judgeBy, false, nil
 	}
 	if _, err := s.fetchLocked(ctx, 0); err != nil {

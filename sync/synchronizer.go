@@ -490,7 +490,9 @@ func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int,
 		if err := s.holdBackLocked(ctx, w); err != nil {
 			return attempt - 1, err
 		}
+		began := time.Now()
 		err := try(attempt, w.lastHold)
+		s.cm.tried(time.Since(began))
 		var conflict *ConflictError
 		if !errors.As(err, &conflict) {
 			return attempt - 1, err
