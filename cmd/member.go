@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/repl"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 // member is a one-shot way to hold a lease from a script or a service's
@@ -62,7 +64,7 @@ func memberCommandFunc(cmd *cobra.Command, f *rootFlags, key, value string, ttl 
 		}
 	}
 	stopKeeper := s.cfg.KeepLeases(func(msg string) { memberWarning(cmd, f, msg) })
-	lost := holdUntilEnd(ctx, cmd.InOrStdin(), s.cfg, key, value, ttl)
+	lost := holdUntilEnd(ctx, cmd.InOrStdin(), s.cfg, f.scope+"/"+f.name, key, value, ttl)
 	stopKeeper()
 	if lost != "" {
 		memberWarning(cmd, f, fmt.Sprintf("Lease '%s' lost: %s", repl.Shown(key), lost))
@@ -78,7 +80,7 @@ func memberCommandFunc(cmd *cobra.Command, f *rootFlags, key, value string, ttl 
 
 // holdUntilEnd waits for the end (a signal, or the end of input) and
 // returns "", or says how the lease was lost if it was.
-func holdUntilEnd(ctx context.Context, stdin io.Reader, cfg *sharedconfig.Config, key, value string, ttl time.Duration) (lost string) {
+func holdUntilEnd(ctx context.Context, stdin io.Reader, cfg *sharedconfig.Config, config, key, value string, ttl time.Duration) (lost string) {
 	inputEnded := make(chan struct{})
 	if watchesInput(stdin) {
 		go func() {
@@ -99,6 +101,9 @@ func holdUntilEnd(ctx context.Context, stdin io.Reader, cfg *sharedconfig.Config
 		refreshCtx, cancel := context.WithTimeout(ctx, ttl)
 		err := cfg.Refresh(refreshCtx)
 		cancel()
+		if gone := configGone(err, config); gone != "" {
+			return gone
+		}
 		if err != nil {
 			continue // no word from the server: the keeper warns if it lasts
 		}
@@ -106,6 +111,18 @@ func holdUntilEnd(ctx context.Context, stdin io.Reader, cfg *sharedconfig.Config
 			return lost
 		}
 	}
+}
+
+// configGone says so if err is the config destroyed under the member: its
+// lease went with it, and a retry would never hear from the stream again.
+func configGone(err error, config string) string {
+	switch {
+	case errors.Is(err, statesync.ErrReplaced):
+		return config + " was destroyed and created again"
+	case errors.Is(err, statesync.ErrDeleted):
+		return config + " was destroyed (by another process)"
+	}
+	return ""
 }
 
 // watchesInput: the end of input ends a member when input is a pipe or a
