@@ -50,6 +50,9 @@ type wireUpdates struct {
 func (Codec) EncodeUpdates(us []statesync.Update[State]) ([]byte, error) {
 	w := wireUpdates{Ops: make([]wireOp, len(us))}
 	for i, u := range us {
+		if k, ok := updateKey(u); ok && k == "" {
+			return nil, ErrEmptyKey
+		}
 		switch u := u.(type) {
 		case Put:
 			w.Ops[i] = wireOp{Op: "put", Key: &u.Key, Value: &u.Value}
@@ -95,13 +98,13 @@ func decodeCanonicalUpdates(data []byte) ([]statesync.Update[State], bool) {
 			k, ok1 := p.str()
 			ok2 := p.lit(`,"value":`)
 			v, ok3 := p.str()
-			if !ok1 || !ok2 || !ok3 || !p.lit("}") {
+			if !ok1 || k == "" || !ok2 || !ok3 || !p.lit("}") {
 				return nil, false
 			}
 			us = append(us, Put{k, v})
 		case p.lit(`remove","key":`):
 			k, ok := p.str()
-			if !ok || !p.lit("}") {
+			if !ok || k == "" || !p.lit("}") {
 				return nil, false
 			}
 			us = append(us, Remove{k})
@@ -158,6 +161,9 @@ func decodeUpdatesStrict(data []byte) ([]statesync.Update[State], error) {
 	}
 	us := make([]statesync.Update[State], len(w.Ops))
 	for i, op := range w.Ops {
+		if op.Key != nil && *op.Key == "" {
+			return nil, fmt.Errorf("op %d has an empty key, which no command writes: %s", i, mustJSON(op))
+		}
 		if u, ok := decodeLeaseOp(op); ok {
 			us[i] = u
 			continue
@@ -177,6 +183,23 @@ func decodeUpdatesStrict(data []byte) ([]statesync.Update[State], error) {
 		}
 	}
 	return us, nil
+}
+
+// ErrEmptyKey: readers take an entry with an empty key for damage, so none
+// is written (no command can name one to read, replace or remove it).
+var ErrEmptyKey = errors.New("a key is empty: keys are never empty")
+
+// updateKey is the key a put or remove names.
+func updateKey(u statesync.Update[State]) (string, bool) {
+	switch u := u.(type) {
+	case Put:
+		return u.Key, true
+	case Remove:
+		return u.Key, true
+	case PutWithLease:
+		return u.Key, true
+	}
+	return "", false
 }
 
 // EncodeInitial implements statesync.Codec. It writes the properties in key
@@ -222,6 +245,9 @@ func (Codec) DecodeInitial(data []byte) (statesync.InitialUpdate[State], error) 
 	}
 	if w.Properties == nil {
 		return nil, errors.New(`not a sharedconfig snapshot: no "properties"`)
+	}
+	if _, ok := (*w.Properties)[""]; ok {
+		return nil, errors.New("not a sharedconfig snapshot: it holds an empty key, which no command writes")
 	}
 	es := make([]entry, 0, len(*w.Properties))
 	for k, v := range *w.Properties {

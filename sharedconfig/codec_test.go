@@ -1,6 +1,7 @@
 package sharedconfig
 
 import (
+	"errors"
 	"maps"
 	"math/rand/v2"
 	"reflect"
@@ -12,7 +13,7 @@ import (
 )
 
 func TestCodecRoundTrip(t *testing.T) {
-	updates := []statesync.Update[State]{Put{"k", "v"}, Put{"a\"b", "<\u00e9>\n"}, Remove{"k"}, Clear{}, Put{"", ""}}
+	updates := []statesync.Update[State]{Put{"k", "v"}, Put{"a\"b", "<\u00e9>\n"}, Remove{"k"}, Clear{}, Put{"k", ""}}
 	data, err := Codec{}.EncodeUpdates(updates)
 	if err != nil {
 		t.Fatal(err)
@@ -29,9 +30,20 @@ func TestDecodeRefuses(t *testing.T) {
 		`{"ops":[{"op":"remove","key":"k","value":"v"}]}`, `{"ops":[{"op":"clear","key":"k"}]}`, `{"ops":[{"op":"drop"}]}`,
 		`{"ops":[{"op":"clear"}]} trailing`, "{\"ops\":[{\"op\":\"put\",\"key\":\"\xff\",\"value\":\"v\"}]}",
 		`{"ops":[{"op":"clear"}],"extra":true}`, `[1,2]`,
+		// No command can write an empty key, nor read, replace or remove one.
+		`{"ops":[{"op":"put","key":"","value":"v"}]}`, `{"ops":[{"op":"remove","key":""}]}`,
+		`{"ops":[{"op":"put","key":"","value":"v","lease":"L"}]}`,
 	} {
 		if us, err := (Codec{}).DecodeUpdates([]byte(bad)); err == nil {
 			t.Errorf("DecodeUpdates(%q) = %#v, want an error", bad, us)
+		}
+	}
+	if init, err := (Codec{}).DecodeInitial([]byte(`{"properties":{"":"v"}}`)); err == nil {
+		t.Errorf("DecodeInitial of a snapshot with an empty key = %#v, want an error", init)
+	}
+	for _, u := range []statesync.Update[State]{Put{"", "v"}, Remove{""}, PutWithLease{"", "v", "L"}} {
+		if data, err := (Codec{}).EncodeUpdates([]statesync.Update[State]{u}); !errors.Is(err, ErrEmptyKey) {
+			t.Errorf("EncodeUpdates(%#v) = %s, %v; want ErrEmptyKey", u, data, err)
 		}
 	}
 	// Other spacing and field order are valid JSON and decode the same.
