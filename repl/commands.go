@@ -381,8 +381,17 @@ func describeChange(ch sharedconfig.Change) (operation, arguments string) {
 			ops = append(ops, "CLEAR")
 		}
 	}
+	if len(ops) > describedOps {
+		more := fmt.Sprintf("... and %d more (%d operations)", len(ops)-describedOps, len(ops))
+		ops, args = append(ops[:describedOps], "..."), append(args[:describedOps], more)
+	}
 	return strings.Join(ops, "; "), strings.Join(args, "; ")
 }
+
+// describedOps is how many operations of one entry LOG and follow mode
+// spell out: an import is one entry of every key and value, and a line is
+// no place for all of them (-o json and HISTORY give each).
+const describedOps = 3
 
 func runLog(ctx context.Context, sh *Shell, args []string) reply {
 	n := 10
