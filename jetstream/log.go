@@ -169,9 +169,28 @@ func (l *Log) lookUpOrCreate(ctx context.Context, scope, name string, o LogOptio
 		stream, err = l.js.Stream(ctx, l.name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("creating stream %s: %w", l.name, describeJSError(err))
+		return nil, fmt.Errorf("creating stream %s: %w", l.name, l.describeCreateError(ctx, err))
 	}
 	return stream, nil
+}
+
+// jsErrSubjectOverlap is the server's code for a new stream whose subjects
+// another stream already takes.
+const jsErrSubjectOverlap = 10065
+
+// describeCreateError names the stream that holds the config's subject when
+// that is why the config's stream cannot be created: the server says only
+// that subjects overlap, and the user must find and change that stream.
+func (l *Log) describeCreateError(ctx context.Context, err error) error {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode != jsErrSubjectOverlap {
+		return describeJSError(err)
+	}
+	owner, lookErr := l.js.StreamNameBySubject(ctx, l.subject)
+	if lookErr != nil {
+		return fmt.Errorf("another stream already takes the subject %s (%w)", l.subject, err)
+	}
+	return fmt.Errorf("stream %s, not sharedconfig's, already takes the subject %s: take it out of that stream's subjects, or use another scope or name (%w)", owner, l.subject, err)
 }
 
 // checkStreamConfig names every setting of an existing stream under which

@@ -144,3 +144,20 @@ func TestServerWithoutJetStream(t *testing.T) {
 		t.Fatalf("OpenLog on a server without JetStream: %v", err)
 	}
 }
+
+// A stream of another program that takes the config's subject (a wildcard
+// over sharedconfig.grab.>, say) makes the config impossible to create: the
+// error names that stream, not only the server's "subjects overlap".
+func TestSubjectTakenByAnotherStream(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	js, _ := natsjs.New(nc)
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, natsjs.StreamConfig{Name: "GRAB", Subjects: []string{"sharedconfig.grab.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := jetstream.OpenLog(ctx, nc, "grab", "someConfig", jetstream.LogOptions{})
+	if err == nil || !strings.Contains(err.Error(), "stream GRAB") || !strings.Contains(err.Error(), "sharedconfig.grab.someConfig") {
+		t.Fatalf("OpenLog = %v; want it to name stream GRAB and the subject it takes", err)
+	}
+}
