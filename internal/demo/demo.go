@@ -184,7 +184,8 @@ func (r *run) removeConfigs() error {
 	defer nc.Close()
 	var errs []error
 	for _, name := range r.res.Configs {
-		if err := jetstream.DeleteConfig(ctx, nc, r.o.Scope, name); err != nil {
+		// Already gone (destroyed under the run) is what removing is for.
+		if err := jetstream.DeleteConfig(ctx, nc, r.o.Scope, name); err != nil && !errors.Is(err, jetstream.ErrNoConfig) {
 			errs = append(errs, err)
 		}
 	}

@@ -219,3 +219,35 @@ func TestStoppedRunLeavesNoConfig(t *testing.T) {
 		t.Errorf("the stopped run left %+v on the server", configs)
 	}
 }
+
+// A demo's config destroyed under it (by 'sharedconfig destroy', say) is not
+// an error of its clean-up: there is nothing left to remove.
+func TestDestroyedConfigIsNoCleanUpError(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	dial := func(context.Context) (*nats.Conn, error) {
+		return localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
+	}
+	destroyed := false
+	var out bytes.Buffer
+	_, err := demo.Run(context.Background(), "race", demo.Options{
+		Dial: dial, Out: &out, Writers: 2, Speed: 100, Scope: "demo", Timeout: 10 * time.Second,
+		Step: func() error {
+			if destroyed {
+				return nil
+			}
+			destroyed = true
+			configs, err := jetstream.ListConfigs(context.Background(), nc)
+			for _, c := range configs {
+				err = errors.Join(err, jetstream.DeleteConfig(context.Background(), nc, c.Scope, c.Name))
+			}
+			return err
+		},
+	})
+	if !destroyed {
+		t.Fatal("the run never reached a second step")
+	}
+	if errors.Is(err, jetstream.ErrNoConfig) {
+		t.Errorf("the run ended with %v: the clean-up took the config already gone for an error", err)
+	}
+}
