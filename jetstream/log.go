@@ -280,21 +280,6 @@ func (l *Log) Listen(fn func(word []byte)) (stop func(), err error) {
 	return func() { sub.Unsubscribe() }, nil
 }
 
-// LastRevision implements statesync.Log. The stream's leader answers, so it
-// is current even on replicated streams.
-func (l *Log) LastRevision(ctx context.Context) (uint64, error) {
-	var last uint64
-	err := l.untilElected(ctx, func(ctx context.Context) error {
-		info, err := l.stream.Info(ctx)
-		if err != nil {
-			return fmt.Errorf("%s: %w", l.name, describeStreamError(err))
-		}
-		last = info.State.LastSeq
-		return nil
-	})
-	return last, err
-}
-
 // checkCreated returns an error wrapping statesync.ErrReplaced unless the
 // stream is still the one created at created: a stream deleted and created
 // again under the same name has a new creation time.

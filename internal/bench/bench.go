@@ -673,7 +673,7 @@ func (r *runner) refresh(ctx context.Context) ([]Row, error) {
 		}
 		ours = append(ours, time.Since(start))
 	}
-	return []Row{row("REFRESH, nothing pending, p50", "µs", percentile(ours, 0.5), percentile(rtt, 0.5), "request round trip").atMost(2)}, nil
+	return []Row{row("REFRESH, nothing pending, p50", "µs", percentile(ours, 0.5), percentile(rtt, 0.5), "request round trip").atMost(1.5)}, nil
 }
 
 // appendEntries appends n update entries to log, unconditionally, from

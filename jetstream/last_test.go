@@ -1,0 +1,124 @@
+package jetstream_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// apiRequests records the subjects of the JetStream API requests made on
+// the server while fn runs (seen from a connection of their own).
+func apiRequests(t *testing.T, watcher *nats.Conn, fn func()) []string {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []string
+	sub, err := watcher.Subscribe("$JS.API.>", func(m *nats.Msg) {
+		mu.Lock()
+		seen = append(seen, m.Subject)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := watcher.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	fn()
+	if err := watcher.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return append([]string(nil), seen...)
+}
+
+// Asking where the log ends (what REFRESH with nothing pending costs) is
+// one get of the last message, not the stream's info, which the server
+// answers through its API queue at about three times a round trip.
+func TestLastRevisionIsOneMessageGet(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	l := openLog(t, nc)
+	ctx := context.Background()
+	for range 3 {
+		if _, err := l.Append(ctx, statesync.AnyRevision, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var last uint64
+	var err error
+	seen := apiRequests(t, jstest.Connect(t, srv), func() { last, err = l.LastRevision(ctx) })
+	if err != nil || last != 3 {
+		t.Fatalf("LastRevision = %d, %v; want 3", last, err)
+	}
+	if len(seen) != 1 || !strings.HasPrefix(seen[0], "$JS.API.DIRECT.GET.") {
+		t.Fatalf("LastRevision made the requests %q; want one direct get", seen)
+	}
+}
+
+// With no message left to ask for (the stream purged by hand) the stream's
+// sequence still says where the log ends; a foreign message last is still
+// the last revision.
+func TestLastRevisionWithoutMessagesOrAfterAForeignOne(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	l := openLog(t, nc)
+	ctx := context.Background()
+	for range 3 {
+		if _, err := l.Append(ctx, statesync.AnyRevision, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Stream().Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if last, err := l.LastRevision(ctx); err != nil || last != 3 {
+		t.Fatalf("LastRevision after a purge of everything = %d, %v; want 3", last, err)
+	}
+	scope, name, _ := jetstream.ParseStreamName(l.Name())
+	if _, err := nc.Request(jetstream.Subject(scope, name), []byte("not ours"), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if last, err := l.LastRevision(ctx); err != nil || last != 4 {
+		t.Fatalf("LastRevision after a foreign message = %d, %v; want 4", last, err)
+	}
+}
+
+// On a replicated stream the leader answers: a revision just acknowledged
+// through one server is seen at once through another, whichever replica
+// is behind.
+func TestLastRevisionOnR3IsTheLeaders(t *testing.T) {
+	nodes, w := clusterLog(t, "lastrev")
+	ctx := context.Background()
+	scope, name, _ := jetstream.ParseStreamName(w.Name())
+	for _, n := range nodes {
+		nc, err := localserver.Connect(localserver.ConnectOptions{URLs: n.Server.ClientURL()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		r, err := jetstream.OpenLog(ctx, nc, scope, name, jetstream.LogOptions{Replicas: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 30 {
+			rev, err := w.Append(ctx, statesync.AnyRevision, []byte("x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last, err := r.LastRevision(ctx); err != nil || last != rev {
+				t.Fatalf("LastRevision through %s = %d, %v just after %d was acknowledged", n.Server.Name(), last, err, rev)
+			}
+		}
+	}
+}
