@@ -38,7 +38,8 @@ uncontended PUT latency against a raw conditional publish, PUT with a large
 state against a small one, contended throughput against NATS KV
 compare-and-set (with how evenly the commits were shared out), 16
 goroutines on one config against 16 configs (group commit), REFRESH against
-a request round trip, catch-up against a raw
+a request round trip, a script of piped PUTs against as many sequential raw
+conditional publishes, catch-up against a raw
 ordered consumer, joining after compaction against joining a whole history,
 GET's allocations, and memory per key.
 

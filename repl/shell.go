@@ -158,6 +158,12 @@ func (sh *Shell) Run(ctx context.Context, in Input) error {
 	}
 	defer sh.keepLeases()() // QUIT, Ctrl-D and the end of a script revoke
 	keyboard, _ := in.(interruptible)
+	execute := func(line string) outcome { return sh.executeInterruptible(ctx, keyboard, line) }
+	if keyboard == nil {
+		p, stop := newPipeline(sh)
+		defer stop() // before the leases are revoked: every line is answered
+		execute = func(line string) outcome { return p.execute(ctx, line) }
+	}
 	for {
 		line, err := readLine(ctx, in)
 		if keyboard != nil && (errors.Is(err, io.EOF) || errors.Is(err, ErrInterrupted)) {
@@ -170,13 +176,14 @@ func (sh *Shell) Run(ctx context.Context, in Input) error {
 		}
 		var tooLong *LineTooLongError
 		if errors.As(err, &tooLong) {
+			execute("") // in its place among the answers
 			sh.render("", refuse("%s", tooLong.Error()))
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		switch sh.executeInterruptible(ctx, keyboard, line) {
+		switch execute(line) {
 		case quitNow:
 			return nil
 		case failed:
@@ -278,13 +285,27 @@ func (sh *Shell) Execute(ctx context.Context, text string) outcome {
 	return sh.render(c.name, c.run(cctx, sh, line.Args))
 }
 
-// render prints a reply and returns its outcome.
+// render prints a reply to the line just read and returns its outcome.
 func (sh *Shell) render(command string, r reply) outcome {
+	what, n := sh.currentPosition()
+	return sh.renderAt(command, r, what, n)
+}
+
+// currentPosition is where the line just read came from ("line", 3), or ""
+// and 0 for a line typed or given alone.
+func (sh *Shell) currentPosition() (what string, n int) {
+	if sh.position == nil {
+		return "", 0
+	}
+	return sh.position()
+}
+
+// renderAt prints a reply to the line at what n and returns its outcome.
+func (sh *Shell) renderAt(command string, r reply, what string, n int) outcome {
 	line, argument := 0, 0
 	if r.outcome == failed {
 		sh.failed++
-		if sh.position != nil {
-			what, n := sh.position()
+		if what != "" {
 			if what == "line" {
 				line = n
 			} else {

@@ -33,6 +33,13 @@ func (o *output) Write(p []byte) (int, error) {
 	return o.b.Write(p)
 }
 
+// String returns what was written since the last take, leaving it.
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
+}
+
 // take returns what was written since the last take.
 func (o *output) take() string {
 	o.mu.Lock()

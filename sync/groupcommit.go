@@ -90,6 +90,20 @@ func (q *queue[S]) withdraw(r *request[S]) bool {
 	return true
 }
 
+type queuedKey struct{}
+
+// WithQueued returns a context under which an UpdateState call calls queued,
+// on the caller's goroutine, as soon as the call has its place in the queue
+// of group commit, before it runs or waits. A caller that starts each call
+// only once the one before it is queued (a script's lines) has them run in
+// that order, each on the state of those before it, as it would one after
+// another, while their entries still group. A call refused before it queues
+// (its context already ended, say), or made WithoutTurns (it does not
+// queue), never calls queued.
+func WithQueued(ctx context.Context, queued func()) context.Context {
+	return context.WithValue(ctx, queuedKey{}, queued)
+}
+
 // submit runs r, in a batch of its own or with the calls queued beside it,
 // and returns once r has its outcome.
 func (s *Synchronizer[S]) submit(r *request[S]) {
@@ -100,7 +114,11 @@ func (s *Synchronizer[S]) submit(r *request[S]) {
 		s.runBatchLocked([]*request[S]{r})
 		return
 	}
-	if s.queue.enqueue(r) {
+	lead := s.queue.enqueue(r)
+	if queued, ok := r.ctx.Value(queuedKey{}).(func()); ok {
+		queued()
+	}
+	if lead {
 		s.lead(r)
 		return
 	}

@@ -443,3 +443,42 @@ func TestBatchedTimedUpdatesGetTheEntrysTime(t *testing.T) {
 		t.Errorf("the next call's state after it: %+v; want the log's time and count 3", next.after)
 	}
 }
+
+// Calls each started once the one before is queued (WithQueued) run in the
+// order they were started, each on the state its predecessors left, with
+// nothing holding an append to make them queue: a script's lines,
+// pipelined.
+func TestCallsStartedOnceQueuedRunInOrder(t *testing.T) {
+	log := statesync.NewMemLog("t")
+	s := newCounter(t, log)
+	const n = 200
+	saw := make([]counter, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		queued := make(chan struct{})
+		ctx := statesync.WithQueued(context.Background(), func() { close(queued) })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			saw[i], errs[i] = statesync.UpdateState(ctx, s, func(v counter) ([]statesync.Update[counter], counter) {
+				return []statesync.Update[counter]{add{N: int64(i)}}, v
+			})
+		}()
+		<-queued
+	}
+	wg.Wait()
+	var want counter
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if saw[i] != want {
+			t.Fatalf("call %d saw %d, want %d: the sum of the calls started before it", i, saw[i], want)
+		}
+		want += counter(i)
+	}
+	if v := value(t, s); v != want {
+		t.Fatalf("counter = %d, want %d", v, want)
+	}
+}

@@ -111,6 +111,7 @@ var Phases = []Phase{
 	{"leases", (*runner).leases},
 	{"group commit", (*runner).groupCommit},
 	{"refresh", (*runner).refresh},
+	{"script", (*runner).script},
 	{"catch-up", (*runner).catchUp},
 	{"join", (*runner).join},
 	{"get", (*runner).get},
