@@ -16,10 +16,11 @@ import (
 // lines before it left, so every line gets the answer it would get alone;
 // answers are printed in order as they come. Any other line (a read, a
 // refusal, QUIT) waits until every line before it is answered, then runs as
-// it always did. A terminal, JSON output (each answer carries the revision
-// after its own line), TRACE ON (tries print as they happen) and
-// --stop-on-error (no line may start before the one before it is known to
-// have succeeded) keep one line at a time.
+// it always did. The lines of one batch share one revision, so a terminal,
+// JSON output and --revisions (answers that show revisions, which a script
+// may count on), TRACE ON (tries print as they happen) and --stop-on-error
+// (no line may start before the one before it is known to have succeeded)
+// keep one line at a time.
 
 // aheadCommands are the commands whose answer depends only on the state the
 // lines before them leave: one UpdateState call each.
@@ -99,7 +100,7 @@ func (p *pipeline) start(ctx context.Context, c *command, args []string) {
 // runsAhead says whether the line is a write that may run ahead, and returns
 // its command and arguments.
 func (sh *Shell) runsAhead(text string) (*command, []string, bool) {
-	if sh.json || sh.stopOnError || sh.tracing.Load() || sh.cfg == nil || strings.HasPrefix(strings.TrimSpace(text), "#") || len(text) > MaxLineLength {
+	if sh.json || sh.revisions || sh.stopOnError || sh.tracing.Load() || sh.cfg == nil || strings.HasPrefix(strings.TrimSpace(text), "#") || len(text) > MaxLineLength {
 		return nil, nil, false
 	}
 	line, err := Parse(text)
