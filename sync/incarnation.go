@@ -19,6 +19,16 @@ import (
 // position is where the local copy stands in the log.
 func (l *local[S]) position() Position { return Position{Revision: l.Revision, ID: l.id} }
 
+// lastPosition is where the log ends, with the ID of the entry there where
+// the log says it in the same request.
+func (s *Synchronizer[S]) lastPosition(ctx context.Context) (Position, error) {
+	if lp, ok := s.log.(LastPositioned); ok {
+		return lp.LastPosition(ctx)
+	}
+	rev, err := s.log.LastRevision(ctx)
+	return Position{Revision: rev}, err
+}
+
 // appendAfter appends data after last, bound to last's ID where the log has
 // IDs.
 func (s *Synchronizer[S]) appendAfter(ctx context.Context, last Position, data []byte) (Position, error) {

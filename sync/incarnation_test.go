@@ -97,3 +97,51 @@ func TestFollowSaysAnErrorOnce(t *testing.T) {
 	case <-time.After(500 * time.Millisecond):
 	}
 }
+
+// readCountingLog counts the reads made of a MemLog.
+type readCountingLog struct {
+	*statesync.MemLog
+	reads int
+}
+
+func (l *readCountingLog) Read(ctx context.Context, after, upTo uint64, fn func(statesync.Entry) error) error {
+	l.reads++
+	return l.MemLog.Read(ctx, after, upTo, fn)
+}
+
+func (l *readCountingLog) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
+	l.reads++
+	return l.MemLog.ReadAfter(ctx, after, upTo, fn)
+}
+
+// A fetch with nothing to read asks the log where it ends and which entry
+// stands there, and nothing more: the answer already says the log is the
+// one the copy was read from (a REFRESH with nothing pending, one request).
+// A log of the same length that is another incarnation is still found.
+func TestFetchAtTheEndAsksOnce(t *testing.T) {
+	ctx := context.Background()
+	log := &readCountingLog{MemLog: statesync.NewMemLog("t")}
+	s := newCounter(t, log)
+	for range 3 {
+		if _, err := increment(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log.reads = 0
+	if err := s.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if log.reads != 0 {
+		t.Fatalf("a fetch with nothing to read read the log %d times, want 0", log.reads)
+	}
+	log.Recreate()
+	fresh := newCounter(t, log)
+	for range 3 {
+		if _, err := increment(ctx, fresh); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Fetch(ctx); !errors.Is(err, statesync.ErrReplaced) {
+		t.Fatalf("a fetch from a new log of the same length: %v, want ErrReplaced", err)
+	}
+}

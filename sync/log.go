@@ -62,6 +62,16 @@ type Incarnated interface {
 	ReadAfter(ctx context.Context, after Position, upTo uint64, fn func(Entry) error) error
 }
 
+// LastPositioned is implemented by logs that can say where they end and
+// which entry stands there in one request: a copy at that entry then knows
+// it has nothing to read, and that the log is still the incarnation it
+// read, without asking again.
+type LastPositioned interface {
+	// LastPosition is LastRevision with the ID of the entry there (empty
+	// when the log cannot say it).
+	LastPosition(ctx context.Context) (Position, error)
+}
+
 // Notifier is implemented by logs that can say when entries are appended.
 type Notifier interface {
 	// Notify calls fn, from another goroutine, soon after each append by

@@ -227,3 +227,16 @@ func (l *MemLog) Listen(fn func(word []byte)) (stop func(), err error) {
 		delete(l.listeners, id)
 	}, nil
 }
+
+// LastPosition implements LastPositioned.
+func (l *MemLog) LastPosition(ctx context.Context) (Position, error) {
+	if err := ctx.Err(); err != nil {
+		return Position{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == 0 {
+		return Position{}, nil
+	}
+	return Position{Revision: l.last, ID: fmt.Sprintf("%d.%d", l.incarnation, l.last)}, nil
+}

@@ -181,11 +181,14 @@ func (s *Synchronizer[S]) Fetch(ctx context.Context) error {
 func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint64, error) {
 	cur := *s.local.Load()
 	if target == 0 {
-		last, err := s.log.LastRevision(ctx)
+		last, err := s.lastPosition(ctx)
 		if err != nil {
 			return cur.Revision, s.replacedLocked(ctx, err)
 		}
-		target = last
+		if last.ID != "" && last == cur.position() {
+			return cur.Revision, nil // the log ends at the copy's own entry
+		}
+		target = last.Revision
 	}
 	if target < cur.Revision {
 		return s.reloadedLocked(ctx, s.shorterLog(cur.Revision, target))
