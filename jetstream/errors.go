@@ -28,9 +28,21 @@ func describeStreamError(err error) error {
 	return describeJSError(err)
 }
 
+// ErrNotConnected: the connection to the server is down (the client is
+// reconnecting), so the request was not sent.
+var ErrNotConnected = errors.New("not connected to the server (reconnecting)")
+
+// notSent reports whether a request failed before anything was sent: the
+// connection was down and nothing is buffered for later (ReconnectBufSize
+// -1). (A closed connection is no such proof: a request in flight when it
+// closes fails with ErrConnectionClosed too.)
+func notSent(err error) bool { return errors.Is(err, nats.ErrReconnectBufExceeded) }
+
 // describeJSError turns the errors a user can act on into sentences.
 func describeJSError(err error) error {
 	switch {
+	case errors.Is(err, nats.ErrReconnectBufExceeded):
+		return fmt.Errorf("%w: %w", ErrNotConnected, err)
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount),
 		errors.Is(err, nats.ErrNoResponders):
 		return fmt.Errorf("the server does not have JetStream enabled (start nats-server with -js): %w", err)

@@ -194,6 +194,13 @@ func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *n
 				return 0, id, err
 			}
 		}
+		if notSent(err) {
+			// This try was never sent, and will not be later.
+			if mayHaveLanded {
+				return fail(err)
+			}
+			return 0, id, fmt.Errorf("%s: %w: the write was not sent, so nothing was changed", l.name, describeJSError(err))
+		}
 		mayHaveLanded = mayHaveLanded || mayHaveStored(err) || inProcess(err)
 		if full := outOfStorage(err); full != nil {
 			return fail(full)

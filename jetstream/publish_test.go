@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -267,4 +268,63 @@ func readAll(t *testing.T, l statesync.Log, after, upTo uint64) []statesync.Entr
 		t.Fatalf("Read: %v", err)
 	}
 	return got
+}
+
+// A write made while the connection is down is refused at once, unsent, and
+// does not land when the server comes back (on the same port and store):
+// nothing is buffered behind the caller's back.
+func TestNoWriteWhileDisconnected(t *testing.T) {
+	dir, listen := t.TempDir(), freeAddr(t)
+	srv := jstest.ServerAt(t, dir, listen)
+	nc := jstest.Connect(t, srv)
+	l := openLog(t, nc)
+	last, err := l.Append(context.Background(), 0, []byte("first"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Shutdown()
+	waitUntil(t, "the client to see the server gone", func() bool { return !nc.IsConnected() })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = l.Append(ctx, last, []byte("late"))
+	took := time.Since(start)
+	if err == nil || errors.Is(err, statesync.ErrUnknownOutcome) || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("Append while disconnected = %v; want a refusal that says nothing was changed", err)
+	}
+	if took > time.Second {
+		t.Errorf("Append while disconnected took %s; want it refused at once", took)
+	}
+
+	jstest.ServerAt(t, dir, listen)
+	waitUntil(t, "the client to reconnect", nc.IsConnected)
+	time.Sleep(500 * time.Millisecond) // time for a buffered write to land
+	after, err := l.LastRevision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after != last {
+		t.Fatalf("the stream is at %d after the server came back, want %d: the refused write landed", after, last)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30s for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -59,7 +59,8 @@ func (o ConnectOptions) ResolveURLs() string {
 }
 
 // Connect opens a connection that reconnects for ever, trying every server
-// in the list; operations in flight while it is away fail with timeouts.
+// in the list. Requests in flight when it breaks fail with timeouts; those
+// made while it is away fail at once (ErrNotConnected), unsent.
 func Connect(o ConnectOptions) (*nats.Conn, error) {
 	urls := o.ResolveURLs()
 	timeout := o.Timeout
@@ -75,6 +76,10 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 		nats.Timeout(timeout),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
+		// Nothing is kept to send once the connection is back: a write the
+		// user was told had failed, or gave up on, must never land later.
+		// Anything published while reconnecting fails at once instead.
+		nats.ReconnectBufSize(-1),
 	}, security...)
 	if o.ReconnectFailed != nil {
 		opts = append(opts, nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { o.ReconnectFailed(err) }))
