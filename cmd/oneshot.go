@@ -331,6 +331,9 @@ func execCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
 		return err
 	}
 	defer s.Close()
+	// Leases the lines register are kept alive while they run and revoked
+	// at the end, as a script's are.
+	defer s.sh.KeepLeases()()
 	for i, l := range args {
 		s.sh.ExecuteArgument(cmd.Context(), i+1, l)
 		if isQuit(l) || s.sh.Failures() > 0 && f.stopOnError {

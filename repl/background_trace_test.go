@@ -28,7 +28,7 @@ func keeperRefreshed(t *testing.T, sh *Shell) {
 func TestKeeperTriesAreNotTheNextCommandsJSON(t *testing.T) {
 	sh, out := openShell(t, jstest.Server(t), "w", Options{JSON: true, Trace: true})
 	run(sh, out, "REGISTER_LEASE L, 1s")
-	stop := sh.keepLeases()
+	stop := sh.KeepLeases()
 	keeperRefreshed(t, sh)
 	stop() // revokes L
 	background := out.take()
@@ -73,7 +73,7 @@ func TestKeeperTriesGoAboveThePrompt(t *testing.T) {
 	var rec aboveRecorder
 	var in aboveInput = &rec
 	sh.above.Store(&in)
-	stop := sh.keepLeases()
+	stop := sh.KeepLeases()
 	keeperRefreshed(t, sh)
 	stop()
 	sh.above.Store(nil)

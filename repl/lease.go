@@ -245,11 +245,13 @@ func expiry(ch sharedconfig.Change) bool {
 	return false
 }
 
-// keepLeases runs while the shell reads commands: it keeps the leases the
+// KeepLeases runs while the shell takes commands (Run calls it; a caller
+// that feeds Execute itself calls it around them): it keeps the leases the
 // shell holds alive and writes the expiry of leases that fall due. The
-// returned function stops it and, on a clean exit, revokes the leases the
-// shell holds (a killed shell leaves that to expiry).
-func (sh *Shell) keepLeases() (stop func()) {
+// returned function stops it and revokes the leases the shell holds, so
+// that every clean end of a process revokes them (a killed one leaves
+// that to expiry).
+func (sh *Shell) KeepLeases() (stop func()) {
 	if sh.cfg == nil {
 		return func() {}
 	}

@@ -156,7 +156,7 @@ func (sh *Shell) Run(ctx context.Context, in Input) error {
 		sh.position = func() (string, int) { return "line", n.LineNumber() }
 		defer func() { sh.position = nil }()
 	}
-	defer sh.keepLeases()() // QUIT, Ctrl-D and the end of a script revoke
+	defer sh.KeepLeases()() // QUIT, Ctrl-D and the end of a script revoke
 	keyboard, _ := in.(interruptible)
 	execute := func(line string) outcome { return sh.executeInterruptible(ctx, keyboard, line) }
 	if keyboard == nil {
