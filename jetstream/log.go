@@ -93,24 +93,34 @@ func (l *Log) openStream(ctx context.Context, scope, name string, o LogOptions) 
 }
 
 // untilElected runs try until it succeeds or fails for another reason than
-// a leader election, or ctx ends. While the cluster or the stream elects a
-// leader the server answers "not available", or nothing at all, so each
-// try gets a bounded time of its own.
+// a leader election or a connection that is down (a read, unlike a write,
+// may wait for it to come back), or ctx ends. While the cluster or the
+// stream elects a leader the server answers "not available", or nothing at
+// all, so each try gets a bounded time of its own.
 func (l *Log) untilElected(ctx context.Context, try func(ctx context.Context) error) error {
 	told := false
+	gaveUp := func(err error) error {
+		if notSent(err) { // the error alone would not say that time ran out
+			return fmt.Errorf("%w while %w", ctx.Err(), err)
+		}
+		return err
+	}
 	for {
 		attempt, cancel := context.WithTimeout(ctx, electionAttemptTimeout)
 		err := try(attempt)
 		cancel()
-		if err == nil || !electing(err) || ctx.Err() != nil {
+		if err == nil || !electing(err) && !notSent(err) {
 			return err
 		}
-		if !told && l.waiting != nil {
+		if ctx.Err() != nil {
+			return gaveUp(err)
+		}
+		if !told && l.waiting != nil && electing(err) {
 			l.waiting(fmt.Sprintf("no answer yet about stream %s, waiting for its leader (the cluster or the stream may be electing one): %v", l.name, err))
 			told = true
 		}
 		if !sleep(ctx, electionRetryWait) {
-			return err
+			return gaveUp(err)
 		}
 	}
 }

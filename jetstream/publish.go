@@ -194,18 +194,17 @@ func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *n
 				return 0, id, err
 			}
 		}
-		if notSent(err) {
-			// This try was never sent, and will not be later.
-			if mayHaveLanded {
-				return fail(err)
-			}
+		if notSent(err) && !mayHaveLanded {
+			// Never sent, and nothing is kept to send later: certain.
 			return 0, id, fmt.Errorf("%s: %w: the write was not sent, so nothing was changed", l.name, describeJSError(err))
 		}
 		mayHaveLanded = mayHaveLanded || mayHaveStored(err) || inProcess(err)
 		if full := outOfStorage(err); full != nil {
 			return fail(full)
 		}
-		if !retryable(err) || ctx.Err() != nil {
+		// An earlier try may have landed: trying again with its id, while
+		// the caller waits, is how to learn whether it did.
+		if !retryable(err) && !notSent(err) || ctx.Err() != nil {
 			return fail(err)
 		}
 		if inProcess(err) {

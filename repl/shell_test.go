@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
 
 	"github.com/sharedconfig/sharedconfig/internal/localserver"
@@ -52,9 +53,15 @@ func (o *output) take() string {
 // openShell opens the config test/cfg on srv as writer and a shell on it.
 func openShell(t *testing.T, srv *localserver.Server, writer string, o Options) (*Shell, *output) {
 	t.Helper()
+	return openShellOn(t, jstest.Connect(t, srv), writer, o)
+}
+
+// openShellOn is openShell on a connection of the test's.
+func openShellOn(t *testing.T, nc *nats.Conn, writer string, o Options) (*Shell, *output) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	log, err := jetstream.OpenLog(ctx, jstest.Connect(t, srv), "test", "cfg", jetstream.LogOptions{Writer: writer})
+	log, err := jetstream.OpenLog(ctx, nc, "test", "cfg", jetstream.LogOptions{Writer: writer})
 	if err != nil {
 		t.Fatal(err)
 	}

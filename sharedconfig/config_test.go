@@ -417,15 +417,19 @@ func TestServerRestart(t *testing.T) {
 	listen := strings.TrimPrefix(srv.ClientURL(), "nats://")
 	nc := jstest.Connect(t, srv)
 	a := openOn(t, nc, "restart", sharedconfig.Options{})
-	b := openOn(t, jstest.Connect(t, srv), "restart", sharedconfig.Options{})
+	ncB := jstest.Connect(t, srv)
+	b := openOn(t, ncB, "restart", sharedconfig.Options{})
 	if _, _, err := a.Put(ctx, "k", "before"); err != nil {
 		t.Fatal(err)
 	}
 	srv.Shutdown()
 	jstest.ServerAt(t, dir, listen)
-	// The clients reconnect on their own and go on.
+	// The clients reconnect on their own and go on. (A write made before
+	// its client has reconnected is refused, unsent: see
+	// TestNoWriteWhileDisconnected.)
 	opCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
+	waitConnected(opCtx, t, nc, ncB)
 	old, _, err := b.Put(opCtx, "k", "after")
 	if err != nil || old != "before" {
 		t.Fatalf("Put after restart = %q, %v; want the old value before", old, err)
@@ -435,6 +439,19 @@ func TestServerRestart(t *testing.T) {
 	}
 	if v, _ := a.Get("k"); v != "after" {
 		t.Fatalf("a sees %q after restart, want after", v)
+	}
+}
+
+// waitConnected waits until every one of conns is connected.
+func waitConnected(ctx context.Context, t *testing.T, conns ...*nats.Conn) {
+	t.Helper()
+	for _, nc := range conns {
+		for !nc.IsConnected() {
+			if ctx.Err() != nil {
+				t.Fatalf("the client did not reconnect: %v", nc.Status())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 }
 

@@ -20,7 +20,8 @@ func TestLeaseSurvivesServerRestart(t *testing.T) {
 	dir := t.TempDir()
 	srv := jstest.ServerAt(t, dir, "127.0.0.1:0")
 	listen := strings.TrimPrefix(srv.ClientURL(), "nats://")
-	holder := openOn(t, jstest.Connect(t, srv), "lease-restart", sharedconfig.Options{Holder: "holder"})
+	holderConn := jstest.Connect(t, srv)
+	holder := openOn(t, holderConn, "lease-restart", sharedconfig.Options{Holder: "holder"})
 	other := openOn(t, jstest.Connect(t, srv), "lease-restart", sharedconfig.Options{Holder: "other"})
 	const ttl = 5 * time.Second
 	if _, err := holder.RegisterLease(ctx, "member", ttl); err != nil {
@@ -52,7 +53,9 @@ func TestLeaseSurvivesServerRestart(t *testing.T) {
 	if _, ok := other.State().Lease("member"); !ok {
 		t.Fatal("the lease ended because the server was down")
 	}
-	// The holder, alive all along, refreshes and keeps its key.
+	// The holder, alive all along, refreshes and keeps its key, once it has
+	// reconnected (a write is not sent before).
+	waitConnected(opCtx, t, holderConn)
 	if _, err := holder.RefreshLease(opCtx, "member"); err != nil {
 		t.Fatalf("the holder's refresh after the restart: %v", err)
 	}

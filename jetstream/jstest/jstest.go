@@ -65,6 +65,18 @@ func Connect(t testing.TB, s *localserver.Server) *nats.Conn {
 	return nc
 }
 
+// ConnectURL opens a connection to url (a proxy's, say), as Connect does,
+// closed when the test ends.
+func ConnectURL(t testing.TB, url string) *nats.Conn {
+	t.Helper()
+	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: url})
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", url, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
 // Node is one server of a test cluster, which can be stopped and started
 // again on the same ports and store.
 type Node struct {

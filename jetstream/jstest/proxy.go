@@ -1,0 +1,98 @@
+package jstest
+
+import (
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// Proxy forwards TCP connections to a server. Frozen, it drops what clients
+// send and forwards nothing back, keeping the connections open: the server
+// neither hears nor answers, as when it hangs, and clients do not notice
+// a disconnection.
+type Proxy struct {
+	ln     net.Listener
+	target string
+	frozen atomic.Bool
+	mu     sync.Mutex
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+// NewProxy starts a proxy to target (host:port), closed when the test ends.
+func NewProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{ln: ln, target: target}
+	p.wg.Go(p.accept)
+	t.Cleanup(func() {
+		ln.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.mu.Unlock()
+		p.wg.Wait()
+	})
+	return p
+}
+
+// URL is the proxy's address as a NATS URL.
+func (p *Proxy) URL() string { return "nats://" + p.ln.Addr().String() }
+
+// Freeze stops forwarding, in both directions.
+func (p *Proxy) Freeze() { p.frozen.Store(true) }
+
+// Thaw closes the connections (what they carried while frozen is lost, so
+// their streams are broken) and forwards the new ones clients open.
+func (p *Proxy) Thaw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+	p.frozen.Store(false)
+}
+
+func (p *Proxy) accept() {
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", p.target)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, in, out)
+		p.mu.Unlock()
+		p.wg.Go(func() { p.pipe(in, out) })
+		p.wg.Go(func() { p.pipe(out, in) })
+	}
+}
+
+// pipe copies src to dst until either closes, dropping what it reads while
+// frozen.
+func (p *Proxy) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.frozen.Load() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
