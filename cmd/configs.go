@@ -122,7 +122,11 @@ func countProperties(ctx context.Context, f *rootFlags, nc *nats.Conn, c jetstre
 	if err != nil {
 		return -1, "unreadable: " + err.Error()
 	}
-	cfg, err := sharedconfig.Open(ctx, log, sharedconfig.Options{})
+	defer log.Close()
+	cfg, err := sharedconfig.Open(ctx, log, sharedconfig.Options{MostlyReads: true})
+	if cfg != nil {
+		defer cfg.Close()
+	}
 	var damaged *sharedconfig.DamagedError
 	if errors.As(err, &damaged) {
 		return -1, fmt.Sprintf("damaged at entry %d", damaged.Entry.Revision)
@@ -141,6 +145,9 @@ func openExisting(cmd *cobra.Command, f *rootFlags, command string) (*session, e
 	if err := f.check(cmd); err != nil {
 		return nil, err
 	}
+	// The commands that open only an existing config read it (get, get-all,
+	// export, watch, ...): they join the writers' turns only if they write.
+	f.mostlyReads = true
 	nc, via, err := f.dial(cmd.Context())
 	if err != nil {
 		return nil, err

@@ -70,6 +70,7 @@ func (f *rootFlags) check(cmd *cobra.Command) error {
 // commands on it, and the config.
 type session struct {
 	nc  *nats.Conn
+	log *jetstream.Log
 	sh  *repl.Shell
 	cfg *sharedconfig.Config
 	// damaged, if set, is why the config opened read-only at its last
@@ -77,9 +78,14 @@ type session struct {
 	damaged *sharedconfig.DamagedError
 }
 
-// Close stops following and closes the connection.
+// Close stops following, closes the config and its log, and closes the
+// connection.
 func (s *session) Close() {
 	s.sh.Close()
+	if s.cfg != nil {
+		s.cfg.Close()
+	}
+	s.log.Close()
 	s.nc.Close()
 }
 
@@ -141,7 +147,7 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 		Trace:           f.trace,
 		Revisions:       f.revisions,
 	})
-	s := &session{nc: nc, sh: sh}
+	s := &session{nc: nc, log: log, sh: sh}
 	s.cfg, err = sharedconfig.Open(openCtx, log, sharedconfig.Options{
 		Compaction:       sharedconfig.DefaultCompactionPolicy,
 		CompactionFailed: sh.CompactionFailed,
@@ -149,6 +155,7 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 		Changed:          sh.Changed,
 		CatchingUp:       catchUpProgress(cmd.ErrOrStderr()),
 		Holder:           f.writer,
+		MostlyReads:      f.mostlyReads,
 	})
 	var damaged *sharedconfig.DamagedError
 	if errors.As(err, &damaged) && s.cfg != nil {

@@ -194,6 +194,7 @@ type rootFlags struct {
 	interactive     bool // the shell reads a terminal
 	writer          string
 	replicas        int
+	mostlyReads     bool // a read-only command: join the writers' turns only if it writes
 	conn            connFlags
 	source          sourceFlags
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -33,6 +35,13 @@ type Log struct {
 	directSub   *nats.Subscription
 	directInbox string
 	directReqs  uint64
+	closed      atomic.Bool
+
+	// subs are the subscriptions Notify and Listen handed out and
+	// background the consumer deletions still running, for Close.
+	subsMu     sync.Mutex
+	subs       map[*nats.Subscription]struct{}
+	background sync.WaitGroup
 
 	// publish is JetStream's PublishMsg and purge the stream's Purge; tests
 	// replace them to lose answers.
@@ -273,7 +282,51 @@ func (l *Log) Notify(fn func()) (stop func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: watching for changes: %w", l.name, err)
 	}
-	return func() { sub.Unsubscribe() }, nil
+	return l.track(sub), nil
+}
+
+// track keeps sub for Close and returns the function that unsubscribes it.
+func (l *Log) track(sub *nats.Subscription) (stop func()) {
+	l.subsMu.Lock()
+	defer l.subsMu.Unlock()
+	if l.subs == nil {
+		l.subs = map[*nats.Subscription]struct{}{}
+	}
+	l.subs[sub] = struct{}{}
+	return func() {
+		l.subsMu.Lock()
+		delete(l.subs, sub)
+		l.subsMu.Unlock()
+		sub.Unsubscribe()
+	}
+}
+
+// ErrLogClosed: the log was closed.
+var ErrLogClosed = errors.New("the log is closed")
+
+// Close releases what the log holds on its connection: the reply
+// subscription of its reads, the subscriptions Notify and Listen handed out
+// and not yet stopped, and the deletion of read consumers under way (it
+// waits for them). Reads after Close fail with ErrLogClosed; call it once
+// the reads have ended. The connection is the caller's, who closes it.
+// Closing again does nothing.
+func (l *Log) Close() error {
+	l.closed.Store(true)
+	l.directSlot <- struct{}{} // waits for a read under way (readStall at most)
+	if l.directSub != nil {
+		l.directSub.Unsubscribe()
+		l.directSub = nil
+	}
+	<-l.directSlot
+	l.subsMu.Lock()
+	subs := l.subs
+	l.subs = nil
+	l.subsMu.Unlock()
+	for sub := range subs {
+		sub.Unsubscribe()
+	}
+	l.background.Wait()
+	return nil
 }
 
 // Announce implements statesync.Announcer with a plain publish on a subject
@@ -287,7 +340,7 @@ func (l *Log) Listen(fn func(word []byte)) (stop func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: listening to other writers: %w", l.name, err)
 	}
-	return func() { sub.Unsubscribe() }, nil
+	return l.track(sub), nil
 }
 
 // checkCreated returns an error wrapping statesync.ErrReplaced unless the

@@ -50,6 +50,9 @@ func (l *Log) ReadAfter(ctx context.Context, after statesync.Position, upTo uint
 
 // read reads from r.next up to upTo.
 func (l *Log) read(ctx context.Context, r *reader, upTo uint64, fn func(statesync.Entry) error) error {
+	if l.closed.Load() {
+		return fmt.Errorf("%s: %w", l.name, ErrLogClosed)
+	}
 	after := r.next - 1
 	if upTo-after <= directBatch && l.stream.CachedInfo().Config.AllowDirect {
 		for try := range directTries {
@@ -158,6 +161,9 @@ func (l *Log) getBatch(ctx context.Context, from uint64, n int) ([]*nats.Msg, er
 		return nil, ctx.Err()
 	}
 	defer func() { <-l.directSlot }()
+	if l.closed.Load() {
+		return nil, fmt.Errorf("%s: %w", l.name, ErrLogClosed)
+	}
 	if l.directSub == nil {
 		l.directInbox = l.nc.NewRespInbox()
 		sub, err := l.nc.SubscribeSync(l.directInbox + ".*")
@@ -219,12 +225,12 @@ func (l *Log) readConsumer(ctx context.Context, r *reader, upTo uint64, fn func(
 		msgs.Stop()
 		name := cons.CachedInfo().Name
 		// Off the caller's path, as nats.go does when it replaces an
-		// ordered consumer.
-		go func() {
+		// ordered consumer; Close waits for it.
+		l.background.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			l.stream.DeleteConsumer(ctx, name)
-		}()
+		})
 	}()
 	// One timer for the whole read, pushed back at every message, notices a
 	// stalled read (a context per message would cost a timer each). It

@@ -69,6 +69,11 @@ type Options struct {
 	// Holder names this process as the holder of the leases it registers
 	// (lease.go); empty means a random name.
 	Holder string
+	// MostlyReads: the process joins the writers' turns (and says hello to
+	// them) only at its first conditional write, not when it opens the
+	// config, so that one that only reads adds nothing to their traffic
+	// (statesync.WithTurnsFromFirstWrite).
+	MostlyReads bool
 }
 
 // Config is one shared config, open in this process. It is safe for
@@ -81,6 +86,7 @@ type Config struct {
 	removesLeft int
 
 	leases   leaseClient
+	life     configLife
 	watchMu  sync.Mutex
 	watchers map[*watcher]struct{}
 	watching atomic.Int32 // len(watchers), read without the lock
@@ -111,15 +117,49 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	syncOpts = append(syncOpts, statesync.WithAppliedWhen(c.applied, func() bool {
 		return o.Changed != nil || c.watching.Load() > 0
 	}))
+	if o.MostlyReads {
+		syncOpts = append(syncOpts, statesync.WithTurnsFromFirstWrite())
+	}
 	c.sync = statesync.New[State](log, Codec{}, syncOpts...)
 	if err := c.sync.Initialize(ctx, Snapshot{EmptyState()}); err != nil {
 		var entryErr *statesync.EntryError
 		if _, ok := c.sync.State(); ok && errors.As(err, &entryErr) {
 			return c, &DamagedError{Entry: entryErr, GoodRevision: c.Revision()}
 		}
+		c.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// configLife is what a Config runs in the background (lease keepers), for
+// Close to stop.
+type configLife struct {
+	mu      sync.Mutex
+	closed  bool
+	next    int
+	keepers map[int]func()
+}
+
+// Close stops what the config runs in the background and waits for it to
+// end: lease keepers, follows and watches, and its hearing of other
+// writers' turns. It revokes nothing (see RevokeHeld) and does not close
+// the log, which the caller opened. The local copy stays readable. Closing
+// again does nothing.
+func (c *Config) Close() {
+	c.life.mu.Lock()
+	closed := c.life.closed
+	c.life.closed = true
+	keepers := c.life.keepers
+	c.life.keepers = nil
+	c.life.mu.Unlock()
+	if closed {
+		return
+	}
+	for _, stop := range keepers {
+		stop()
+	}
+	c.sync.Close()
 }
 
 // State is the local copy: no I/O.

@@ -12,31 +12,58 @@ import (
 // leases this process registered and holds (a third of their ttl after the
 // last refresh) and writes the expiry of any lease that falls due
 // (ExpireDue), so that leases of processes that died end without anyone
-// typing. warn hears, once per registration, that a held lease could not
-// be refreshed for longer than its ttl and may have expired, or that it
-// has, or that this process no longer holds it (LostLease).
+// typing; Close stops it too. warn hears, once per registration, that a
+// held lease could not be refreshed for longer than its ttl and may have
+// expired, or that it has, or that this process no longer holds it
+// (LostLease).
 func (c *Config) KeepLeases(warn func(msg string)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
+	c.life.mu.Lock()
+	defer c.life.mu.Unlock()
+	if c.life.closed {
+		cancel()
+		return func() {}
+	}
 	done := make(chan struct{})
 	k := keeper{c: c, warn: warn, lastOK: map[string]time.Time{}, slow: map[string]bool{}, seen: map[string]Lease{}, pulse: &pulse{}}
 	pulseDone := k.pulse.run(ctx)
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(keeperTick)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			k.round(ctx)
-		}
+		k.loop(ctx)
 	}()
-	return func() {
+	end := func() {
 		cancel()
 		<-done
 		<-pulseDone
+	}
+	if c.life.keepers == nil {
+		c.life.keepers = map[int]func(){}
+	}
+	id := c.life.next
+	c.life.next++
+	c.life.keepers[id] = end
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.life.mu.Lock()
+			delete(c.life.keepers, id)
+			c.life.mu.Unlock()
+			end()
+		})
+	}
+}
+
+// loop is the keeper: a round every keeperTick until ctx ends.
+func (k *keeper) loop(ctx context.Context) {
+	tick := time.NewTicker(keeperTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		k.round(ctx)
 	}
 }
 

@@ -130,6 +130,8 @@ type contention struct {
 
 	mu        sync.Mutex
 	announcer Announcer            // nil until listening
+	unlisten  func()               // stops the listening
+	closed    bool                 // listens no more (Synchronizer.Close)
 	waiting   map[string]waiter    // other writers' announced waits, by id
 	changed   chan struct{}        // closed when waiting loses an entry
 	mine      []byte               // the wait announced and not yet said done to
@@ -178,11 +180,17 @@ func (c *contention) listen(log Log) bool {
 	if !ok {
 		return false
 	}
-	if _, err := a.Listen(c.hear); err != nil {
+	stop, err := a.Listen(c.hear)
+	if err != nil {
 		return false
 	}
 	c.mu.Lock()
-	c.announcer = a
+	if c.closed {
+		c.mu.Unlock()
+		stop()
+		return false
+	}
+	c.announcer, c.unlisten = a, stop
 	c.mu.Unlock()
 	a.Announce(helloWord(c.id)) // a hint: unanswered, it costs only fairness
 	return true
@@ -465,6 +473,23 @@ func (c *contention) endTurnLocked() bool {
 	*t = ownTurn{gen: t.gen}
 	c.mine = nil
 	return true
+}
+
+// close stops hearing other writers for good, saying done first if this
+// synchronizer holds a turn, so that nobody waits for it. Writes then try
+// at once.
+func (c *contention) close() {
+	c.mu.Lock()
+	ended := c.endTurnLocked()
+	a, stop := c.announcer, c.unlisten
+	c.announcer, c.unlisten, c.closed = nil, nil, true
+	c.mu.Unlock()
+	if ended && a != nil {
+		a.Announce(doneWord(c.id)) // a hint, as sayWaiting's
+	}
+	if stop != nil {
+		stop()
+	}
 }
 
 // sayDoneIf tells the writers holding back for this one that it is done.

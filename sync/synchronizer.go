@@ -30,7 +30,9 @@ type Synchronizer[S any] struct {
 	readBackAt  time.Time // the log's time on that entry, once read
 	queue       queue[S]  // UpdateState calls waiting for the batch in flight
 
-	cm *contention // how it takes turns with other writers
+	cm        *contention // how it takes turns with other writers
+	lazyTurns bool        // listen to turns from the first conditional write, not from the load
+	life      lifetime
 
 	logTime atomic.Pointer[LogTime] // the log's clock, as the last read saw it
 }
@@ -84,7 +86,15 @@ type options struct {
 	wanted   func() bool
 	progress func(done, total uint64)
 	turns    TurnOptions
+	lazy     bool
 }
+
+// WithTurnsFromFirstWrite makes the synchronizer start hearing other
+// writers' turns (contention.go), and say hello to them, at its first
+// conditional write rather than when it loads the state: a process that
+// only reads then adds nothing to the writers' traffic. Its first write may
+// not hear a waiter that spoke before it listened.
+func WithTurnsFromFirstWrite() Option { return func(o *options) { o.lazy = true } }
 
 // WithProgress calls fn as a catch-up goes, every 1,024 entries and at its
 // end, with how many of the entries it set out to read are done. Catch-ups
@@ -128,7 +138,7 @@ func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace, wanted: o.wanted, progress: o.progress, cm: newContention(o.turns)}
+	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace, wanted: o.wanted, progress: o.progress, cm: newContention(o.turns), lazyTurns: o.lazy}
 	if o.applied != nil {
 		applied, ok := o.applied.(func(Applied[S]))
 		if !ok {
@@ -487,6 +497,9 @@ func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int,
 	if err := s.ensureInitializedLocked(ctx); err != nil {
 		return 0, err
 	}
+	if s.lazyTurns && !s.life.isClosed() {
+		s.cm.listen(s.log)
+	}
 	w := s.cm.startWrite(s.local.Load().Revision, takesNoTurns(ctx))
 	defer func() { s.cm.endWrite(w, err == nil) }()
 	for attempt := 1; ; attempt++ {
@@ -576,7 +589,7 @@ func (s *Synchronizer[S]) UpdateUnconditionally(ctx context.Context, updates ...
 func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S]) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cm.listen(s.log) // so that the first write knows who waits
+	s.listenEarlyLocked()
 	if s.local.Load().initialized {
 		return nil
 	}
@@ -596,8 +609,17 @@ func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S])
 	return s.ensureInitializedLocked(ctx)
 }
 
+// listenEarlyLocked starts hearing other writers' turns when the state is
+// loaded, so that the first write knows who waits, unless the synchronizer
+// listens from its first write (WithTurnsFromFirstWrite) or is closed.
+func (s *Synchronizer[S]) listenEarlyLocked() {
+	if !s.lazyTurns && !s.life.isClosed() {
+		s.cm.listen(s.log)
+	}
+}
+
 func (s *Synchronizer[S]) ensureInitializedLocked(ctx context.Context) error {
-	s.cm.listen(s.log) // so that the first write knows who waits
+	s.listenEarlyLocked()
 	if s.local.Load().initialized {
 		return nil
 	}
@@ -641,7 +663,7 @@ var ErrCannotFollow = errors.New("this log cannot notify of appends, so it canno
 // after every append to the log (which must implement Notifier), and every
 // few seconds in case a notification was lost (say, while reconnecting).
 // Fetch errors go to onError, if set. The returned function stops following
-// and waits for the background work to end.
+// and waits for the background work to end; Close does too.
 func (s *Synchronizer[S]) Follow(onError func(error)) (stop func(), err error) {
 	n, ok := s.log.(Notifier)
 	if !ok {
@@ -654,6 +676,9 @@ func (s *Synchronizer[S]) Follow(onError func(error)) (stop func(), err error) {
 		default: // a fetch is already due; it will see this append too
 		}
 	}
+	if s.life.isClosed() {
+		return nil, ErrClosed
+	}
 	stopNotify, err := n.Notify(poke)
 	if err != nil {
 		return nil, err
@@ -662,35 +687,46 @@ func (s *Synchronizer[S]) Follow(onError func(error)) (stop func(), err error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		poll := time.NewTicker(followPoll)
-		defer poll.Stop()
-		// An error is reported once, until the fetches succeed again or
-		// fail otherwise: on a damaged log every append would repeat it.
-		said := ""
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-kick:
-			case <-poll.C:
-			}
-			fetchCtx, cancelFetch := context.WithTimeout(ctx, followFetchTimeout)
-			err := s.Fetch(fetchCtx)
-			cancelFetch()
-			if err == nil || ctx.Err() != nil {
-				said = ""
-			} else if err.Error() != said && onError != nil {
-				said = err.Error()
-				onError(err)
-			}
-		}
+		s.followLoop(ctx, kick, onError)
 	}()
 	poke()
-	return func() {
+	end := func() {
 		stopNotify()
 		cancel()
 		<-done
-	}, nil
+	}
+	tracked, ok := s.life.track(end)
+	if !ok { // closed meanwhile
+		end()
+		return nil, ErrClosed
+	}
+	return tracked, nil
+}
+
+// followLoop fetches at every kick, and every followPoll, until ctx ends.
+func (s *Synchronizer[S]) followLoop(ctx context.Context, kick <-chan struct{}, onError func(error)) {
+	poll := time.NewTicker(followPoll)
+	defer poll.Stop()
+	// An error is reported once, until the fetches succeed again or
+	// fail otherwise: on a damaged log every append would repeat it.
+	said := ""
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-kick:
+		case <-poll.C:
+		}
+		fetchCtx, cancelFetch := context.WithTimeout(ctx, followFetchTimeout)
+		err := s.Fetch(fetchCtx)
+		cancelFetch()
+		if err == nil || ctx.Err() != nil {
+			said = ""
+		} else if err.Error() != said && onError != nil {
+			said = err.Error()
+			onError(err)
+		}
+	}
 }
 
 const (
