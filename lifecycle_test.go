@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -95,4 +97,91 @@ func TestReadOnlyCommandsSayNothingToWriters(t *testing.T) {
 	if words := h.take(t, nc); len(words) != 1 || !strings.HasPrefix(words[0], "hello ") {
 		t.Errorf("a put said %q to the writers, want one hello", words)
 	}
+}
+
+// startServerProcess runs "sharedconfig server" in a process of its own,
+// which the test can stop with SIGSTOP, and returns its URL.
+func startServerProcess(t *testing.T) (string, *os.Process) {
+	t.Helper()
+	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	c := exec.Command(os.Args[0], "server", "--listen", listen, "--data-dir", t.TempDir())
+	c.Env = append(os.Environ(), runMainEnv+"=1")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Process.Signal(syscall.SIGCONT)
+		c.Process.Signal(syscall.SIGTERM)
+		c.Wait()
+	})
+	deadline := time.Now().Add(patience)
+	for {
+		conn, err := net.Dial("tcp", listen)
+		if err == nil {
+			conn.Close()
+			return "nats://" + listen, c.Process
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server on %s did not start: %v", listen, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// noRaceExitSleep is the environment of a process whose exit is timed: a
+// binary built with -race sleeps a second at exit by default, to let its
+// goroutines report races (GORACE atexit_sleep_ms).
+func noRaceExitSleep() []string {
+	return []string{"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")}
+}
+
+// QUIT, the end of input and SIGTERM end a process within 2s while its
+// server hangs (SIGSTOP): shells that follow the config and hold a lease
+// whose keeper is waiting for the server, and a watch.
+func TestExitIsQuickWhenTheServerHangs(t *testing.T) {
+	url, server := startServerProcess(t)
+	args := func(writer string, more ...string) []string {
+		return append([]string{"--server", url, "--scope", "hang", "--writer", writer}, more...)
+	}
+	var shells []*repl
+	for _, name := range []string{"quit", "eof", "term"} {
+		r := startREPLEnv(t, name, noRaceExitSleep(), args(name, "--follow")...)
+		r.wantExit = -1
+		r.send("REGISTER_LEASE " + name + ", 3s")
+		untilLine(t, r, "**** Lease '"+name+"' registered")
+		r.send("PUT_WITH_LEASE /" + name + ", up, " + name)
+		untilLine(t, r, "under lease '"+name+"'")
+		shells = append(shells, r)
+	}
+	watch := startREPLEnv(t, "watch", noRaceExitSleep(), args("watcher", "watch")...)
+	watch.wantExit = -1
+	untilLine(t, watch, "**** Watching every key")
+	if err := server.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// The keepers refresh every second (a third of the ttl), and the leases
+	// fall due for the watch within the ttl: now their writes wait for the
+	// server, holding the config.
+	time.Sleep(3500 * time.Millisecond)
+
+	ends := map[string]func(*repl){
+		"quit":  func(r *repl) { r.send("QUIT") },
+		"eof":   func(r *repl) { r.stdin.Close() },
+		"term":  func(r *repl) { r.cmd.Process.Signal(syscall.SIGTERM) },
+		"watch": func(r *repl) { r.cmd.Process.Signal(syscall.SIGTERM) },
+	}
+	var wg sync.WaitGroup
+	for _, r := range append(shells, watch) {
+		wg.Go(func() {
+			start := time.Now()
+			ends[r.name](r)
+			r.cmd.Wait()
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("%s ended %s after it was told to, want within 2s", r.name, took.Round(time.Millisecond))
+			} else {
+				t.Logf("%s ended in %s", r.name, took.Round(time.Millisecond))
+			}
+		})
+	}
+	wg.Wait()
 }

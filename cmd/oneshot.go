@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -293,7 +294,7 @@ func watchCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
 	// A watching process writes the expiry of leases that fall due, as a
 	// following shell does, so that a lease whose holder died ends on time
 	// with nobody else running.
-	defer s.cfg.KeepLeases(nil)()
+	stopKeeper := s.cfg.KeepLeases(nil)
 	// Say where watching starts, so that a reader knows every change after
 	// that revision will show.
 	if f.output == "json" {
@@ -306,6 +307,12 @@ func watchCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
 		fmt.Fprintf(cmd.OutOrStdout(), "**** Watching %s of %s/%s from revision %d (Ctrl-C to stop)\n", what, f.scope, f.name, s.cfg.Revision())
 	}
 	<-cmd.Context().Done()
+	// Leaving takes ExitBudget at most, whatever the server does: then the
+	// connection is cut, and whatever waited for the server fails at once.
+	abort := time.AfterFunc(repl.ExitBudget, s.nc.Close)
+	defer abort.Stop()
+	s.sh.Close() // stop watching first: a fetch under way holds the config
+	stopKeeper()
 	return nil
 }
 

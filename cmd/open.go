@@ -146,6 +146,7 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 		JSON:            f.output == "json",
 		Trace:           f.trace,
 		Revisions:       f.revisions,
+		Abort:           nc.Close,
 	})
 	s := &session{nc: nc, log: log, sh: sh}
 	s.cfg, err = sharedconfig.Open(openCtx, log, sharedconfig.Options{

@@ -248,24 +248,30 @@ func expiry(ch sharedconfig.Change) bool {
 // KeepLeases runs while the shell takes commands (Run calls it; a caller
 // that feeds Execute itself calls it around them): it keeps the leases the
 // shell holds alive and writes the expiry of leases that fall due. The
-// returned function stops it and revokes the leases the shell holds, so
-// that every clean end of a process revokes them (a killed one leaves
-// that to expiry).
+// returned function is the shell's leaving: it stops following and the
+// keeper, and revokes the leases the shell holds, so that every clean end
+// of a process revokes them (a killed one leaves that to expiry). It takes
+// at most about ExitBudget: then Options.Abort cuts what still waits.
 func (sh *Shell) KeepLeases() (stop func()) {
 	if sh.cfg == nil {
 		return func() {}
 	}
 	stopKeeper := sh.cfg.KeepLeases(sh.leaseWarning)
 	return func() {
+		abort := time.AfterFunc(ExitBudget, sh.abort)
+		defer abort.Stop()
+		// A follow's fetch holds the config while it waits for the
+		// server: stopped first, it lets go at once.
+		sh.Close()
 		stopKeeper()
-		ctx, cancel := context.WithTimeout(context.Background(), sh.timeout)
+		ctx, cancel := context.WithTimeout(context.Background(), min(sh.timeout, ExitBudget))
 		defer cancel()
 		lost, err := sh.cfg.RevokeHeld(ctx)
 		for _, l := range lost {
 			sh.leaseWarning(l.String())
 		}
 		if err != nil {
-			sh.leaseWarning("Could not revoke this shell's leases (they expire by themselves): " + describeError(err, sh.timeout))
+			sh.leaseWarning("Could not revoke this shell's leases (they expire by themselves): " + describeError(err, min(sh.timeout, ExitBudget)))
 		}
 	}
 }

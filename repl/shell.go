@@ -73,7 +73,16 @@ type Options struct {
 	Revisions bool
 	// Trace starts with TRACE ON.
 	Trace bool
+	// Abort, if set, closes the connection: the shell calls it when
+	// leaving (KeepLeases's stop) takes ExitBudget, so that no request goes
+	// on waiting for a server that does not answer.
+	Abort func()
 }
+
+// ExitBudget bounds the time a shell takes to leave (QUIT, the end of
+// input, a signal), revoking what it can meanwhile: whatever the server
+// does, the process ends soon after.
+const ExitBudget = 1500 * time.Millisecond
 
 // Shell runs commands against one shared config.
 type Shell struct {
@@ -111,6 +120,8 @@ type Shell struct {
 	// waits for the server to answer again.
 	followDown atomic.Bool
 	downWatch  sync.WaitGroup
+
+	abort func()
 }
 
 // New returns a shell; Attach gives it its config. The two steps let the
@@ -125,7 +136,10 @@ func New(o Options) *Shell {
 	if o.Err == nil || o.JSON {
 		o.Err = o.Out
 	}
-	sh := &Shell{scope: o.Scope, name: o.Name, server: o.Server, out: o.Out, err: o.Err, timeout: o.Timeout, json: o.JSON, revisions: o.Revisions, stopOnError: o.StopOnError, missingKeyFails: o.MissingKeyFails}
+	if o.Abort == nil {
+		o.Abort = func() {}
+	}
+	sh := &Shell{scope: o.Scope, name: o.Name, server: o.Server, out: o.Out, err: o.Err, timeout: o.Timeout, json: o.JSON, revisions: o.Revisions, stopOnError: o.StopOnError, missingKeyFails: o.MissingKeyFails, abort: o.Abort}
 	sh.tracing.Store(o.Trace)
 	return sh
 }
