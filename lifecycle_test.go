@@ -104,7 +104,14 @@ func TestReadOnlyCommandsSayNothingToWriters(t *testing.T) {
 func startServerProcess(t *testing.T) (string, *os.Process) {
 	t.Helper()
 	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	c := exec.Command(os.Args[0], "server", "--listen", listen, "--data-dir", t.TempDir())
+	return "nats://" + listen, startServerProcessAt(t, listen, t.TempDir()).Process
+}
+
+// startServerProcessAt runs "sharedconfig server" on listen with its store
+// in dir, once it answers there.
+func startServerProcessAt(t *testing.T, listen, dir string) *exec.Cmd {
+	t.Helper()
+	c := exec.Command(os.Args[0], "server", "--listen", listen, "--data-dir", dir)
 	c.Env = append(os.Environ(), runMainEnv+"=1")
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
@@ -119,12 +126,74 @@ func startServerProcess(t *testing.T) (string, *os.Process) {
 		conn, err := net.Dial("tcp", listen)
 		if err == nil {
 			conn.Close()
-			return "nats://" + listen, c.Process
+			return c
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the server on %s did not start: %v", listen, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stopProcess ends c with SIGTERM and waits until it is gone.
+func stopProcess(t *testing.T, c *exec.Cmd) {
+	t.Helper()
+	if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		c.Wait()
+	}()
+	select {
+	case <-ended:
+	case <-time.After(patience):
+		t.Fatalf("process %d did not end", c.Process.Pid)
+	}
+}
+
+// A shell's PUT while its server is down fails at once, saying nothing was
+// changed, and does not land when the server comes back on the same port
+// and store: nothing is sent behind the user's back.
+func TestNoWriteBehindTheUsersBack(t *testing.T) {
+	listen, dir := fmt.Sprintf("127.0.0.1:%d", freePort(t)), t.TempDir()
+	server := startServerProcessAt(t, listen, dir)
+	args := []string{"--server", "nats://" + listen, "--scope", "late", "--timeout", "3s"}
+	sh := startREPL(t, "shell", args...)
+	sh.wantExit = 1 // a line failed
+	sh.send("PUT early, 1")
+	sh.expect("**** Property 'early' added with value '1'")
+	stopProcess(t, server)
+	// A server that stops closes its connections: the client knows at once
+	// (a write sent before it knew would be a true unknown outcome).
+	time.Sleep(time.Second)
+	start := time.Now()
+	sh.send("PUT late, 1")
+	line := sh.next()
+	if !strings.HasPrefix(line, "!!!! line 2: Error: ") || !strings.HasSuffix(line, "nothing was changed") {
+		t.Errorf("the PUT while the server is down printed %q, want an error that says nothing was changed", line)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("the PUT while the server is down took %s, want it refused at once", took.Round(time.Millisecond))
+	}
+	startServerProcessAt(t, listen, dir)
+	// Writes fail at once until the shell has reconnected, then land.
+	deadline := time.Now().Add(patience)
+	for {
+		sh.send("PUT after, 2")
+		if strings.Contains(sh.next(), "added with value '2'") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no PUT landed after the server came back")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	sh.send("QUIT")
+	out := runOnce(t, append(args, "get-all")...)
+	if strings.Contains(out, "late") || !strings.Contains(out, "after") {
+		t.Fatalf("after the server came back the config holds:\n%s\nwant 'after' and no 'late'", out)
 	}
 }
 
