@@ -204,9 +204,9 @@ func noRaceExitSleep() []string {
 	return []string{"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")}
 }
 
-// QUIT, the end of input and SIGTERM end a process within 2s while its
-// server hangs (SIGSTOP): shells that follow the config and hold a lease
-// whose keeper is waiting for the server, and a watch.
+// QUIT, Ctrl-D (in a terminal), the end of input and SIGTERM end a process
+// within 2s while its server hangs (SIGSTOP): shells that follow the config
+// and hold a lease whose keeper is waiting for the server, and a watch.
 func TestExitIsQuickWhenTheServerHangs(t *testing.T) {
 	url, server := startServerProcess(t)
 	args := func(writer string, more ...string) []string {
@@ -225,6 +225,12 @@ func TestExitIsQuickWhenTheServerHangs(t *testing.T) {
 	watch := startREPLEnv(t, "watch", noRaceExitSleep(), args("watcher", "watch")...)
 	watch.wantExit = -1
 	untilLine(t, watch, "**** Watching every key")
+	// Ctrl-D in a terminal.
+	t.Setenv("GORACE", strings.TrimPrefix(noRaceExitSleep()[0], "GORACE="))
+	tty := startPTY(t, args("tty", "--follow")...)
+	tty.waitFor("someConfig > ", 1)
+	tty.paste("REGISTER_LEASE tty, 3s\r")
+	tty.waitFor("**** Lease 'tty' registered", 1)
 	if err := server.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -240,6 +246,16 @@ func TestExitIsQuickWhenTheServerHangs(t *testing.T) {
 		"watch": func(r *repl) { r.cmd.Process.Signal(syscall.SIGTERM) },
 	}
 	var wg sync.WaitGroup
+	wg.Go(func() {
+		start := time.Now()
+		tty.paste("\x04")
+		tty.wait()
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("the terminal's shell ended %s after Ctrl-D, want within 2s", took.Round(time.Millisecond))
+		} else {
+			t.Logf("the terminal's shell ended in %s", took.Round(time.Millisecond))
+		}
+	})
 	for _, r := range append(shells, watch) {
 		wg.Go(func() {
 			start := time.Now()
