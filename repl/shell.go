@@ -82,7 +82,7 @@ type Options struct {
 // ExitBudget bounds the time a shell takes to leave (QUIT, the end of
 // input, a signal), revoking what it can meanwhile: whatever the server
 // does, the process ends soon after.
-const ExitBudget = 1500 * time.Millisecond
+const ExitBudget = 1250 * time.Millisecond
 
 // Shell runs commands against one shared config.
 type Shell struct {
