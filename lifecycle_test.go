@@ -247,26 +247,23 @@ func TestExitIsQuickWhenTheServerHangs(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		start := time.Now()
-		tty.paste("\x04")
-		tty.wait()
-		if took := time.Since(start); took > 2*time.Second {
-			t.Errorf("the terminal's shell ended %s after Ctrl-D, want within 2s", took.Round(time.Millisecond))
-		} else {
-			t.Logf("the terminal's shell ended in %s", took.Round(time.Millisecond))
-		}
+		endsWithin2s(t, "the terminal's shell (Ctrl-D)", func() { tty.paste("\x04") }, func() { tty.wait() })
 	})
 	for _, r := range append(shells, watch) {
-		wg.Go(func() {
-			start := time.Now()
-			ends[r.name](r)
-			r.cmd.Wait()
-			if took := time.Since(start); took > 2*time.Second {
-				t.Errorf("%s ended %s after it was told to, want within 2s", r.name, took.Round(time.Millisecond))
-			} else {
-				t.Logf("%s ended in %s", r.name, took.Round(time.Millisecond))
-			}
-		})
+		wg.Go(func() { endsWithin2s(t, r.name, func() { ends[r.name](r) }, func() { r.cmd.Wait() }) })
 	}
 	wg.Wait()
+}
+
+// endsWithin2s tells a process to end, waits for it, and fails the test if
+// that took more than 2s.
+func endsWithin2s(t *testing.T, name string, end, wait func()) {
+	start := time.Now()
+	end()
+	wait()
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("%s ended %s after it was told to, want within 2s", name, took.Round(time.Millisecond))
+	} else {
+		t.Logf("%s ended in %s", name, took.Round(time.Millisecond))
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
 
 	"github.com/sharedconfig/sharedconfig/jetstream"
@@ -31,33 +32,7 @@ func TestCloseReleasesEverything(t *testing.T) {
 	subsBefore := nc.NumSubscriptions()
 	before := goleak.IgnoreCurrent()
 
-	log, err := jetstream.OpenLog(ctx, nc, "test", "close", jetstream.LogOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := sharedconfig.Open(ctx, log, sharedconfig.Options{Changed: func(sharedconfig.Change) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.Put(ctx, "a", "1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := other.Put(ctx, "b", "2"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Refresh(ctx); err != nil { // a direct get: its reply subscription
-		t.Fatal(err)
-	}
-	if _, err := c.RegisterLease(ctx, "L", 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Follow(nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Watch("a", func(sharedconfig.Change) {}, nil); err != nil {
-		t.Fatal(err)
-	}
-	c.KeepLeases(nil)
+	log, c := openWithEverythingRunning(t, nc, other)
 	if nc.NumSubscriptions() <= subsBefore {
 		t.Fatal("the config subscribed to nothing")
 	}
@@ -78,4 +53,41 @@ func TestCloseReleasesEverything(t *testing.T) {
 	if v, _ := c.Get("a"); v != "1" {
 		t.Errorf("the local copy after Close has a = %q, want 1", v)
 	}
+}
+
+// openWithEverythingRunning opens config test/close on nc, writes to it
+// (which starts the turn listener), reads what other wrote (a direct get:
+// its reply subscription) and leaves a follow, a watch and a lease keeper
+// running, with a lease to keep.
+func openWithEverythingRunning(t *testing.T, nc *nats.Conn, other *sharedconfig.Config) (*jetstream.Log, *sharedconfig.Config) {
+	t.Helper()
+	ctx := context.Background()
+	log, err := jetstream.OpenLog(ctx, nc, "test", "close", jetstream.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sharedconfig.Open(ctx, log, sharedconfig.Options{Changed: func(sharedconfig.Change) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Put(ctx, "a", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := other.Put(ctx, "b", "2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RegisterLease(ctx, "L", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Follow(nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Watch("a", func(sharedconfig.Change) {}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.KeepLeases(nil)
+	return log, c
 }
