@@ -37,8 +37,8 @@ type Log struct {
 	directReqs  uint64
 	closed      atomic.Bool
 
-	// subs are the subscriptions Notify and Listen handed out and
-	// background the consumer deletions still running, for Close.
+	// For Close: subs, the subscriptions Notify and Listen handed out and
+	// not yet stopped; background, the consumer deletions still running.
 	subsMu     sync.Mutex
 	subs       map[*nats.Subscription]struct{}
 	background sync.WaitGroup
