@@ -221,10 +221,19 @@ func TestTerminalCtrlCAndTypeAhead(t *testing.T) {
 	p.waitFor("**** The value of property 'a' is '1'", 1)
 
 	// Keys typed while a PUT waits run after it.
+	dropped := proxy.Dropped()
 	p.paste("PUT y, 2\r")
 	p.waitFor("PUT y, 2\r\n", 1)
 	p.paste("GET y\r\x04")
-	proxy.Thaw() // the client reconnects, and the PUT tries again
+	// Once the PUT has been sent (a write not sent yet when the connection
+	// breaks fails at once), the client reconnects and the PUT tries again.
+	for deadline := time.Now().Add(patience); proxy.Dropped() == dropped; {
+		if time.Now().After(deadline) {
+			t.Fatal("the PUT reached no server")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	proxy.Thaw()
 	p.waitFor("**** Exiting...", 1)
 	p.inOrder("**** Property 'y' added with value '2'", "**** The value of property 'y' is '2'", "**** Exiting...")
 	if code := p.wait(); code != 0 {

@@ -12,12 +12,13 @@ import (
 // neither hears nor answers, as when it hangs, and clients do not notice
 // a disconnection.
 type Proxy struct {
-	ln     net.Listener
-	target string
-	frozen atomic.Bool
-	mu     sync.Mutex
-	conns  []net.Conn
-	wg     sync.WaitGroup
+	ln      net.Listener
+	target  string
+	frozen  atomic.Bool
+	dropped atomic.Int64 // bytes dropped while frozen
+	mu      sync.Mutex
+	conns   []net.Conn
+	wg      sync.WaitGroup
 }
 
 // NewProxy starts a proxy to target (host:port), closed when the test ends.
@@ -46,6 +47,10 @@ func (p *Proxy) URL() string { return "nats://" + p.ln.Addr().String() }
 
 // Freeze stops forwarding, in both directions.
 func (p *Proxy) Freeze() { p.frozen.Store(true) }
+
+// Dropped is how many bytes the proxy has dropped while frozen, in both
+// directions: a request sent to a frozen server shows here.
+func (p *Proxy) Dropped() int64 { return p.dropped.Load() }
 
 // Thaw closes the connections (what they carried while frozen is lost, so
 // their streams are broken) and forwards the new ones clients open.
@@ -86,7 +91,9 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && !p.frozen.Load() {
+		if n > 0 && p.frozen.Load() {
+			p.dropped.Add(int64(n))
+		} else if n > 0 {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
