@@ -150,6 +150,24 @@ func publishOpts(id string, last statesync.Position) []jetstream.PublishOpt {
 	return opts
 }
 
+// refused is the error of a try that certainly stored nothing, nor did any
+// try before it, or nil: the stream's entry at last is another (ErrReplaced),
+// the message is too large, or it was never sent (the connection was down)
+// and no earlier try may have landed.
+func (l *Log) refused(err error, last statesync.Position, size int, mayHaveLanded bool) error {
+	switch {
+	case wrongLastID(err):
+		// The stream would be past last had an earlier try landed.
+		return fmt.Errorf("%s: its entry %d is not the one read (%s): %w", l.name, last.Revision, last.ID, statesync.ErrReplaced)
+	case errors.Is(err, nats.ErrMaxPayload):
+		return fmt.Errorf("an entry of %d bytes is %w (%d bytes)", size, ErrTooLarge, l.maxPayload)
+	case notSent(err) && !mayHaveLanded:
+		// Nothing is kept to send later (ReconnectBufSize -1).
+		return fmt.Errorf("%s: %w: the write was not sent, so nothing was changed", l.name, describeJSError(err))
+	}
+	return nil
+}
+
 // publishOnceAt is publishOnce; it returns the message's revision and id.
 func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *nats.Msg) (uint64, string, error) {
 	expected := last.Revision
@@ -181,22 +199,13 @@ func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *n
 			}
 			return 0, id, refused
 		}
-		if wrongLastID(err) {
-			// Nothing stored, by this try or an earlier one (the stream
-			// would be past expected).
-			return 0, id, fmt.Errorf("%s: its entry %d is not the one read (%s): %w", l.name, expected, last.ID, statesync.ErrReplaced)
-		}
-		if errors.Is(err, nats.ErrMaxPayload) {
-			return 0, id, fmt.Errorf("an entry of %d bytes is %w (%d bytes)", len(msg.Data), ErrTooLarge, l.maxPayload)
+		if refused := l.refused(err, last, len(msg.Data), mayHaveLanded); refused != nil {
+			return 0, id, refused
 		}
 		if !mayHaveLanded && noStream(err) {
 			if err := l.streamGone(ctx, last); err != nil {
 				return 0, id, err
 			}
-		}
-		if notSent(err) && !mayHaveLanded {
-			// Never sent, and nothing is kept to send later: certain.
-			return 0, id, fmt.Errorf("%s: %w: the write was not sent, so nothing was changed", l.name, describeJSError(err))
 		}
 		mayHaveLanded = mayHaveLanded || mayHaveStored(err) || inProcess(err)
 		if full := outOfStorage(err); full != nil {
