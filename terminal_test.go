@@ -227,12 +227,7 @@ func TestTerminalCtrlCAndTypeAhead(t *testing.T) {
 	p.paste("GET y\r\x04")
 	// Once the PUT has been sent (a write not sent yet when the connection
 	// breaks fails at once), the client reconnects and the PUT tries again.
-	for deadline := time.Now().Add(patience); proxy.Dropped() == dropped; {
-		if time.Now().After(deadline) {
-			t.Fatal("the PUT reached no server")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	proxy.WaitForDrop(t, dropped)
 	proxy.Thaw()
 	p.waitFor("**** Exiting...", 1)
 	p.inOrder("**** Property 'y' added with value '2'", "**** The value of property 'y' is '2'", "**** Exiting...")

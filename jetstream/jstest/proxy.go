@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Proxy forwards TCP connections to a server. Frozen, it drops what clients
@@ -51,6 +52,18 @@ func (p *Proxy) Freeze() { p.frozen.Store(true) }
 // Dropped is how many bytes the proxy has dropped while frozen, in both
 // directions: a request sent to a frozen server shows here.
 func (p *Proxy) Dropped() int64 { return p.dropped.Load() }
+
+// WaitForDrop waits until the proxy has dropped more than before bytes
+// (Dropped): something was sent to the frozen server.
+func (p *Proxy) WaitForDrop(t testing.TB, before int64) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); p.Dropped() <= before; {
+		if time.Now().After(deadline) {
+			t.Fatal("nothing reached the frozen proxy within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
 
 // Thaw closes the connections (what they carried while frozen is lost, so
 // their streams are broken) and forwards the new ones clients open.
