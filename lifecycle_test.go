@@ -206,7 +206,8 @@ func noRaceExitSleep() []string {
 
 // QUIT, Ctrl-D (in a terminal), the end of input and SIGTERM end a process
 // within 2s while its server hangs (SIGSTOP): shells that follow the config
-// and hold a lease whose keeper is waiting for the server, and a watch.
+// and hold a lease whose keeper is waiting for the server, a watch, and a
+// member holding its key.
 func TestExitIsQuickWhenTheServerHangs(t *testing.T) {
 	url, server := startServerProcess(t)
 	args := func(writer string, more ...string) []string {
@@ -225,6 +226,9 @@ func TestExitIsQuickWhenTheServerHangs(t *testing.T) {
 	watch := startREPLEnv(t, "watch", noRaceExitSleep(), args("watcher", "watch")...)
 	watch.wantExit = -1
 	untilLine(t, watch, "**** Watching every key")
+	member := startREPLEnv(t, "member", noRaceExitSleep(), args("member", "member", "/member", "up", "--ttl", "3s")...)
+	member.wantExit = -1
+	untilLine(t, watch, "/member")
 	// Ctrl-D in a terminal.
 	t.Setenv("GORACE", strings.TrimPrefix(noRaceExitSleep()[0], "GORACE="))
 	tty := startPTY(t, args("tty", "--follow")...)
@@ -240,16 +244,17 @@ func TestExitIsQuickWhenTheServerHangs(t *testing.T) {
 	time.Sleep(3500 * time.Millisecond)
 
 	ends := map[string]func(*repl){
-		"quit":  func(r *repl) { r.send("QUIT") },
-		"eof":   func(r *repl) { r.stdin.Close() },
-		"term":  func(r *repl) { r.cmd.Process.Signal(syscall.SIGTERM) },
-		"watch": func(r *repl) { r.cmd.Process.Signal(syscall.SIGTERM) },
+		"quit":   func(r *repl) { r.send("QUIT") },
+		"eof":    func(r *repl) { r.stdin.Close() },
+		"term":   func(r *repl) { r.cmd.Process.Signal(syscall.SIGTERM) },
+		"watch":  func(r *repl) { r.cmd.Process.Signal(syscall.SIGTERM) },
+		"member": func(r *repl) { r.cmd.Process.Signal(syscall.SIGTERM) },
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		endsWithin2s(t, "the terminal's shell (Ctrl-D)", func() { tty.paste("\x04") }, func() { tty.wait() })
 	})
-	for _, r := range append(shells, watch) {
+	for _, r := range append(shells, watch, member) {
 		wg.Go(func() { endsWithin2s(t, r.name, func() { ends[r.name](r) }, func() { r.cmd.Wait() }) })
 	}
 	wg.Wait()

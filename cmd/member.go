@@ -56,6 +56,7 @@ func memberCommandFunc(cmd *cobra.Command, f *rootFlags, key, value string, ttl 
 	}
 	defer s.Close()
 	ctx := cmd.Context()
+	defer s.cutWhenSignalled(ctx)()
 	for _, l := range []string{shellLine("REGISTER_LEASE", key, ttl.String()), shellLine("PUT_WITH_LEASE", key, value, key)} {
 		s.sh.Execute(ctx, l)
 		if s.sh.Failures() > 0 {
@@ -65,6 +66,11 @@ func memberCommandFunc(cmd *cobra.Command, f *rootFlags, key, value string, ttl 
 	}
 	stopKeeper := s.cfg.KeepLeases(func(msg string) { memberWarning(cmd, f, msg) })
 	lost := holdUntilEnd(ctx, cmd.InOrStdin(), s.cfg, f.scope+"/"+f.name, key, value, ttl)
+	// Leaving takes ExitBudget at most, whatever the server does (the end
+	// of input is no signal): then the connection is cut, and the lease is
+	// left to expire.
+	abort := time.AfterFunc(repl.ExitBudget, s.nc.Close)
+	defer abort.Stop()
 	stopKeeper()
 	if lost != "" {
 		memberWarning(cmd, f, fmt.Sprintf("Lease '%s' lost: %s", repl.Shown(key), lost))

@@ -89,6 +89,34 @@ func (s *session) Close() {
 	s.nc.Close()
 }
 
+// cutWhenSignalled closes the connection repl.ExitBudget after ctx ends (a
+// signal), unless stop comes first: whatever the process then waits for,
+// a command, the lock a hung request holds, a revocation, fails at once,
+// so that a signalled process ends soon whatever the server does.
+func (s *session) cutWhenSignalled(ctx context.Context) (stop func()) {
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		select {
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		timer := time.NewTimer(repl.ExitBudget)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+			s.nc.Close()
+		case <-done:
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+	}
+}
+
 // dial connects as the flags, the NATS context and the environment say,
 // and describes how for STATUS.
 func (f *rootFlags) dial(ctx context.Context) (*nats.Conn, string, error) {

@@ -265,6 +265,7 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		return err
 	}
 	defer sess.Close()
+	defer sess.cutWhenSignalled(ctx)()
 	sh, out := sess.sh, cmd.OutOrStdout()
 	if f.follow {
 		if err := sh.SetFollow(true); err != nil {
