@@ -3,7 +3,6 @@ package jetstream_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,13 +18,12 @@ import (
 // the server while fn runs (seen from a connection of their own).
 func apiRequests(t *testing.T, watcher *nats.Conn, fn func()) []string {
 	t.Helper()
-	var mu sync.Mutex
-	var seen []string
-	sub, err := watcher.Subscribe("$JS.API.>", func(m *nats.Msg) {
-		mu.Lock()
-		seen = append(seen, m.Subject)
-		mu.Unlock()
-	})
+	// A channel subscription: the connection's reader puts each message in
+	// the channel before it reads the answer to a later Flush, so once
+	// Flush returns every request the server saw is in the channel (an
+	// asynchronous handler could still be about to run).
+	msgs := make(chan *nats.Msg, 1024)
+	sub, err := watcher.ChanSubscribe("$JS.API.>", msgs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,9 +35,15 @@ func apiRequests(t *testing.T, watcher *nats.Conn, fn func()) []string {
 	if err := watcher.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	return append([]string(nil), seen...)
+	var seen []string
+	for {
+		select {
+		case m := <-msgs:
+			seen = append(seen, m.Subject)
+		default:
+			return seen
+		}
+	}
 }
 
 // Asking where the log ends (what REFRESH with nothing pending costs) is

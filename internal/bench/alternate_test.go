@@ -12,7 +12,7 @@ import (
 // so that each goes first in half the pairs of slices: with strict
 // alternation, load that recurs once per pair fell on the second side only.
 func TestAlternateGoesFirstInHalfThePairs(t *testing.T) {
-	r := &runner{o: Options{Duration: turnsEach * 5 * time.Millisecond}}
+	r := &runner{o: Options{Duration: turnsEach * 100 * time.Millisecond}}
 	var mu sync.Mutex
 	var order []string
 	side := func(name string) func(int) (int, error) {
