@@ -230,6 +230,9 @@ func abbreviate(b []byte) string {
 // ImportResult says what an Import changed.
 type ImportResult struct {
 	Added, Updated, Unchanged, Removed int
+	// AsSnapshot: too large for one update, the import was written as a
+	// snapshot (see Import).
+	AsSnapshot bool
 }
 
 // Import sets every key of props to its value as one update, so that it
@@ -267,6 +270,7 @@ func (c *Config) importAsSnapshot(ctx context.Context, plan func(State) (updates
 				set = append(set, p.Key)
 			}
 		}
+		r.AsSnapshot = true
 		return importedSnapshot{State: s, set: set}, r
 	})
 	return r, err

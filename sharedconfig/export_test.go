@@ -188,7 +188,7 @@ func TestBigImportIsOneSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (sharedconfig.ImportResult{Added: 2000}); r != want {
+	if want := (sharedconfig.ImportResult{Added: 2000, AsSnapshot: true}); r != want {
 		t.Fatalf("Import: %+v, want %+v", r, want)
 	}
 	props["keep"], props["late"] = "1", "2"
