@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
@@ -82,14 +85,12 @@ func TestGetValueOnlyIsByteExact(t *testing.T) {
 	}
 }
 
-// An import too big for one entry (a 2 MB export) is refused before
-// anything is written, saying how to split the file.
-func TestImportTooBigSaysHowToSplit(t *testing.T) {
-	srv := jstest.Server(t)
-	args := []string{"--server", srv.ClientURL(), "--scope", "big"}
+// writeBigImport writes a plain import file of n keys of 1000 bytes.
+func writeBigImport(t *testing.T, n int) string {
+	t.Helper()
 	props := map[string]string{}
-	for i := range 2000 {
-		props[fmt.Sprintf("key.%04d", i)] = strings.Repeat("v", 1000)
+	for i := range n {
+		props[fmt.Sprintf("key.%04d", i)] = fmt.Sprintf("%04d", i) + strings.Repeat("v", 996)
 	}
 	b, err := json.Marshal(props)
 	if err != nil {
@@ -99,16 +100,58 @@ func TestImportTooBigSaysHowToSplit(t *testing.T) {
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, code := runShell(t, "", append(args, "put", "before", "1")...); code != 0 {
+	return file
+}
+
+// exportedProps runs export in a fresh process and returns its properties.
+func exportedProps(t *testing.T, args []string) map[string]string {
+	t.Helper()
+	stdout, stderr, code := runShell(t, "", append(args, "export")...)
+	if code != 0 {
+		t.Fatalf("export: exit %d, %s", code, stderr)
+	}
+	var file struct {
+		Properties map[string]struct{ Value string } `json:"properties"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &file); err != nil {
+		t.Fatal(err)
+	}
+	props := map[string]string{}
+	for k, p := range file.Properties {
+		props[k] = p.Value
+	}
+	return props
+}
+
+// What export writes, import reads back whatever its size: a 2 MB export
+// (more than one entry of the server) lands whole, and a fresh process
+// exports the same keys and values.
+func TestBigExportImportsBack(t *testing.T) {
+	srv := jstest.Server(t)
+	src := []string{"--server", srv.ClientURL(), "--scope", "big", "-n", "src"}
+	dst := []string{"--server", srv.ClientURL(), "--scope", "big", "-n", "dst"}
+	if _, stderr, code := runShell(t, "", append(src, "import", writeBigImport(t, 2000))...); code != 0 {
+		t.Fatalf("import of the plain file: exit %d, %s", code, stderr)
+	}
+	exported, stderr, code := runShell(t, "", append(src, "export")...)
+	if code != 0 || len(exported) < 2<<20 {
+		t.Fatalf("export: exit %d, %d bytes, %s; want 2 MB", code, len(exported), stderr)
+	}
+	file := filepath.Join(t.TempDir(), "export.json")
+	if err := os.WriteFile(file, []byte(exported), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runShell(t, "", append(dst, "put", "before", "1")...); code != 0 {
 		t.Fatalf("put: exit %d, %s", code, stderr)
 	}
-	stdout, stderr, code := runShell(t, "", append(args, "import", file)...)
-	if code != 1 || stdout != "" || !strings.Contains(stderr, "nothing was written") || !strings.Contains(stderr, "split "+file+" into files that each fit") {
-		t.Errorf("import: exit %d, stdout %q, stderr %q; want 1 and how to split on stderr", code, stdout, stderr)
+	stdout, stderr, code := runShell(t, "", append(dst, "import", file)...)
+	if code != 0 || !strings.Contains(stdout, "2000 added") || !strings.Contains(stdout, "written as one snapshot") {
+		t.Fatalf("import of a %d-byte export: exit %d, stdout %q, stderr %q", len(exported), code, stdout, stderr)
 	}
-	stdout, _, _ = runShell(t, "", append(args, "keys")...)
-	if stdout != "before\n" {
-		t.Errorf("after the refused import the keys are %q, want only before", stdout)
+	want := exportedProps(t, src)
+	want["before"] = "1"
+	if got := exportedProps(t, dst); !maps.Equal(got, want) {
+		t.Fatalf("a fresh process exports %d keys, want the %d exported and before", len(got), len(want)-1)
 	}
 }
 
@@ -138,5 +181,83 @@ func TestListEmptyConfig(t *testing.T) {
 	c := got.Result.Configs[0]
 	if _, has := c["revision"]; has || c["note"] != "no entries: created, never written" || c["properties"] != 0.0 {
 		t.Errorf("the empty config is listed as %v; want no revision, a note saying why, 0 properties", c)
+	}
+}
+
+// An import killed (kill -9) while it writes its snapshot's chunks leaves
+// the config as it was: the unfinished run holds no state, for a fresh
+// process and for the next write.
+func TestBigImportKilledMidwayChangesNothing(t *testing.T) {
+	srv := jstest.Server(t)
+	args := []string{"--server", srv.ClientURL(), "--scope", "big", "-n", "killed"}
+	if _, stderr, code := runShell(t, "", append(args, "put", "before", "1")...); code != 0 {
+		t.Fatalf("put: exit %d, %s", code, stderr)
+	}
+	file := writeBigImport(t, 8000) // 8 MB: 8 chunks
+	nc := jstest.Connect(t, srv)
+	for attempt := 1; ; attempt++ {
+		if killedInsideChunks(t, nc, file, args) {
+			break
+		}
+		if attempt == 5 {
+			t.Skip("the import finished before it could be killed inside its chunks, 5 times")
+		}
+		if _, stderr, code := runShell(t, "", append(args, "import", "--replace", writeOne(t, "before", "1"))...); code != 0 {
+			t.Fatalf("undoing the import: exit %d, %s", code, stderr)
+		}
+	}
+	if got := exportedProps(t, args); !maps.Equal(got, map[string]string{"before": "1"}) {
+		t.Fatalf("after the killed import a fresh process holds %d keys, want only before", len(got))
+	}
+	if _, stderr, code := runShell(t, "", append(args, "put", "after", "2")...); code != 0 {
+		t.Fatalf("put after the killed import: exit %d, %s", code, stderr)
+	}
+	if got := exportedProps(t, args); !maps.Equal(got, map[string]string{"before": "1", "after": "2"}) {
+		t.Fatalf("after the killed import and a put: %d keys, want before and after", len(got))
+	}
+}
+
+func writeOne(t *testing.T, k, v string) string {
+	file := filepath.Join(t.TempDir(), "one.json")
+	if err := os.WriteFile(file, fmt.Appendf(nil, "{%q: %q}", k, v), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// killedInsideChunks starts an import of file and kills it once the
+// stream's last message is a chunk that is not its run's last; false if the
+// import ended first.
+func killedInsideChunks(t *testing.T, nc *nats.Conn, file string, args []string) bool {
+	t.Helper()
+	ctx := context.Background()
+	js, _ := natsjs.New(nc)
+	stream, err := js.Stream(ctx, jetstream.StreamName("big", "killed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(os.Args[0], append(args, "import", file)...)
+	c.Env = append(os.Environ(), runMainEnv+"=1")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { c.Wait(); close(exited) }()
+	for {
+		select {
+		case <-exited:
+			return false
+		default:
+		}
+		m, err := stream.GetLastMsgForSubject(ctx, jetstream.Subject("big", "killed"))
+		var i, n int
+		if err == nil && m.Header.Get(jetstream.HeaderKind) == jetstream.KindSnapshotChunk {
+			fmt.Sscanf(m.Header.Get(jetstream.HeaderChunk), "%d/%d", &i, &n)
+			if i < n-1 {
+				c.Process.Signal(syscall.SIGKILL)
+				<-exited
+				return true
+			}
+		}
 	}
 }

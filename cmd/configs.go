@@ -262,9 +262,6 @@ func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bo
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
 	r, err := s.cfg.Import(ctx, props, replace)
-	if errors.Is(err, jetstream.ErrTooLarge) {
-		return failed(cmd, f, "IMPORT", fmt.Errorf("%w; nothing was written. An import is one entry, so that it lands whole or not at all: split %s into files that each fit (by key prefix, say: jq '.properties |= with_entries(select(.key | startswith(\"a\")))' %s > a.json) and import each; each part lands whole, the parts one after another", err, file, file))
-	}
 	if err != nil {
 		return failed(cmd, f, "IMPORT", err)
 	}
@@ -272,6 +269,10 @@ func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bo
 	result := map[string]any{"added": r.Added, "updated": r.Updated, "unchanged": r.Unchanged, "removed": r.Removed}
 	if len(parsed.Leased) > 0 {
 		result["leased_"+leased] = len(parsed.Leased)
+	}
+	if r.AsSnapshot {
+		result["snapshot"] = true
+		note += "; too large for one update, so written as one snapshot, which drops the history before it (LOG starts there)"
 	}
 	answer(cmd, f, "IMPORT", true, result, rev,
 		fmt.Sprintf("**** Imported %s into %s/%s: %d added, %d updated, %d unchanged, %d removed; now at revision %d%s",

@@ -11,8 +11,14 @@ import (
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
-// ErrTooLarge: an update does not fit in one message.
-var ErrTooLarge = errors.New("too large for the server's max payload")
+// ErrTooLarge: an update does not fit in one message. It is a
+// statesync.ErrTooLarge, so that a writer can fall back to a snapshot.
+var ErrTooLarge error = tooLarge{}
+
+type tooLarge struct{}
+
+func (tooLarge) Error() string        { return "too large for the server's max payload" }
+func (tooLarge) Is(target error) bool { return target == statesync.ErrTooLarge }
 
 // ErrOutOfStorage: the server refused an entry because its store, or the
 // account's share of it, is full. Writes work again once space is freed.

@@ -35,7 +35,7 @@ func (l *Log) Read(ctx context.Context, after, upTo uint64, fn func(statesync.En
 	if upTo == after {
 		return nil
 	}
-	return l.read(ctx, &reader{log: l, next: after + 1}, upTo, fn)
+	return l.read(ctx, &reader{log: l, ctx: ctx, next: after + 1}, upTo, fn)
 }
 
 // ReadAfter implements statesync.Incarnated: the read starts one message
@@ -45,7 +45,7 @@ func (l *Log) ReadAfter(ctx context.Context, after statesync.Position, upTo uint
 	if after.ID == "" || after.Revision == 0 || upTo < after.Revision {
 		return l.Read(ctx, after.Revision, upTo, fn)
 	}
-	return l.read(ctx, &reader{log: l, next: after.Revision, check: &after}, upTo, fn)
+	return l.read(ctx, &reader{log: l, ctx: ctx, next: after.Revision, check: &after}, upTo, fn)
 }
 
 // read reads from r.next up to upTo.
@@ -264,8 +264,9 @@ func (l *Log) readConsumer(ctx context.Context, r *reader, upTo uint64, fn func(
 // reassembles chunked snapshots.
 type reader struct {
 	log  *Log
-	next uint64 // the sequence expected next
-	gap  bool   // entries were skipped and no snapshot has covered them yet
+	ctx  context.Context // the read's, for looking back at chunks
+	next uint64          // the sequence expected next
+	gap  bool            // entries were skipped and no snapshot has covered them yet
 	// check, until the first message comes, is the entry it should be
 	// (ReadAfter), if the stream still holds it.
 	check *statesync.Position
@@ -331,6 +332,14 @@ func (r *reader) addChunk(seq uint64, h nats.Header, data []byte) (statesync.Ent
 	if i == 0 {
 		r.chunkID, r.chunkCount, r.chunks = id, n, nil
 	}
+	if (id != r.chunkID || n != r.chunkCount || i != len(r.chunks)) && i == n-1 && i > 0 {
+		// The last chunk of a run this read started inside: the run is
+		// whole, and its snapshot may hold state no entry before it does
+		// (an import), so it is read whole from the stream.
+		if earlier, ok := r.log.chunksBefore(r.ctx, seq, id, n); ok {
+			r.chunkID, r.chunkCount, r.chunks = id, n, earlier
+		}
+	}
 	if id != r.chunkID || n != r.chunkCount || i != len(r.chunks) {
 		// Part of a run that was never finished, or whose start this
 		// reader is past: it holds no state.
@@ -369,4 +378,22 @@ func (r *reader) checkFirst(seq uint64, h nats.Header, upTo uint64) (done, check
 // bad is the answer for the entry at seq that does not read.
 func (r *reader) bad(seq uint64, format string, args ...any) (statesync.Entry, bool, error) {
 	return statesync.Entry{}, false, &statesync.EntryError{Log: r.log.name, Revision: seq, Err: fmt.Errorf(format, args...)}
+}
+
+// chunksBefore reads the n-1 chunks of snapshot id that end just before
+// seq, the run's last; ok is false if the stream no longer holds them all.
+func (l *Log) chunksBefore(ctx context.Context, seq uint64, id string, n int) ([][]byte, bool) {
+	if seq < uint64(n) {
+		return nil, false
+	}
+	chunks := make([][]byte, 0, n)
+	for i := range n - 1 {
+		m, err := l.stream.GetMsg(ctx, seq-uint64(n-1-i))
+		if err != nil || m.Header.Get(HeaderKind) != KindSnapshotChunk || m.Header.Get(HeaderSnapshot) != id ||
+			m.Header.Get(HeaderChunk) != fmt.Sprintf("%d/%d", i, n) {
+			return nil, false
+		}
+		chunks = append(chunks, m.Data)
+	}
+	return chunks, true
 }

@@ -250,11 +250,19 @@ func (Codec) DecodeInitial(data []byte) (statesync.InitialUpdate[State], error) 
 		return nil, errors.New("not a sharedconfig snapshot: it holds an empty key, which no command writes")
 	}
 	es := make([]entry, 0, len(*w.Properties))
+	var unrevised []string // set by the snapshot itself: an import's
 	for k, v := range *w.Properties {
 		es = append(es, entry{k, Property{Value: v, Revision: w.Revisions[k], Lease: w.LeaseOf[k]}})
+		if w.Revisions[k] == 0 {
+			unrevised = append(unrevised, k)
+		}
 	}
 	slices.SortFunc(es, func(a, b entry) int { return strings.Compare(a.key, b.key) })
-	return w.wireSnapshotLeases.snapshot(State{root: build(es)})
+	init, err := w.wireSnapshotLeases.snapshot(State{root: build(es)})
+	if err != nil || len(unrevised) == 0 {
+		return init, err
+	}
+	return importedSnapshot{State: init.Create(0), set: unrevised}, nil
 }
 
 func strictUnmarshal(data []byte, v any) error {

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sharedconfig/sharedconfig/internal/strictjson"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 // ExportFormat marks a file that Export wrote.
@@ -229,40 +230,76 @@ func abbreviate(b []byte) string {
 // ImportResult says what an Import changed.
 type ImportResult struct {
 	Added, Updated, Unchanged, Removed int
+	// AsSnapshot: too large for one update, the import was written as a
+	// snapshot (see Import).
+	AsSnapshot bool
 }
 
 // Import sets every key of props to its value as one update, so that it
 // lands whole or not at all; with replace, the keys props lacks are removed
 // in the same update. Keys that already have their value are not written.
+// An update too large for one entry of the log is written as a snapshot of
+// the state it makes instead (see importAsSnapshot): as conditional, as
+// whole, but dropping the history before it, as compaction does.
 func (c *Config) Import(ctx context.Context, props map[string]string, replace bool) (ImportResult, error) {
 	strs := make([]string, 0, 2*len(props))
 	for k, v := range props {
 		strs = append(strs, k, v)
 	}
-	return update(ctx, c, func(s State) (updates, ImportResult) {
-		var r ImportResult
-		var ups updates
-		if replace {
-			for k := range s.All() {
-				if _, keep := props[k]; !keep {
-					ups = append(ups, Remove{k})
-					r.Removed++
-				}
+	plan := func(s State) (updates, ImportResult) { return importUpdates(s, props, replace) }
+	r, err := update(ctx, c, plan, strs...)
+	if errors.Is(err, statesync.ErrTooLarge) {
+		return c.importAsSnapshot(ctx, plan)
+	}
+	return r, err
+}
+
+// importAsSnapshot writes the state the import's updates make of the state
+// read, on the condition that the log is still where it was read (see
+// statesync.Replace). The keys it sets take the snapshot's revision.
+func (c *Config) importAsSnapshot(ctx context.Context, plan func(State) (updates, ImportResult)) (ImportResult, error) {
+	r, _, err := statesync.Replace(ctx, c.sync, func(s State) (statesync.InitialUpdate[State], ImportResult) {
+		ups, r := plan(s)
+		if len(ups) == 0 {
+			return nil, r
+		}
+		set := make([]string, 0, len(ups))
+		for _, u := range ups {
+			s = u.Apply(s, 0)
+			if p, ok := u.(Put); ok {
+				set = append(set, p.Key)
 			}
 		}
-		for _, k := range slices.Sorted(maps.Keys(props)) {
-			old, ok := s.Lookup(k)
-			switch {
-			case !ok:
-				r.Added++
-			case old.Value == props[k] && old.Lease == "": // a plain put detaches a leased key
-				r.Unchanged++
-				continue
-			default:
-				r.Updated++
+		r.AsSnapshot = true
+		return importedSnapshot{State: s, set: set}, r
+	})
+	return r, err
+}
+
+// importUpdates is what an import of props does to s.
+func importUpdates(s State, props map[string]string, replace bool) (updates, ImportResult) {
+	var r ImportResult
+	var ups updates
+	if replace {
+		for k := range s.All() {
+			if _, keep := props[k]; !keep {
+				ups = append(ups, Remove{k})
+				r.Removed++
 			}
-			ups = append(ups, Put{k, props[k]})
 		}
-		return ups, r
-	}, strs...)
+	}
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		old, ok := s.Lookup(k)
+		switch {
+		case !ok:
+			r.Added++
+		case old.Value == props[k] && old.Lease == "": // a plain put detaches a leased key
+			r.Unchanged++
+			continue
+		default:
+			r.Updated++
+		}
+		ups = append(ups, Put{k, props[k]})
+	}
+	return ups, r
 }

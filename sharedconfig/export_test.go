@@ -3,9 +3,11 @@ package sharedconfig_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
@@ -152,5 +154,102 @@ func TestImportOfALeasedKeyDetachesIt(t *testing.T) {
 	}
 	if p, _ := a.State().Lookup("/servers/1"); p.Value != v || p.Lease != "" {
 		t.Fatalf("/servers/1 after the import: %+v; want %q with no lease", p, v)
+	}
+}
+
+// bigProps is an import larger than one entry of the server (1 MiB): n keys
+// of 1000 bytes.
+func bigProps(n int) map[string]string {
+	props := map[string]string{}
+	for i := range n {
+		props[fmt.Sprintf("big.%04d", i)] = fmt.Sprintf("%04d", i) + strings.Repeat("v", 996)
+	}
+	return props
+}
+
+// An import too large for one update lands whole as a snapshot, after
+// catching up with a writer that got in first (whose key stays); its keys
+// take the snapshot's revision, in the writer and in a fresh process, and a
+// watcher hears each key it set.
+func TestBigImportIsOneSnapshot(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	a, b := e.open(sharedconfig.Options{}), e.open(sharedconfig.Options{})
+	put(t, a, "keep", "1")
+	put(t, b, "late", "2") // a's copy is now stale: its import conflicts once
+	heard := make(chan sharedconfig.Change, 16)
+	stop, err := b.Watch("big.", func(ch sharedconfig.Change) { heard <- ch }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	props := bigProps(2000)
+	r, err := a.Import(ctx, props, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (sharedconfig.ImportResult{Added: 2000, AsSnapshot: true}); r != want {
+		t.Fatalf("Import: %+v, want %+v", r, want)
+	}
+	props["keep"], props["late"] = "1", "2"
+	rev := must[uint64](t)(a.Log().LastRevision(ctx))
+	fresh := e.open(sharedconfig.Options{})
+	for who, c := range map[string]*sharedconfig.Config{"the importer": a, "a fresh process": fresh} {
+		if got := contents(c); !maps.Equal(got, props) {
+			t.Fatalf("%s holds %d keys, want the %d of the import and the two before", who, len(got), len(props)-2)
+		}
+		if p, _ := c.State().Lookup("big.0042"); p.Revision != rev {
+			t.Errorf("%s: an imported key has revision %d, want the snapshot's, %d", who, p.Revision, rev)
+		}
+		if p, _ := c.State().Lookup("late"); p.Revision == rev {
+			t.Errorf("%s: a key the import did not set took its revision", who)
+		}
+	}
+	select {
+	case ch := <-heard:
+		if !ch.Snapshot || len(ch.Ops) != 2000 || ch.Ops[42].Kind != "put" || ch.Ops[42].Key != "big.0042" {
+			t.Fatalf("the watcher heard a change with %d ops (snapshot %v), want the 2000 puts", len(ch.Ops), ch.Snapshot)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watcher heard nothing of the import")
+	}
+}
+
+// A writer that writes during a big import loses nothing: each of its keys
+// is there afterwards, beside every imported key. It writes a burst, not
+// forever: a writer that never stops can starve a big import (see
+// docs/consistency.md), which the deadline turns into a failure.
+func TestBigImportLosesNoConcurrentWrite(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	e := newEnv(t)
+	a, b := e.open(sharedconfig.Options{}), e.open(sharedconfig.Options{})
+	put(t, a, "start", "1")
+	const n = 40
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		for i := range n {
+			if _, _, err := b.Put(ctx, fmt.Sprintf("w.%d", i), "x"); err != nil {
+				t.Error(err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	props := bigProps(2000)
+	if _, err := a.Import(ctx, props, false); err != nil {
+		t.Fatal(err)
+	}
+	<-written
+	got := contents(e.open(sharedconfig.Options{}))
+	for i := range n {
+		if _, ok := got[fmt.Sprintf("w.%d", i)]; !ok {
+			t.Fatalf("the concurrent write w.%d (of %d) was lost", i, n)
+		}
+	}
+	for k := range props {
+		if got[k] != props[k] {
+			t.Fatalf("imported key %s is %q", k, got[k])
+		}
 	}
 }

@@ -43,6 +43,26 @@ func (Clear) Apply(s State, _ uint64) State {
 // revisions that set them.
 func (u Snapshot) Create(uint64) State { return u.State }
 
+// importedSnapshot is a snapshot that sets keys as well (an import too
+// large for one update): the keys in set, whose revision in State is 0,
+// take the snapshot's own revision, which only the log can tell.
+type importedSnapshot struct {
+	State State
+	set   []string
+}
+
+// Create implements statesync.InitialUpdate.
+func (u importedSnapshot) Create(revision uint64) State {
+	changes := make([]change, 0, len(u.set))
+	for _, k := range slices.Sorted(slices.Values(u.set)) {
+		if p, ok := u.State.Lookup(k); ok && p.Revision == 0 {
+			p.Revision = revision
+			changes = append(changes, set(k, p))
+		}
+	}
+	return u.State.with(changes...)
+}
+
 var (
 	_ statesync.Update[State]        = Put{}
 	_ statesync.Update[State]        = Remove{}

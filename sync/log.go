@@ -151,6 +151,9 @@ var (
 	// ErrReplaced: the log was deleted and created again (another
 	// incarnation stands under its name) since the state was read from it.
 	ErrReplaced = errors.New("the log was deleted and created again")
+	// ErrTooLarge: an update entry is larger than the log takes; a snapshot
+	// (Compact, Replace), which a log may split, can carry it.
+	ErrTooLarge = errors.New("the entry is too large for the log")
 	// ErrDeleted: the log was deleted, and nothing stands under its name.
 	ErrDeleted = errors.New("the log was deleted")
 )

@@ -25,6 +25,7 @@ func Run(t *testing.T, newLog func(t *testing.T) statesync.Log) {
 	t.Run("CompactConflict", func(t *testing.T) { testCompactConflict(t, newLog(t)) })
 	t.Run("ReadRangeCompactedAway", func(t *testing.T) { testReadRangeCompactedAway(t, newLog(t)) })
 	t.Run("LargeSnapshot", func(t *testing.T) { testLargeSnapshot(t, newLog(t)) })
+	t.Run("LargeSnapshotReadFromInside", func(t *testing.T) { testLargeSnapshotReadFromInside(t, newLog(t)) })
 	t.Run("ConcurrentAppends", func(t *testing.T) { testConcurrentAppends(t, newLog(t)) })
 	t.Run("ReadStopsOnError", func(t *testing.T) { testReadStopsOnError(t, newLog(t)) })
 	t.Run("ReadBounds", func(t *testing.T) { testReadBounds(t, newLog(t)) })
@@ -218,6 +219,25 @@ func testLargeSnapshot(t *testing.T, l statesync.Log) {
 	}
 	if string(got[1].Data) != "after" {
 		t.Fatalf("entry after the snapshot: %s", describe(got[1:]))
+	}
+}
+
+// A read that starts after some of a snapshot's entries (a follower that
+// read while it was being written) still gets the snapshot whole: it may
+// hold state nothing before it does.
+func testLargeSnapshotReadFromInside(t *testing.T, l statesync.Log) {
+	mustAppend(t, l, 0, "a")
+	big := bytes.Repeat([]byte("0123456789abcdef"), 3<<20/16) // 3 MiB
+	big[len(big)-1] = 'X'
+	rev, err := l.Compact(ctx(t), 1, big)
+	if err != nil {
+		t.Fatalf("Compact of 3 MiB: %v", err)
+	}
+	for after := uint64(1); after < rev; after++ {
+		got := readAll(t, l, after, rev)
+		if len(got) != 1 || !got[0].Snapshot || got[0].Revision != rev || !bytes.Equal(got[0].Data, big) {
+			t.Fatalf("reading after %d up to the snapshot at %d: got %s, want the snapshot whole", after, rev, describe(got))
+		}
 	}
 }
 

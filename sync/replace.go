@@ -1,0 +1,56 @@
+package statesync
+
+import (
+	"context"
+	"time"
+)
+
+// Replace sets the shared state to the one fn makes of the local state, as
+// one snapshot entry (which the log may split, as it does a compaction's,
+// so the state may be larger than one update entry can be): readers take
+// in all of it or none. Like UpdateState it lands only if the log is still
+// at the revision fn's state was read at, and on a conflict it catches up
+// and calls fn again, so that no other writer's change is lost. A nil
+// InitialUpdate from fn writes nothing, once the state it saw is confirmed
+// current. As any snapshot it drops the entries before it. It returns fn's
+// result and the state just after the snapshot.
+func Replace[S, R any](ctx context.Context, s *Synchronizer[S], fn func(state S) (InitialUpdate[S], R)) (R, Revisioned[S], error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var result R
+	var after Revisioned[S]
+	err := s.retryOnConflictLocked(ctx, func(int, time.Duration) error {
+		cur := *s.local.Load()
+		var init InitialUpdate[S]
+		init, result = fn(cur.Value)
+		if init == nil {
+			after = cur.Revisioned
+			return s.confirmCurrentLocked(ctx, cur.Revision)
+		}
+		var err error
+		after, err = s.replaceLocked(ctx, cur, init)
+		return err
+	}, nil)
+	return result, after, err
+}
+
+// replaceLocked writes init as a snapshot after cur and, once it lands,
+// makes it the local copy and tells watchers what it changed.
+func (s *Synchronizer[S]) replaceLocked(ctx context.Context, cur local[S], init InitialUpdate[S]) (Revisioned[S], error) {
+	data, err := s.codec.EncodeInitial(init)
+	if err != nil {
+		return Revisioned[S]{}, err
+	}
+	at, err := s.compactAfter(ctx, cur.position(), data)
+	if err != nil {
+		return Revisioned[S]{}, s.replacedLocked(ctx, err)
+	}
+	st := init.Create(at.Revision)
+	next := local[S]{Revisioned: Revisioned[S]{Value: st, Revision: at.Revision}, initialized: true, compactedAt: at.Revision, id: at.ID}
+	s.local.Store(&next)
+	s.notifyApplied(Applied[S]{
+		Entry:    Entry{Revision: at.Revision, Snapshot: true, Data: data, Time: time.Now(), ID: at.ID},
+		Snapshot: st, Local: true, Before: cur.Value, After: st, HasStates: true,
+	})
+	return next.Revisioned, nil
+}
