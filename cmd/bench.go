@@ -25,6 +25,7 @@ type benchFlags struct {
 	output  string
 	writers string
 	cluster bool
+	scale   bool
 }
 
 func newBenchCmd() *cobra.Command {
@@ -50,7 +51,13 @@ With --cluster it measures replication instead: uncontended PUT and
 contended throughput on R3 streams, beside a raw conditional publish on the
 same R3 stream and NATS KV on an R3 bucket. It starts its own 3-node cluster
 on loopback ports and temporary stores, or measures the cluster --server
-names.`,
+names.
+
+With --scale it measures scale instead (minutes): --configs configs created
+on one server and listed, and the heap the server holds per config, each
+beside raw streams; and one config followed by --followers connections, the
+time from a commit to the last follower's callback beside as many raw
+ordered consumers. With --cluster too, on R3 streams of the cluster.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, f) },
 	}
@@ -62,6 +69,9 @@ names.`,
 	fl.DurationVar(&f.o.Duration, "duration", f.o.Duration, "how long each contended figure runs")
 	fl.StringVarP(&f.output, "output", "o", "text", "`text` (a table) or json")
 	fl.BoolVar(&f.cluster, "cluster", false, "measure on R3 streams of a 3-node cluster (its own, or the one --server names)")
+	fl.BoolVar(&f.scale, "scale", false, "measure many configs and many followers instead")
+	fl.IntVar(&f.o.Configs, "configs", f.o.Configs, "configs the --scale run creates")
+	fl.IntVar(&f.o.Followers, "followers", f.o.Followers, "connections following one config in the --scale run")
 	fl.StringVar(&f.conn.opts.URLs, "server", "", "measure against these NATS server `URLS` (default: $NATS_URL, else an embedded server)")
 	return c
 }
@@ -80,6 +90,9 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	if f.cluster {
 		o.Replicas, phases = benchClusterSize, bench.ClusterPhases
 		where = fmt.Sprintf("a %d-node cluster of embedded servers on temporary stores", benchClusterSize)
+	}
+	if f.scale {
+		phases = bench.ScalePhases
 	}
 	if connOpts.URLs == "" && os.Getenv("NATS_URL") == "" {
 		urls, stop, err := startBenchServers(f.cluster)
@@ -155,8 +168,8 @@ func (f *benchFlags) options() (bench.Options, error) {
 		}
 		o.Writers = append(o.Writers, n)
 	}
-	if o.Ops < 1 || o.Keys < 10 || o.Entries < 1 || o.Duration <= 0 {
-		return o, fmt.Errorf("--ops, --entries and --duration must be positive, --keys at least 10")
+	if o.Ops < 1 || o.Keys < 10 || o.Entries < 1 || o.Duration <= 0 || o.Configs < 1 || o.Followers < 1 {
+		return o, fmt.Errorf("--ops, --entries, --duration, --configs and --followers must be positive, --keys at least 10")
 	}
 	return o, nil
 }

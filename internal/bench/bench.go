@@ -47,6 +47,9 @@ type Options struct {
 	// Replicas is the replication factor of every stream and KV bucket the
 	// phases create; 0 means 1. Above 1 the server must be a cluster.
 	Replicas int
+	// Configs is how many configs the scale figure creates on one server;
+	// Followers how many connections follow one config.
+	Configs, Followers int
 	// Progress, if set, hears what is being measured.
 	Progress func(phase string, done, total int)
 }
@@ -59,7 +62,7 @@ type Options struct {
 // 4 s per contended figure, where two identical sides measured 1.03× and
 // 1.06× of each other at 2 s.
 func DefaultOptions() Options {
-	return Options{Ops: 8000, Keys: 100_000, Entries: 100_000, Writers: []int{1, 2, 4, 8, 16}, Duration: 4 * time.Second}
+	return Options{Ops: 8000, Keys: 100_000, Entries: 100_000, Writers: []int{1, 2, 4, 8, 16}, Duration: 4 * time.Second, Configs: 1000, Followers: 100}
 }
 
 // Row is one figure beside its anchor.

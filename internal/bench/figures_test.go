@@ -39,6 +39,30 @@ func BenchmarkClusterFigures(b *testing.B) {
 	runFigures(b, bench.ClusterPhases, o)
 }
 
+// BenchmarkScaleFigures is the go test -bench form of "sharedconfig bench
+// --scale", smaller: 200 configs, and 20 connections following one.
+func BenchmarkScaleFigures(b *testing.B) {
+	srv := jstest.Server(b)
+	o := bench.Options{
+		Connect: func() (*nats.Conn, error) {
+			return localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
+		},
+		Ops: 100, Configs: 200, Followers: 20,
+	}
+	runFigures(b, bench.ScalePhases, o)
+}
+
+// BenchmarkClusterScaleFigures is the go test -bench form of "sharedconfig
+// bench --scale --cluster", as small as BenchmarkScaleFigures.
+func BenchmarkClusterScaleFigures(b *testing.B) {
+	urls := jstest.URLs(jstest.Cluster(b, 3))
+	o := bench.Options{
+		Connect: func() (*nats.Conn, error) { return localserver.Connect(localserver.ConnectOptions{URLs: urls}) },
+		Ops:     100, Configs: 200, Followers: 20, Replicas: 3,
+	}
+	runFigures(b, bench.ScalePhases, o)
+}
+
 func runFigures(b *testing.B, phases []bench.Phase, o bench.Options) {
 	for _, phase := range phases {
 		b.Run(phase.Name, func(b *testing.B) {
