@@ -40,25 +40,26 @@ func BenchmarkClusterFigures(b *testing.B) {
 }
 
 // BenchmarkScaleFigures is the go test -bench form of "sharedconfig bench
-// --scale", smaller: 200 configs, and 20 connections following one.
+// --scale", smaller: 200 configs, and 20 connections following one for 20
+// commits (a commit one follower hears late costs its 5 s poll).
 func BenchmarkScaleFigures(b *testing.B) {
 	srv := jstest.Server(b)
 	o := bench.Options{
 		Connect: func() (*nats.Conn, error) {
 			return localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
 		},
-		Ops: 100, Configs: 200, Followers: 20,
+		Ops: 20, Configs: 200, Followers: 20,
 	}
 	runFigures(b, bench.ScalePhases, o)
 }
 
 // BenchmarkClusterScaleFigures is the go test -bench form of "sharedconfig
-// bench --scale --cluster", as small as BenchmarkScaleFigures.
+// bench --scale --cluster", smaller still: 100 configs, 10 commits.
 func BenchmarkClusterScaleFigures(b *testing.B) {
 	urls := jstest.URLs(jstest.Cluster(b, 3))
 	o := bench.Options{
 		Connect: func() (*nats.Conn, error) { return localserver.Connect(localserver.ConnectOptions{URLs: urls}) },
-		Ops:     100, Configs: 200, Followers: 20, Replicas: 3,
+		Ops:     10, Configs: 100, Followers: 20, Replicas: 3,
 	}
 	runFigures(b, bench.ScalePhases, o)
 }
