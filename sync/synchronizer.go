@@ -704,22 +704,46 @@ func (s *Synchronizer[S]) Follow(onError func(error)) (stop func(), err error) {
 }
 
 // followLoop fetches at every kick, and every followPoll, until ctx ends.
+// A notice can come before the log serves the entry it announces (a
+// JetStream stream stores a message after its subscribers hear it), or for
+// an append the log refused; so a kick that found nothing new is followed
+// by a few more looks, soon and then less soon, before the poll takes over.
 func (s *Synchronizer[S]) followLoop(ctx context.Context, kick <-chan struct{}, onError func(error)) {
 	poll := time.NewTicker(followPoll)
 	defer poll.Stop()
+	recheck := time.NewTimer(time.Hour)
+	recheck.Stop()
+	defer recheck.Stop()
+	var delay time.Duration // of the pending look again; 0 when none is
 	// An error is reported once, until the fetches succeed again or
 	// fail otherwise: on a damaged log every append would repeat it.
 	said := ""
 	for {
+		prompted := true
 		select {
 		case <-ctx.Done():
 			return
 		case <-kick:
+			if delay == 0 {
+				delay = followRecheckFirst
+			}
+		case <-recheck.C:
+			delay *= 4
 		case <-poll.C:
+			prompted = false
 		}
+		before := s.revision()
 		fetchCtx, cancelFetch := context.WithTimeout(ctx, followFetchTimeout)
 		err := s.Fetch(fetchCtx)
 		cancelFetch()
+		switch {
+		case !prompted:
+		case err != nil || s.revision() != before || delay > followRecheckLast:
+			delay = 0
+			recheck.Stop()
+		default:
+			recheck.Reset(delay)
+		}
 		if err == nil || ctx.Err() != nil {
 			said = ""
 		} else if err.Error() != said && onError != nil {
@@ -729,9 +753,19 @@ func (s *Synchronizer[S]) followLoop(ctx context.Context, kick <-chan struct{}, 
 	}
 }
 
+// revision is the local copy's revision, 0 before any state.
+func (s *Synchronizer[S]) revision() uint64 {
+	st, _ := s.State()
+	return st.Revision
+}
+
 const (
 	// followFetchTimeout bounds one background fetch.
 	followFetchTimeout = 10 * time.Second
 	// followPoll is how often a follower looks at the log unprompted.
 	followPoll = 5 * time.Second
+	// followRecheckFirst and followRecheckLast bound the looks again after
+	// a notice that found nothing new: 1, 4, 16, 64 and 256 ms apart.
+	followRecheckFirst = time.Millisecond
+	followRecheckLast  = 256 * time.Millisecond
 )
