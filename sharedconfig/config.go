@@ -336,7 +336,7 @@ func (c *Config) ReplaceIfValue(ctx context.Context, key, currentValue, newValue
 }
 
 // ReplaceIfRevision sets key to newValue only if the key was last set at
-// revision (as Lookup, GET with --revisions and etcd's mod_revision tell),
+// revision (as Lookup tells; etcd calls it mod_revision),
 // and returns the property the decision was made on: the one replaced, or
 // the one that did not match. found is false if key has no value; nothing is
 // then written.

@@ -87,8 +87,8 @@ func (f ImportFile) WithoutLeased() map[string]string {
 // import something other than what the file seems to say: text that is not
 // UTF-8 (the decoder would replace bytes silently), a key given twice (the
 // decoder would keep the last silently), an empty key (the shell never
-// writes one), and null or an export without its properties (with
-// --replace, either would empty the config). Which keys were leased is
+// writes one), and null or an export without its properties (an Import
+// that replaces would then empty the config). Which keys were leased is
 // the caller's to decide on: importing them makes them plain keys.
 func ParseImport(data []byte) (ImportFile, error) {
 	if !utf8.Valid(data) {

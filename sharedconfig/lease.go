@@ -18,7 +18,7 @@ type Lease struct {
 	// registered it (renewing by registering again makes a new one). Only
 	// a refresh or revocation naming it touches it, so a process that lost
 	// its registration (its lease expired and was registered again, by
-	// another process of the same --writer, say) cannot touch the later
+	// another process with the same holder, say) cannot touch the later
 	// one. 0: a lease from a snapshot written before registrations had one.
 	Registration uint64
 	TTL          time.Duration

@@ -27,7 +27,7 @@ var (
 	// lease held, reached the log after the lease was gone: it had expired,
 	// or been revoked.
 	ErrLeaseEnded = errors.New("the lease had ended (it expired, or was revoked)")
-	// ErrLeaseNotMine: the lease is held by this process's --writer, but
+	// ErrLeaseNotMine: the lease is held by this process's holder, but
 	// under a registration another process made (a process keeps alive,
 	// revokes and puts under only the registration it made), or this
 	// process's registration ended and the lease was registered again.
@@ -50,9 +50,9 @@ type leaseClient struct {
 	server serverClock
 	clock  func() time.Time // tests: the server's clock itself
 	// kept: the registrations this process made and has not seen end,
-	// which it keeps alive and revokes on a clean exit. A lease its --writer
-	// holds under another registration is another process's: a piped
-	// one-liner or a watch with the same --writer must neither revoke it
+	// which it keeps alive and revokes on a clean exit. A lease its holder
+	// holds under another registration is another process's: a short-lived
+	// process with the same holder must neither revoke it
 	// on exit nor keep it alive after its registrant died, and a process
 	// whose registration ended must not touch the next one.
 	kept map[string]keptLease
@@ -228,7 +228,7 @@ type LeaseInfo struct {
 	Lease
 	Keys []string
 	// Mine: this process holds it under the registration it made (another
-	// process of the same --writer may hold a lease as well; that one is
+	// process with the same holder may hold a lease as well; that one is
 	// its own).
 	Mine bool
 }
@@ -326,7 +326,7 @@ func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
 // lease just renewed is never watched (its deadline is a whole ttl after
 // the entry), and one the refresh found dead stays watched: that catches a
 // late refresh from a copy that missed a change of deadline (a refresh by
-// another process of the same --writer, a grace after a silence), where
+// another process with the same holder, a grace after a silence), where
 // the deadline differs from before though the refresh did nothing.
 // A lease gone, now another writer's, or held under another registration
 // than reg, is reported as such.
@@ -374,8 +374,8 @@ func (c *Config) RevokeLease(ctx context.Context, name string) (keys []string, e
 }
 
 // RevokeHeld revokes the leases this process registered and still holds,
-// as a clean exit does; those of its --writer that another process
-// registered are left alone. It returns the registrations it found lost
+// as a clean exit does; those its holder holds under another process's
+// registration are left alone. It returns the registrations it found lost
 // whose end was not reported yet.
 func (c *Config) RevokeHeld(ctx context.Context) ([]LostLease, error) {
 	held, lost := c.keptIn(c.State())

@@ -10,8 +10,7 @@ import (
 // their revisions. A property costs its bytes, 8 bytes of offsets and 8 of
 // revision, and a share of its leaf's few headers, where a tree of
 // key/value structs pays two string headers and a separately allocated key
-// and value each (issue 12: 166 bytes per 21-byte property in
-// benbjohnson/immutable's SortedMap; this takes about 45). Lease names are
+// and value each (docs/performance.md compares the two). Lease names are
 // kept only by leaves that hold a key with a lease, and keys of one lease in
 // a leaf share one copy of its name. A change copies the leaf and the
 // branches above it, never the rest, so applying it costs O(log n) with

@@ -54,13 +54,11 @@ type Options struct {
 	Progress func(phase string, done, total int)
 }
 
-// DefaultOptions are the sizes the issue that set the targets names, and
-// 8,000 operations per latency figure: at 2,000 the p99 of two identical
-// raw publishes came out 0.89× to 1.32× of each other here (the few
-// operations that meet a garbage collection of the process, which hosts
-// the server too, decide it), at 8,000 0.87× to 1.06× in four runs; and
-// 4 s per contended figure, where two identical sides measured 1.03× and
-// 1.06× of each other at 2 s.
+// DefaultOptions are the sizes the targets are set for, with enough
+// operations per latency figure that the few which meet a garbage
+// collection of the process (which hosts the server too) do not decide its
+// p99, and enough time per contended figure that two identical sides agree
+// (docs/performance.md says how far they move).
 func DefaultOptions() Options {
 	return Options{Ops: 8000, Keys: 100_000, Entries: 100_000, Writers: []int{1, 2, 4, 8, 16}, Duration: 4 * time.Second, Configs: 1000, Followers: 100}
 }
@@ -248,8 +246,8 @@ func percentile(ds []time.Duration, p float64) float64 {
 // Nats-Expected-Last-Sequence, alternately, on the config's own stream: the
 // raw publish writes an entry as a PUT does (same subject and headers), so
 // the two share one stream's leader, store and replication, and whatever
-// the server does now and then to a stream (a replicated store stalls for
-// a few milliseconds every 100 ms here) falls on both alike. Between the
+// the server does now and then to a stream (a replicated store stalls
+// briefly at intervals) falls on both alike. Between the
 // two, untimed, the config reads the raw entry, so that its PUT, too, is
 // conditional on the latest revision and lands in one try.
 //
@@ -423,10 +421,9 @@ const turnsEach = 4
 
 // alternate runs w writers of a and of b for Duration each, in turnsEach
 // slices each, in the order a b b a a b b a: each side goes first in half
-// the pairs. Strict alternation (a b a b) put on the second side whatever
-// comes once per pair of slices: the leases figure's ten processes read
-// the log every second, a pair's length, and two identical sides measured
-// 0.73× to 0.83× of each other at 4 writers.
+// the pairs. Strict alternation (a b a b) would put on the second side
+// whatever comes once per pair of slices (the leases figure's ten processes
+// read the log every second, a pair's length).
 func (r *runner) alternate(ctx context.Context, w int, a, b func(i int) (int, error)) (ca, cb contention, err error) {
 	slice := r.o.Duration / turnsEach
 	for i := range 2 * turnsEach {

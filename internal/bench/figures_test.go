@@ -98,7 +98,7 @@ func TestMemoryFigureWeighsTheState(t *testing.T) {
 }
 
 // At 100,000 keys, the state takes at most 4 times the bytes of its keys
-// and values (issue 12; benbjohnson/immutable's SortedMap took 8).
+// and values (the target docs/performance.md gives).
 func TestMemoryFigureMeetsItsTarget(t *testing.T) {
 	rows, err := memoryPhase(t).Run(context.Background(), bench.Options{Keys: 100_000})
 	if err != nil {
