@@ -85,7 +85,7 @@ func TestIncompatibleStream(t *testing.T) {
 func TestNoJetStream(t *testing.T) {
 	s := jstest.NATS(t, &server.Options{})
 	_, stderr, code := runShell(t, "GET k\n", "--server", s.ClientURL())
-	if code != 2 || !strings.Contains(stderr, "does not have JetStream enabled") {
+	if code != 2 || !strings.Contains(stderr, "does not have JetStream enabled") || !strings.Contains(stderr, "(start nats-server with -js)") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 }

@@ -175,6 +175,7 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 		Trace:           f.trace,
 		Revisions:       f.revisions,
 		Abort:           nc.Close,
+		Advice:          advice,
 	})
 	s := &session{nc: nc, log: log, sh: sh}
 	s.cfg, err = sharedconfig.Open(openCtx, log, sharedconfig.Options{

@@ -135,7 +135,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	case errors.As(err, &ee):
 		if ee.err != nil {
-			fmt.Fprintf(stderr, "sharedconfig: %s\n", visible(ee.err.Error()))
+			fmt.Fprintf(stderr, "sharedconfig: %s%s\n", visible(ee.err.Error()), advice(ee.err))
 		}
 		return ee.code
 	default:

@@ -24,6 +24,10 @@ func (tooLarge) Is(target error) bool { return target == statesync.ErrTooLarge }
 // account's share of it, is full. Writes work again once space is freed.
 var ErrOutOfStorage = errors.New("the server is out of storage")
 
+// ErrNoJetStream: the server answers, but without JetStream (or not for
+// this account).
+var ErrNoJetStream = errors.New("the server does not have JetStream enabled")
+
 // describeStreamError is describeJSError for a request about the log's own
 // stream, which another process may have deleted: that is
 // statesync.ErrDeleted.
@@ -44,14 +48,15 @@ var ErrNotConnected = errors.New("not connected to the server (reconnecting)")
 // closes fails with ErrConnectionClosed too.)
 func notSent(err error) bool { return errors.Is(err, nats.ErrReconnectBufExceeded) }
 
-// describeJSError turns the errors a user can act on into sentences.
+// describeJSError names the errors a caller can act on: ErrNotConnected,
+// ErrNoJetStream, or a server that did not answer in time.
 func describeJSError(err error) error {
 	switch {
 	case errors.Is(err, nats.ErrReconnectBufExceeded):
 		return fmt.Errorf("%w: %w", ErrNotConnected, err)
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount),
 		errors.Is(err, nats.ErrNoResponders):
-		return fmt.Errorf("the server does not have JetStream enabled (start nats-server with -js): %w", err)
+		return fmt.Errorf("%w: %w", ErrNoJetStream, err)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, jetstream.ErrNoStreamResponse):
 		return fmt.Errorf("the server did not answer in time: %w", err)
 	}

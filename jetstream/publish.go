@@ -378,7 +378,7 @@ func outOfStorage(err error) error {
 	if errors.As(err, &apiErr) {
 		switch apiErr.ErrorCode {
 		case errCodeInsufficientResources, errCodeStorageExceeded, errCodeMemoryExceeded, errCodeAccountResourcesExceeded:
-			return fmt.Errorf("%w: %s (%d); free space on the server (delete unused streams, or raise its store limit; a compaction needs room for its snapshot), then write again", ErrOutOfStorage, apiErr.Description, apiErr.ErrorCode)
+			return fmt.Errorf("%w: %s (%d)", ErrOutOfStorage, apiErr.Description, apiErr.ErrorCode)
 		case errCodeStoreFailed:
 			return fmt.Errorf("the stream's store refused the entry: %s (%d)", apiErr.Description, apiErr.ErrorCode)
 		}

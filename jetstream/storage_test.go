@@ -89,6 +89,9 @@ func fillUntilOutOfStorage(t *testing.T, l *jetstream.Log, value []byte) uint64 
 		if !strings.Contains(err.Error(), "the server is out of storage") {
 			t.Fatalf("the error does not say what happened: %v", err)
 		}
+		if strings.Contains(err.Error(), "free space") {
+			t.Fatalf("the log's error gives a user advice: %v", err)
+		}
 		if n := tries.Load() - before; n != 1 {
 			t.Fatalf("%d tries on a full store, want 1: retrying only waits", n)
 		}

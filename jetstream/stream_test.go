@@ -2,6 +2,7 @@ package jetstream_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -140,8 +141,12 @@ func TestServerWithoutJetStream(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err = jetstream.OpenLog(ctx, nc, "x", "y", jetstream.LogOptions{})
-	if err == nil || !strings.Contains(err.Error(), "does not have JetStream enabled") {
+	if !errors.Is(err, jetstream.ErrNoJetStream) || !strings.Contains(err.Error(), "does not have JetStream enabled") {
 		t.Fatalf("OpenLog on a server without JetStream: %v", err)
+	}
+	// What to do about it is the command line's to say, not the log's.
+	if strings.Contains(err.Error(), "nats-server") {
+		t.Fatalf("the log's error gives a user advice: %v", err)
 	}
 }
 

@@ -181,7 +181,7 @@ func (sh *Shell) failure(err error) reply {
 	if msg, ok := sh.describeLost(err); ok {
 		return reply{outcome: failed, lines: []string{warn("%s", msg)}, err: msg}
 	}
-	msg := describeError(err, sh.timeout)
+	msg := sh.explain(err, sh.timeout)
 	return reply{outcome: failed, lines: []string{warn("Error: %s", msg)}, err: msg}
 }
 

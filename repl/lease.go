@@ -271,7 +271,7 @@ func (sh *Shell) KeepLeases() (stop func()) {
 			sh.leaseWarning(l.String())
 		}
 		if err != nil {
-			sh.leaseWarning("Could not revoke this shell's leases (they expire by themselves): " + describeError(err, min(sh.timeout, ExitBudget)))
+			sh.leaseWarning("Could not revoke this shell's leases (they expire by themselves): " + sh.explain(err, min(sh.timeout, ExitBudget)))
 		}
 	}
 }

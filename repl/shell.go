@@ -77,6 +77,9 @@ type Options struct {
 	// leaving (KeepLeases's stop) takes ExitBudget, so that no request goes
 	// on waiting for a server that does not answer.
 	Abort func()
+	// Advice, if set, says what a user can do about an error, as a clause
+	// added to the line that reports it, or "".
+	Advice func(error) string
 }
 
 // ExitBudget bounds the time a shell takes to leave (QUIT, the end of
@@ -95,6 +98,7 @@ type Shell struct {
 	failed          int
 	stopOnError     bool
 	missingKeyFails bool
+	advice          func(error) string
 	// position says where a failed line came from ("line", 3): set while
 	// Run reads a script, or for one argument of exec.
 	position func() (what string, n int)
@@ -139,7 +143,7 @@ func New(o Options) *Shell {
 	if o.Abort == nil {
 		o.Abort = func() {}
 	}
-	sh := &Shell{scope: o.Scope, name: o.Name, server: o.Server, out: o.Out, err: o.Err, timeout: o.Timeout, json: o.JSON, revisions: o.Revisions, stopOnError: o.StopOnError, missingKeyFails: o.MissingKeyFails, abort: o.Abort}
+	sh := &Shell{scope: o.Scope, name: o.Name, server: o.Server, out: o.Out, err: o.Err, timeout: o.Timeout, json: o.JSON, revisions: o.Revisions, stopOnError: o.StopOnError, missingKeyFails: o.MissingKeyFails, abort: o.Abort, advice: o.Advice}
 	sh.tracing.Store(o.Trace)
 	return sh
 }
@@ -454,10 +458,10 @@ func describeAttempt(a statesync.Attempt) string {
 // a command: a warning, since nothing is lost.
 func (sh *Shell) CompactionFailed(err error) {
 	if sh.json {
-		sh.printJSONAsync(fields{"event": "compaction_failed", "error": describeError(err, sh.timeout)})
+		sh.printJSONAsync(fields{"event": "compaction_failed", "error": sh.explain(err, sh.timeout)})
 		return
 	}
-	sh.warnAsync(warn("Compaction failed (nothing is lost; it will be tried again): %s", describeError(err, sh.timeout)))
+	sh.warnAsync(warn("Compaction failed (nothing is lost; it will be tried again): %s", sh.explain(err, sh.timeout)))
 }
 
 // Changed is the config's change hook: with FOLLOW ON (or WATCH with no
@@ -566,7 +570,7 @@ func (sh *Shell) followFailed(err error) {
 	if !sh.followDown.CompareAndSwap(false, true) {
 		return
 	}
-	msg := "Follow: " + describeError(err, 0) + "; changes will show when the server answers again"
+	msg := "Follow: " + sh.explain(err, 0) + "; changes will show when the server answers again"
 	sh.downWatch.Add(1)
 	go sh.waitForServer()
 	if sh.json {
@@ -617,6 +621,15 @@ func (sh *Shell) describeLost(err error) (string, bool) {
 		return fmt.Sprintf("%s was destroyed (by another process); QUIT, or PUT to create it again", sh.name), true
 	}
 	return "", false
+}
+
+// explain is describeError with what the shell's Advice adds.
+func (sh *Shell) explain(err error, timeout time.Duration) string {
+	line := describeError(err, timeout)
+	if sh.advice != nil {
+		line += sh.advice(err)
+	}
+	return line
 }
 
 // describeError is an error as one line says it.
