@@ -8,6 +8,7 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
 // keyboard is a terminal as the shell sees it: lines, then how input ends,
@@ -40,7 +41,7 @@ func newTestShell(t *testing.T) (*Shell, *strings.Builder) {
 	t.Helper()
 	var out strings.Builder
 	sh := New(Options{Scope: "s", Name: "c", Out: &out})
-	cfg, err := sharedconfig.Open(context.Background(), statesync.NewMemLog("t"), sharedconfig.Options{})
+	cfg, err := sharedconfig.Open(context.Background(), memlog.New("t"), sharedconfig.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

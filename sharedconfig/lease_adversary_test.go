@@ -9,6 +9,7 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
 // Two processes with the same --writer: one registered the lease and
@@ -121,16 +122,16 @@ func TestRefreshOfALeaseNowAnothers(t *testing.T) {
 	}
 }
 
-// compactingLog is a MemLog on which another process compacts right after
+// compactingLog is a memlog.Log on which another process compacts right after
 // the first unconditional append lands, before its writer reads it back.
 type compactingLog struct {
-	*statesync.MemLog
+	*memlog.Log
 	once    sync.Once
 	compact func()
 }
 
 func (l *compactingLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
-	rev, err := l.MemLog.Append(ctx, expected, data)
+	rev, err := l.Log.Append(ctx, expected, data)
 	if err == nil && expected == statesync.AnyRevision {
 		l.once.Do(l.compact)
 	}
@@ -144,7 +145,7 @@ func TestRefreshWhoseEntryACompactionCovered(t *testing.T) {
 	e := newLeaseEnv(t)
 	b := e.open("b")
 	compacted := false
-	log := &compactingLog{MemLog: e.log, compact: func() {
+	log := &compactingLog{Log: e.log, compact: func() {
 		ok(t, b.Refresh(ctx))
 		ok(t, b.Compact(ctx))
 		compacted = true

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
 // The keeper refreshing a lease that this process revokes meanwhile (its
@@ -14,7 +14,7 @@ import (
 // another process of the same writer registered the lease again.
 func TestKeeperQuietAboutALeaseThisProcessRevoked(t *testing.T) {
 	ctx := context.Background()
-	c, err := Open(ctx, statesync.NewMemLog("keeper"), Options{Holder: "a"})
+	c, err := Open(ctx, memlog.New("keeper"), Options{Holder: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
 // fakeClock is the server's clock in lease tests: it moves only when told.
@@ -31,16 +32,16 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// leaseEnv is a MemLog whose entries carry a fake server time, and
+// leaseEnv is a memlog.Log whose entries carry a fake server time, and
 // processes (configs) on it, each its own lease holder.
 type leaseEnv struct {
 	t     *testing.T
-	log   *statesync.MemLog
+	log   *memlog.Log
 	clock *fakeClock
 }
 
 func newLeaseEnv(t *testing.T) *leaseEnv {
-	log := statesync.NewMemLog("leases")
+	log := memlog.New("leases")
 	clock := &fakeClock{now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
 	log.SetClock(clock.Now)
 	return &leaseEnv{t: t, log: log, clock: clock}

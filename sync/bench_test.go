@@ -5,11 +5,12 @@ import (
 	"testing"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
 // nullLog accepts every conditional append and keeps nothing, so that a
 // benchmark times the synchronizer alone.
-type nullLog struct{ *statesync.MemLog }
+type nullLog struct{ *memlog.Log }
 
 func (nullLog) Append(_ context.Context, expected uint64, _ []byte) (uint64, error) {
 	return expected + 1, nil
@@ -22,7 +23,7 @@ func (nullLog) AppendAfter(_ context.Context, last statesync.Position, _ []byte)
 // BenchmarkLoneUpdate: one caller at a time, on a log that costs nothing:
 // the synchronizer's own cost per write (group commit's queue included).
 func BenchmarkLoneUpdate(b *testing.B) {
-	s := statesync.New[counter](nullLog{statesync.NewMemLog("b")}, counterCodec)
+	s := statesync.New[counter](nullLog{memlog.New("b")}, counterCodec)
 	if err := s.Initialize(context.Background(), start(0)); err != nil {
 		b.Fatal(err)
 	}

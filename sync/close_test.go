@@ -9,11 +9,12 @@ import (
 	"go.uber.org/goleak"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
-// listenCounter is a MemLog that counts the listeners and notifiees it has.
+// listenCounter is a memlog.Log that counts the listeners and notifiees it has.
 type listenCounter struct {
-	*statesync.MemLog
+	*memlog.Log
 	mu   sync.Mutex
 	live int
 }
@@ -36,8 +37,8 @@ func (l *listenCounter) count(stop func(), err error) (func(), error) {
 	}, nil
 }
 
-func (l *listenCounter) Listen(fn func([]byte)) (func(), error) { return l.count(l.MemLog.Listen(fn)) }
-func (l *listenCounter) Notify(fn func()) (func(), error)       { return l.count(l.MemLog.Notify(fn)) }
+func (l *listenCounter) Listen(fn func([]byte)) (func(), error) { return l.count(l.Log.Listen(fn)) }
+func (l *listenCounter) Notify(fn func()) (func(), error)       { return l.count(l.Log.Notify(fn)) }
 
 func (l *listenCounter) listening() int {
 	l.mu.Lock()
@@ -49,7 +50,7 @@ func (l *listenCounter) listening() int {
 // for them; again, it does nothing. Follow then fails; State still reads.
 func TestCloseStopsWhatRuns(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	log := &listenCounter{MemLog: statesync.NewMemLog("close")}
+	log := &listenCounter{Log: memlog.New("close")}
 	s := newCounter(t, log)
 	if _, err := increment(context.Background(), s); err != nil {
 		t.Fatal(err)
@@ -85,7 +86,7 @@ func TestCloseStopsWhatRuns(t *testing.T) {
 // A synchronizer that listens from its first write says nothing, and hears
 // nothing, until it writes.
 func TestTurnsFromFirstWrite(t *testing.T) {
-	log := &listenCounter{MemLog: statesync.NewMemLog("lazy")}
+	log := &listenCounter{Log: memlog.New("lazy")}
 	s := newCounter(t, log, statesync.WithTurnsFromFirstWrite())
 	defer s.Close()
 	if err := s.Fetch(context.Background()); err != nil {

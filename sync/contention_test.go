@@ -9,6 +9,7 @@ import (
 	"time"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
 // turnOpts is WithTurnOptions. A test whose waiters are only words gives
@@ -85,7 +86,7 @@ func lastRevision(t *testing.T, log statesync.Log) uint64 {
 // that it waits too, and writes once the older one says it is done.
 func TestWriterHoldsBackForAnOlderWaiter(t *testing.T) {
 	t.Parallel()
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	var mu sync.Mutex
 	var tries []statesync.Attempt
 	s := newCounter(t, log, statesync.WithTrace(func(a statesync.Attempt) {
@@ -122,7 +123,7 @@ func TestWriterHoldsBackForAnOlderWaiter(t *testing.T) {
 // older waiters nor says that it waits.
 func TestUnconditionalUpdateDoesNotWaitForTurns(t *testing.T) {
 	t.Parallel()
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	s := newCounter(t, log)
 	h := listen(t, log)
 	log.Announce([]byte("wait older 0"))
@@ -141,7 +142,7 @@ func TestUnconditionalUpdateDoesNotWaitForTurns(t *testing.T) {
 // revision) does not hold the writer back, nor does the writer's own word.
 func TestYoungerWaitersAndOwnWordsDoNotHoldBack(t *testing.T) {
 	t.Parallel()
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	s := newCounter(t, log)
 	h := listen(t, log)
 	log.Announce([]byte("wait younger 999"))
@@ -161,7 +162,7 @@ func TestWaitsAreBounded(t *testing.T) {
 	t.Parallel()
 	t.Run("silent waiter", func(t *testing.T) {
 		t.Parallel()
-		log := statesync.NewMemLog("t")
+		log := memlog.New("t")
 		s := newCounter(t, log, turnOpts(statesync.TurnOptions{StaleAfter: 50 * time.Millisecond, Heartbeat: 20 * time.Millisecond,
 			MaxHoldBack: time.Hour, BackToBack: time.Millisecond, ClaimGrace: time.Hour}))
 		h := listen(t, log)
@@ -174,7 +175,7 @@ func TestWaitsAreBounded(t *testing.T) {
 	})
 	t.Run("endless waiter", func(t *testing.T) {
 		t.Parallel()
-		log := statesync.NewMemLog("t")
+		log := memlog.New("t")
 		s := newCounter(t, log, turnOpts(statesync.TurnOptions{StaleAfter: time.Hour, Heartbeat: 20 * time.Millisecond,
 			MaxHoldBack: 100 * time.Millisecond, BackToBack: time.Millisecond, ClaimGrace: time.Hour}))
 		h := listen(t, log)
@@ -190,7 +191,7 @@ func TestWaitsAreBounded(t *testing.T) {
 // rivalLog lets another writer get in before each of the next rivals
 // appends, so that they lose.
 type rivalLog struct {
-	*statesync.MemLog
+	*memlog.Log
 	mu     sync.Mutex
 	rivals int
 }
@@ -199,14 +200,14 @@ func (l *rivalLog) Append(ctx context.Context, expected uint64, data []byte) (ui
 	if err := l.letRivalIn(ctx); err != nil {
 		return 0, err
 	}
-	return l.MemLog.Append(ctx, expected, data)
+	return l.Log.Append(ctx, expected, data)
 }
 
 func (l *rivalLog) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
 	if err := l.letRivalIn(ctx); err != nil {
 		return statesync.Position{}, err
 	}
-	return l.MemLog.AppendAfter(ctx, last, data)
+	return l.Log.AppendAfter(ctx, last, data)
 }
 
 // letRivalIn appends another writer's entry while rivals are left.
@@ -219,7 +220,7 @@ func (l *rivalLog) letRivalIn(ctx context.Context) error {
 		return nil
 	}
 	other, _ := counterCodec.EncodeUpdates([]statesync.Update[counter]{add{N: 100}})
-	_, err := l.MemLog.Append(ctx, statesync.AnyRevision, other)
+	_, err := l.Log.Append(ctx, statesync.AnyRevision, other)
 	return err
 }
 
@@ -228,7 +229,7 @@ func (l *rivalLog) letRivalIn(ctx context.Context) error {
 // back-to-back writes and then says it is done.
 func TestLoserAnnouncesAndTakesATurn(t *testing.T) {
 	t.Parallel()
-	log := &rivalLog{MemLog: statesync.NewMemLog("t"), rivals: 1}
+	log := &rivalLog{Log: memlog.New("t"), rivals: 1}
 	s := newCounter(t, log)
 	h := listen(t, log)
 	me := statesync.TurnID(s)
@@ -262,7 +263,7 @@ func TestLoserAnnouncesAndTakesATurn(t *testing.T) {
 // Words from anyone, of any shape, never make a writer fail or panic.
 func TestGarbageWordsAreIgnored(t *testing.T) {
 	t.Parallel()
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	s := newCounter(t, log, turnOpts(statesync.TurnOptions{StaleAfter: 50 * time.Millisecond, Heartbeat: 20 * time.Millisecond,
 		MaxHoldBack: 200 * time.Millisecond, BackToBack: time.Millisecond}))
 	for _, w := range []string{"", " ", "wait", "wait x", "wait x -1", "wait x 18446744073709551616",
@@ -295,7 +296,7 @@ func TestTurnLastsForBackToBackWritesOnly(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			log := &rivalLog{MemLog: statesync.NewMemLog("t")}
+			log := &rivalLog{Log: memlog.New("t")}
 			s := newCounter(t, log, turnOpts(statesync.TurnOptions{StaleAfter: time.Hour, Heartbeat: time.Hour, MaxHoldBack: time.Hour,
 				BackToBack: tc.loop, TurnTime: tc.turn, TurnCommits: turnCommits}))
 			if _, err := increment(context.Background(), s); err != nil {
@@ -327,7 +328,7 @@ var slowAndPatient = turnOpts(statesync.TurnOptions{StaleAfter: time.Hour, Heart
 // writer ("older", since 0) waits, and returns when s has said that it
 // holds back: what s says, and its write's result once "done older" is
 // announced.
-func holdBackBehindOlder(t *testing.T, log *statesync.MemLog, s *statesync.Synchronizer[counter]) (*heard, <-chan error) {
+func holdBackBehindOlder(t *testing.T, log *memlog.Log, s *statesync.Synchronizer[counter]) (*heard, <-chan error) {
 	t.Helper()
 	if _, err := increment(context.Background(), s); err != nil {
 		t.Fatal(err)
@@ -345,7 +346,7 @@ func holdBackBehindOlder(t *testing.T, log *statesync.MemLog, s *statesync.Synch
 // for sure.
 func TestWaitedWriteCatchesUpBeforeItTries(t *testing.T) {
 	t.Parallel()
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	var mu sync.Mutex
 	var tries []statesync.Attempt
 	s := newCounter(t, log, statesync.WithTrace(func(a statesync.Attempt) {
@@ -383,7 +384,7 @@ func TestWaitedWriteCatchesUpBeforeItTries(t *testing.T) {
 // otherwise race a turn's holder that does not give way to it.
 func TestWaitersAnswerANewcomer(t *testing.T) {
 	t.Parallel()
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	s := newCounter(t, log, slowAndPatient)
 	h, done := holdBackBehindOlder(t, log, s)
 	me := statesync.TurnID(s)
@@ -411,7 +412,7 @@ func TestWaitersAnswerANewcomer(t *testing.T) {
 // however old its copy: an old copy is no claim to go first.
 func TestHoldingBackJoinsBehindTheWaiters(t *testing.T) {
 	t.Parallel()
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	s := newCounter(t, log, patient)
 	h := listen(t, log)
 	log.Announce([]byte("wait older 0"))
@@ -449,7 +450,7 @@ func finishes(fn func()) (<-chan struct{}, func(d time.Duration) bool) {
 // watch being set up) go on meanwhile.
 func TestWaitingForATurnHoldsNoLock(t *testing.T) {
 	t.Parallel()
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	s := newCounter(t, log, slowAndPatient)
 	h := listen(t, log)
 	log.Announce([]byte("wait older 0"))
@@ -484,7 +485,7 @@ func TestWaitingForATurnHoldsNoLock(t *testing.T) {
 // write of its synchronizer that does.
 func TestWriteWithoutTurnsDoesNotWait(t *testing.T) {
 	t.Parallel()
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	s := newCounter(t, log, slowAndPatient)
 	h := listen(t, log)
 	log.Announce([]byte("wait older 0"))
@@ -560,7 +561,7 @@ func TestWaiterThatNeverWritesLosesItsClaim(t *testing.T) {
 	const grace = 30 * time.Millisecond
 	t.Run("one name", func(t *testing.T) {
 		t.Parallel()
-		log := statesync.NewMemLog("t")
+		log := memlog.New("t")
 		s, tries, mu := tracedCounter(t, log, statesync.TurnOptions{MaxHoldBack: 2 * time.Second, ClaimGrace: grace})
 		talk(t, log, func(int) string { return "wait spam0 0" })
 		time.Sleep(20 * time.Millisecond)
@@ -575,7 +576,7 @@ func TestWaiterThatNeverWritesLosesItsClaim(t *testing.T) {
 	})
 	t.Run("new names", func(t *testing.T) {
 		t.Parallel()
-		log := statesync.NewMemLog("t")
+		log := memlog.New("t")
 		s, tries, mu := tracedCounter(t, log, statesync.TurnOptions{MaxHoldBack: 2 * time.Second, ClaimGrace: grace})
 		talk(t, log, func(i int) string { return fmt.Sprintf("wait spam%d 0", i) })
 		time.Sleep(20 * time.Millisecond)
@@ -592,7 +593,7 @@ func TestWaiterThatNeverWritesLosesItsClaim(t *testing.T) {
 func TestWaiterThatWritesKeepsItsClaimForOneTurn(t *testing.T) {
 	t.Parallel()
 	const grace, turn = 20 * time.Millisecond, 300 * time.Millisecond
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	s, tries, mu := tracedCounter(t, log, statesync.TurnOptions{MaxHoldBack: 2 * time.Second, ClaimGrace: grace, TurnTime: turn})
 	data, err := counterCodec.EncodeUpdates([]statesync.Update[counter]{add{N: 1}})
 	if err != nil {

@@ -12,8 +12,8 @@
 // The split follows hashicorp/raft: fsm.go holds what a user of the package
 // supplies (the state's updates and their encoding), log.go the small log
 // interface a backend implements, and synchronizer.go the generic engine that
-// joins the two. Nothing here knows about NATS; MemLog is an in-memory log for
-// tests, and package jetstream provides the real one. Package example
+// joins the two. Nothing here knows about NATS; package memlog (sync/memlog) is
+// an in-memory log for tests, and package jetstream provides the real one. Package example
 // (sync/example) holds two small states, a counter and a set, that the
 // examples and tests use.
 //

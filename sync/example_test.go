@@ -7,13 +7,14 @@ import (
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/example"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
 // Two processes share a counter. Each increment is a conditional append;
 // the stale one catches up and adds to the latest value, so none is lost.
 func Example_counter() {
 	ctx := context.Background()
-	log := statesync.NewMemLog("counter") // in real use: a jetstream.Log
+	log := memlog.New("counter") // in real use: a jetstream.Log
 	alice := statesync.New[example.Counter](log, example.CounterCodec{})
 	bob := statesync.New[example.Counter](log, example.CounterCodec{})
 	for _, s := range []*statesync.Synchronizer[example.Counter]{alice, bob} {
@@ -35,7 +36,7 @@ func Example_counter() {
 // against the latest state, as UpdateState guarantees.
 func Example_set() {
 	ctx := context.Background()
-	log := statesync.NewMemLog("set")
+	log := memlog.New("set")
 	open := func() *statesync.Synchronizer[example.Set] {
 		s := statesync.New[example.Set](log, example.SetCodec{})
 		if err := s.Initialize(ctx, example.SetOf{}); err != nil {

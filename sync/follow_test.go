@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
 // earlyNotices is a log whose notices come before the entries they
 // announce can be read, as a JetStream stream's subscribers hear a message
 // before the stream has stored it.
 type earlyNotices struct {
-	*statesync.MemLog
+	*memlog.Log
 	mu  sync.Mutex
 	fns []func()
 }
@@ -36,14 +36,14 @@ func (l *earlyNotices) announce() {
 // A follower told of an append before the log serves it looks again soon,
 // rather than at its next poll, seconds later.
 func TestFollowLooksAgainAfterAnEarlyNotice(t *testing.T) {
-	log := &earlyNotices{MemLog: statesync.NewMemLog("t")}
+	log := &earlyNotices{Log: memlog.New("t")}
 	follower := newCounter(t, log)
 	stop, err := follower.Follow(func(err error) { t.Error(err) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
-	writer := newCounter(t, log.MemLog) // appends without notices
+	writer := newCounter(t, log.Log) // appends without notices
 	for want := counter(1); want <= 3; want++ {
 		log.announce()
 		time.Sleep(20 * time.Millisecond)

@@ -5,18 +5,19 @@ import (
 	"testing"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
 // foreignLog delivers the entries whose data is "foreign" as foreign ones,
 // as a log does for entries another program wrote.
-type foreignLog struct{ *statesync.MemLog }
+type foreignLog struct{ *memlog.Log }
 
 func (l foreignLog) Read(ctx context.Context, after, upTo uint64, fn func(statesync.Entry) error) error {
-	return l.MemLog.Read(ctx, after, upTo, foreignToo(fn))
+	return l.Log.Read(ctx, after, upTo, foreignToo(fn))
 }
 
 func (l foreignLog) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
-	return l.MemLog.ReadAfter(ctx, after, upTo, foreignToo(fn))
+	return l.Log.ReadAfter(ctx, after, upTo, foreignToo(fn))
 }
 
 // foreignToo delivers the entries whose data is "foreign" to fn as foreign.
@@ -33,7 +34,7 @@ func foreignToo(fn func(statesync.Entry) error) func(statesync.Entry) error {
 // watchers, and writes go on after it.
 func TestForeignEntriesAreSteppedOver(t *testing.T) {
 	ctx := context.Background()
-	log := foreignLog{statesync.NewMemLog("t")}
+	log := foreignLog{memlog.New("t")}
 	var heard []statesync.Entry
 	s := newCounter(t, log, statesync.WithApplied(func(a statesync.Applied[counter]) { heard = append(heard, a.Entry) }))
 	if _, err := increment(ctx, s); err != nil {

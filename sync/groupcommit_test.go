@@ -9,13 +9,14 @@ import (
 	"time"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
 // gateLog holds the next append until the test releases it, and can let a
 // rival writer append just before appends, so that tests decide what is in
 // flight and what conflicts.
 type gateLog struct {
-	*statesync.MemLog
+	*memlog.Log
 	gated   atomic.Bool   // the next append waits
 	entered chan struct{} // an append is held
 	release chan struct{}
@@ -24,17 +25,17 @@ type gateLog struct {
 }
 
 func newGateLog() *gateLog {
-	return &gateLog{MemLog: statesync.NewMemLog("t"), entered: make(chan struct{}), release: make(chan struct{})}
+	return &gateLog{Log: memlog.New("t"), entered: make(chan struct{}), release: make(chan struct{})}
 }
 
 func (l *gateLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
 	l.beforeAppend()
-	return l.MemLog.Append(ctx, expected, data)
+	return l.Log.Append(ctx, expected, data)
 }
 
 func (l *gateLog) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
 	l.beforeAppend()
-	return l.MemLog.AppendAfter(ctx, last, data)
+	return l.Log.AppendAfter(ctx, last, data)
 }
 
 // beforeAppend holds the append if the gate is shut, or lets a rival in.
@@ -345,7 +346,7 @@ func TestConcurrentCallsOnOneSynchronizer(t *testing.T) {
 // A caller that recovers from a panic in its own function leaves the
 // synchronizer usable.
 func TestPanickingFunctionLeavesTheSynchronizerUsable(t *testing.T) {
-	s := newCounter(t, statesync.NewMemLog("t"))
+	s := newCounter(t, memlog.New("t"))
 	func() {
 		defer func() { _ = recover() }()
 		statesync.UpdateState(context.Background(), s, func(counter) ([]statesync.Update[counter], int) { panic("boom") })
@@ -392,7 +393,7 @@ func TestBatchedCallsGetTheStateAfterTheirOwnUpdates(t *testing.T) {
 // estimate, never the zero time) for the calls after it to decide on.
 func TestBatchedTimedUpdatesGetTheEntrysTime(t *testing.T) {
 	ctx := context.Background()
-	log := &gateLog{MemLog: statesync.NewMemLog("timed"), entered: make(chan struct{}), release: make(chan struct{})}
+	log := &gateLog{Log: memlog.New("timed"), entered: make(chan struct{}), release: make(chan struct{})}
 	logTime := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
 	log.SetClock(func() time.Time { return logTime })
 	s := statesync.New[stamped](log, stampCodec{})
@@ -449,7 +450,7 @@ func TestBatchedTimedUpdatesGetTheEntrysTime(t *testing.T) {
 // nothing holding an append to make them queue: a script's lines,
 // pipelined.
 func TestCallsStartedOnceQueuedRunInOrder(t *testing.T) {
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	s := newCounter(t, log)
 	const n = 200
 	saw := make([]counter, n)

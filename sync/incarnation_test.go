@@ -9,6 +9,7 @@ import (
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/example"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
 // A synchronizer whose log was deleted and created again never mixes the two
@@ -32,7 +33,7 @@ func TestReplacedLogIsReloadedNotMixed(t *testing.T) {
 		for name, op := range ops {
 			t.Run(fmt.Sprintf("%s/new log at %d", name, 1+newWrites), func(t *testing.T) {
 				ctx := context.Background()
-				log := statesync.NewMemLog("t")
+				log := memlog.New("t")
 				old := statesync.New[counter](log, counterCodec)
 				if err := old.Initialize(ctx, start(100)); err != nil {
 					t.Fatal(err)
@@ -76,7 +77,7 @@ func TestReplacedLogIsReloadedNotMixed(t *testing.T) {
 // damage; it says it again once the error changes. (Issue 19.12.)
 func TestFollowSaysAnErrorOnce(t *testing.T) {
 	ctx := context.Background()
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	writer, follower := newCounter(t, log), newCounter(t, log)
 	log.AppendRaw([]byte("garbage"), false)
 	errs := make(chan error, 100)
@@ -98,20 +99,20 @@ func TestFollowSaysAnErrorOnce(t *testing.T) {
 	}
 }
 
-// readCountingLog counts the reads made of a MemLog.
+// readCountingLog counts the reads made of a memlog.Log.
 type readCountingLog struct {
-	*statesync.MemLog
+	*memlog.Log
 	reads int
 }
 
 func (l *readCountingLog) Read(ctx context.Context, after, upTo uint64, fn func(statesync.Entry) error) error {
 	l.reads++
-	return l.MemLog.Read(ctx, after, upTo, fn)
+	return l.Log.Read(ctx, after, upTo, fn)
 }
 
 func (l *readCountingLog) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
 	l.reads++
-	return l.MemLog.ReadAfter(ctx, after, upTo, fn)
+	return l.Log.ReadAfter(ctx, after, upTo, fn)
 }
 
 // A fetch with nothing to read asks the log where it ends and which entry
@@ -120,7 +121,7 @@ func (l *readCountingLog) ReadAfter(ctx context.Context, after statesync.Positio
 // A log of the same length that is another incarnation is still found.
 func TestFetchAtTheEndAsksOnce(t *testing.T) {
 	ctx := context.Background()
-	log := &readCountingLog{MemLog: statesync.NewMemLog("t")}
+	log := &readCountingLog{Log: memlog.New("t")}
 	s := newCounter(t, log)
 	for range 3 {
 		if _, err := increment(ctx, s); err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
 // Replace is conditional: a writer whose copy is behind sees the change it
@@ -12,7 +13,7 @@ import (
 // the new state in as a snapshot, and hear of it with the state before.
 func TestReplaceIsConditional(t *testing.T) {
 	ctx := context.Background()
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	var heard []statesync.Applied[counter]
 	reader := newCounter(t, log, statesync.WithApplied(func(a statesync.Applied[counter]) { heard = append(heard, a) }))
 	writer := newCounter(t, log)
@@ -52,7 +53,7 @@ func TestReplaceIsConditional(t *testing.T) {
 // A nil InitialUpdate writes nothing.
 func TestReplaceWithNothingWritesNothing(t *testing.T) {
 	ctx := context.Background()
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	s := newCounter(t, log)
 	before, _ := log.LastRevision(ctx)
 	if _, _, err := statesync.Replace(ctx, s, func(counter) (statesync.InitialUpdate[counter], bool) { return nil, false }); err != nil {

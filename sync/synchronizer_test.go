@@ -14,6 +14,7 @@ import (
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/example"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -48,7 +49,7 @@ func value(t *testing.T, s *statesync.Synchronizer[counter]) counter {
 }
 
 func TestInitializeNeverOverwrites(t *testing.T) {
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	a := newCounter(t, log)
 	if _, err := increment(context.Background(), a); err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestInitializeNeverOverwrites(t *testing.T) {
 
 func TestUpdateStateRerunsOnConflict(t *testing.T) {
 	ctx := context.Background()
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	a := newCounter(t, log)
 	if _, err := increment(ctx, a); err != nil {
 		t.Fatal(err)
@@ -101,7 +102,7 @@ func TestUpdateStateRerunsOnConflict(t *testing.T) {
 
 func TestNoUpdateDecisionIsCheckedAgainstTheLog(t *testing.T) {
 	ctx := context.Background()
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	a, b := newCounter(t, log), newCounter(t, log)
 	if _, err := increment(ctx, a); err != nil {
 		t.Fatal(err)
@@ -127,7 +128,7 @@ func TestNoUpdateDecisionIsCheckedAgainstTheLog(t *testing.T) {
 }
 
 func TestConcurrentIncrementsLoseNothing(t *testing.T) {
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	const writers, each = 8, 250
 	var wg sync.WaitGroup
 	for range writers {
@@ -150,7 +151,7 @@ func TestConcurrentIncrementsLoseNothing(t *testing.T) {
 
 func TestCompactionAndCatchUp(t *testing.T) {
 	ctx := context.Background()
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	a, stale := newCounter(t, log), newCounter(t, log)
 	for range 5 {
 		if _, err := increment(ctx, a); err != nil {
@@ -183,7 +184,7 @@ func TestCompactionAndCatchUp(t *testing.T) {
 
 func TestGarbageEntry(t *testing.T) {
 	ctx := context.Background()
-	log := statesync.NewMemLog("garbage")
+	log := memlog.New("garbage")
 	s := newCounter(t, log)
 	if _, err := increment(ctx, s); err != nil {
 		t.Fatal(err)
@@ -201,7 +202,7 @@ func TestGarbageEntry(t *testing.T) {
 		t.Fatalf("write past garbage: %v; want the EntryError", err)
 	}
 	// An update before any initial state is refused the same way.
-	fresh := statesync.NewMemLog("fresh")
+	fresh := memlog.New("fresh")
 	fresh.AppendRaw([]byte(`{"add":[1]}`), false)
 	if err := statesync.New[counter](fresh, counterCodec).Initialize(ctx, start(0)); !errors.As(err, &entryErr) {
 		t.Fatalf("Initialize over an update-first log: %v; want an EntryError", err)
@@ -209,7 +210,7 @@ func TestGarbageEntry(t *testing.T) {
 }
 
 // conflictingLog refuses every append, as a log under endless contention would.
-type conflictingLog struct{ *statesync.MemLog }
+type conflictingLog struct{ *memlog.Log }
 
 func (l conflictingLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
 	return 0, &statesync.ConflictError{Expected: expected}
@@ -220,7 +221,7 @@ func (l conflictingLog) AppendAfter(ctx context.Context, last statesync.Position
 }
 
 func TestUpdateStateIsBoundedByContext(t *testing.T) {
-	log := conflictingLog{statesync.NewMemLog("t")}
+	log := conflictingLog{memlog.New("t")}
 	s := newCounter(t, log)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -232,7 +233,7 @@ func TestUpdateStateIsBoundedByContext(t *testing.T) {
 // outrunLog is a log where a competing writer appends just before each
 // conditional append or compaction: every try loses.
 type outrunLog struct {
-	*statesync.MemLog
+	*memlog.Log
 	rival *statesync.Synchronizer[counter]
 }
 
@@ -240,34 +241,34 @@ func (l outrunLog) Append(ctx context.Context, expected uint64, data []byte) (ui
 	if _, err := increment(ctx, l.rival); err != nil {
 		return 0, err
 	}
-	return l.MemLog.Append(ctx, expected, data)
+	return l.Log.Append(ctx, expected, data)
 }
 
 func (l outrunLog) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
 	if _, err := increment(ctx, l.rival); err != nil {
 		return statesync.Position{}, err
 	}
-	return l.MemLog.AppendAfter(ctx, last, data)
+	return l.Log.AppendAfter(ctx, last, data)
 }
 
 func (l outrunLog) Compact(ctx context.Context, expected uint64, snapshot []byte) (uint64, error) {
 	if _, err := increment(ctx, l.rival); err != nil {
 		return 0, err
 	}
-	return l.MemLog.Compact(ctx, expected, snapshot)
+	return l.Log.Compact(ctx, expected, snapshot)
 }
 
 func (l outrunLog) CompactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
 	if _, err := increment(ctx, l.rival); err != nil {
 		return statesync.Position{}, err
 	}
-	return l.MemLog.CompactAfter(ctx, last, snapshot)
+	return l.Log.CompactAfter(ctx, last, snapshot)
 }
 
 // A write starved by other writers says how many tries it lost, so that it
 // is not taken for a log that stopped answering.
 func TestStarvedWriteSaysHowManyTriesItLost(t *testing.T) {
-	mem := statesync.NewMemLog("t")
+	mem := memlog.New("t")
 	log := outrunLog{mem, newCounter(t, mem)}
 	conflicts := 0
 	s := newCounter(t, log, statesync.WithTrace(func(a statesync.Attempt) {
@@ -296,7 +297,7 @@ func TestStarvedWriteSaysHowManyTriesItLost(t *testing.T) {
 
 // A write that never got to try is not called contended.
 func TestWriteWithNoConflictsIsNotContended(t *testing.T) {
-	s := newCounter(t, statesync.NewMemLog("t"))
+	s := newCounter(t, memlog.New("t"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := increment(ctx, s)
@@ -311,7 +312,7 @@ func TestWriteWithNoConflictsIsNotContended(t *testing.T) {
 // before the entry and the entry, and nothing after.
 func TestUpdateUnconditionally(t *testing.T) {
 	ctx := context.Background()
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	var tries []statesync.Attempt
 	s := newCounter(t, log, statesync.WithTrace(func(a statesync.Attempt) { tries = append(tries, a) }))
 	other := newCounter(t, log)
@@ -334,7 +335,7 @@ func TestUpdateUnconditionally(t *testing.T) {
 }
 
 func TestUninitializedLog(t *testing.T) {
-	s := statesync.New[counter](statesync.NewMemLog("t"), counterCodec)
+	s := statesync.New[counter](memlog.New("t"), counterCodec)
 	if _, err := increment(context.Background(), s); !errors.Is(err, statesync.ErrNotInitialized) {
 		t.Fatalf("update on an empty log: %v, want ErrNotInitialized", err)
 	}
@@ -342,7 +343,7 @@ func TestUninitializedLog(t *testing.T) {
 
 func TestFollow(t *testing.T) {
 	ctx := context.Background()
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	var mu sync.Mutex
 	var seen []uint64
 	follower := newCounter(t, log, statesync.WithApplied(func(a statesync.Applied[counter]) {
@@ -377,7 +378,7 @@ func TestFollow(t *testing.T) {
 
 func TestAppliedReportsLocalWrites(t *testing.T) {
 	var local []bool
-	s := newCounter(t, statesync.NewMemLog("t"), statesync.WithApplied(func(a statesync.Applied[counter]) {
+	s := newCounter(t, memlog.New("t"), statesync.WithApplied(func(a statesync.Applied[counter]) {
 		local = append(local, a.Local)
 	}))
 	if _, err := increment(context.Background(), s); err != nil {
@@ -390,7 +391,7 @@ func TestAppliedReportsLocalWrites(t *testing.T) {
 
 func TestFollowNeedsNotifier(t *testing.T) {
 	type plainLog struct{ statesync.Log }
-	s := statesync.New[counter](plainLog{statesync.NewMemLog("t")}, counterCodec)
+	s := statesync.New[counter](plainLog{memlog.New("t")}, counterCodec)
 	if _, err := s.Follow(nil); !errors.Is(err, statesync.ErrCannotFollow) {
 		t.Fatalf("Follow on a log without Notify: %v", err)
 	}
@@ -398,7 +399,7 @@ func TestFollowNeedsNotifier(t *testing.T) {
 
 // A watcher hears of a change only once the local copy shows it.
 func TestAppliedAfterStateShowsIt(t *testing.T) {
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	var s *statesync.Synchronizer[counter]
 	var lagging []uint64
 	s = newCounter(t, log, statesync.WithApplied(func(a statesync.Applied[counter]) {
@@ -419,7 +420,7 @@ func TestAppliedAfterStateShowsIt(t *testing.T) {
 
 func TestProgressOfALongCatchUp(t *testing.T) {
 	ctx := context.Background()
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	writer := newCounter(t, log)
 	for range 3000 {
 		if _, err := writer.UpdateUnconditionally(ctx, add{N: 1}); err != nil {
@@ -448,7 +449,7 @@ func TestWithAppliedOfAnotherStateIsRefused(t *testing.T) {
 			t.Fatalf("New with a watcher of sets on a counter: recovered %q; want a panic naming WithApplied and the watcher's type", msg)
 		}
 	}()
-	statesync.New[counter](statesync.NewMemLog("t"), counterCodec, statesync.WithApplied(func(statesync.Applied[example.Set]) {}))
+	statesync.New[counter](memlog.New("t"), counterCodec, statesync.WithApplied(func(statesync.Applied[example.Set]) {}))
 	t.Fatal("New accepted a watcher of another state type")
 }
 
@@ -456,7 +457,7 @@ func TestWithAppliedOfAnotherStateIsRefused(t *testing.T) {
 // writes always, others' only from a catch-up that starts once it wants them
 // (set up inside Locked, so that no catch-up is under way).
 func TestAppliedWhenWanted(t *testing.T) {
-	log := statesync.NewMemLog("t")
+	log := memlog.New("t")
 	other := newCounter(t, log)
 	var wanted atomic.Bool
 	var heard []uint64

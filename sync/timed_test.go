@@ -7,6 +7,7 @@ import (
 	"time"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
 // stamped is a state that records the log's time of the last stamp entry.
@@ -73,7 +74,7 @@ func (stampCodec) DecodeInitial([]byte) (statesync.InitialUpdate[stamped], error
 // with the states around it.
 func TestTimedUpdateGetsTheLogsTime(t *testing.T) {
 	ctx := context.Background()
-	log := statesync.NewMemLog("timed")
+	log := memlog.New("timed")
 	logTime := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
 	log.SetClock(func() time.Time { return logTime })
 	var heard []statesync.Applied[stamped]
@@ -108,7 +109,7 @@ func TestTimedUpdateGetsTheLogsTime(t *testing.T) {
 // time of the newest entry read, a writer's read-back included.
 func TestEntryTimeIsTheLogsOrZero(t *testing.T) {
 	ctx := context.Background()
-	log := statesync.NewMemLog("times")
+	log := memlog.New("times")
 	logTime := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
 	log.SetClock(func() time.Time { return logTime })
 	var heard []statesync.Applied[stamped]

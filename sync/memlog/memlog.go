@@ -1,0 +1,252 @@
+package memlog
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// Log is a statesync.Log held in memory, for tests. Its zero value is
+// not usable; call New.
+type Log struct {
+	name string
+
+	mu        sync.Mutex
+	entries   []statesync.Entry // in revision order; compaction leaves a snapshot first
+	last      uint64
+	notifiers map[int]func()
+	listeners map[int]func([]byte)
+	nextID    int
+	now       func() time.Time // the log's clock: statesync.Entry.Time
+	// incarnation counts the times the log was created (see Recreate); it
+	// makes entry IDs unique across incarnations.
+	incarnation int
+}
+
+// New returns an empty in-memory log.
+func New(name string) *Log { return &Log{name: name, incarnation: 1} }
+
+// Recreate models a log deleted and created again under its name: every
+// entry goes, revisions start again from 1, and the new entries' IDs are
+// new.
+func (l *Log) Recreate() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entries, l.last = nil, 0
+	l.incarnation++
+}
+
+// SetClock makes now the log's clock, the time it stamps on entries (by
+// default time.Now): tests of time-dependent updates (statesync.TimedUpdate) drive it.
+func (l *Log) SetClock(now func() time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.now = now
+}
+
+// Name implements statesync.Log.
+func (l *Log) Name() string { return l.name }
+
+// Append implements statesync.Log.
+func (l *Log) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
+	return l.add(ctx, expected, statesync.Entry{Data: slices.Clone(data), Speaker: statesync.Speaker(ctx)})
+}
+
+// Compact implements statesync.Log.
+func (l *Log) Compact(ctx context.Context, expected uint64, snapshot []byte) (uint64, error) {
+	return l.add(ctx, expected, statesync.Entry{Snapshot: true, Data: slices.Clone(snapshot)})
+}
+
+// AppendAfter implements statesync.Incarnated.
+func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
+	return l.addAfter(ctx, last, statesync.Entry{Data: slices.Clone(data), Speaker: statesync.Speaker(ctx)})
+}
+
+// CompactAfter implements statesync.Incarnated.
+func (l *Log) CompactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
+	return l.addAfter(ctx, last, statesync.Entry{Snapshot: true, Data: slices.Clone(snapshot)})
+}
+
+func (l *Log) addAfter(ctx context.Context, last statesync.Position, e statesync.Entry) (statesync.Position, error) {
+	e.ID = last.ID // checked under the lock by add
+	rev, err := l.add(ctx, last.Revision, e)
+	if err != nil {
+		return statesync.Position{}, err
+	}
+	return statesync.Position{Revision: rev, ID: l.entryID(rev)}, nil
+}
+
+// entryID is the ID of the entry at rev of the current incarnation.
+func (l *Log) entryID(rev uint64) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return fmt.Sprintf("%d.%d", l.incarnation, rev)
+}
+
+// add appends e if the log is at expected and, when e.ID is set, its last
+// entry has that ID.
+func (l *Log) add(ctx context.Context, expected uint64, e statesync.Entry) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if expected != statesync.AnyRevision && expected != l.last {
+		return 0, &statesync.ConflictError{Expected: expected, Current: l.last}
+	}
+	if want := e.ID; want != "" && expected != statesync.AnyRevision && want != fmt.Sprintf("%d.%d", l.incarnation, l.last) {
+		return 0, fmt.Errorf("%s: its entry %d is not the one read (%s): %w", l.name, l.last, want, statesync.ErrReplaced)
+	}
+	l.last++
+	e.Revision = l.last
+	e.ID = fmt.Sprintf("%d.%d", l.incarnation, l.last)
+	e.Time = time.Now()
+	if l.now != nil {
+		e.Time = l.now()
+	}
+	if e.Snapshot {
+		l.entries = []statesync.Entry{e}
+	} else {
+		l.entries = append(l.entries, e)
+	}
+	for _, fn := range l.notifiers {
+		go fn()
+	}
+	return e.Revision, nil
+}
+
+// Notify implements statesync.Notifier.
+func (l *Log) Notify(fn func()) (stop func(), err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.notifiers == nil {
+		l.notifiers = map[int]func(){}
+	}
+	id := l.nextID
+	l.nextID++
+	l.notifiers[id] = fn
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		delete(l.notifiers, id)
+	}, nil
+}
+
+// Read implements statesync.Log.
+func (l *Log) Read(ctx context.Context, after, upTo uint64, fn func(statesync.Entry) error) error {
+	if upTo < after {
+		return fmt.Errorf("%s: reading entries after %d up to %d: the end is before the start", l.name, after, upTo)
+	}
+	l.mu.Lock()
+	// Entries are never changed once stored, so a copy of the slice header
+	// is a stable view to read outside the lock.
+	entries := l.entries
+	l.mu.Unlock()
+	next := after + 1
+	for _, e := range entries {
+		if e.Revision <= after {
+			continue
+		}
+		gap := e.Revision != next
+		if e.Revision > upTo && !gap {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if gap && !e.Snapshot {
+			return fmt.Errorf("%s: after revision %d the next entry is %d: %w", l.name, next-1, e.Revision, statesync.ErrGap)
+		}
+		next = e.Revision + 1
+		if err := fn(e); err != nil {
+			return err
+		}
+		if e.Revision >= upTo {
+			break // a snapshot that covered the range may lie past it
+		}
+	}
+	return nil
+}
+
+// ReadAfter implements statesync.Incarnated.
+func (l *Log) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
+	if after.ID != "" && after.Revision > 0 {
+		l.mu.Lock()
+		i := slices.IndexFunc(l.entries, func(e statesync.Entry) bool { return e.Revision == after.Revision })
+		found := ""
+		if i >= 0 {
+			found = l.entries[i].ID
+		}
+		l.mu.Unlock()
+		if i >= 0 && found != after.ID {
+			return fmt.Errorf("%s: its entry %d is not the one read (%s but %s): %w", l.name, after.Revision, after.ID, found, statesync.ErrReplaced)
+		}
+	}
+	return l.Read(ctx, after.Revision, upTo, fn)
+}
+
+// LastRevision implements statesync.Log.
+func (l *Log) LastRevision(ctx context.Context) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last, nil
+}
+
+// Announce implements statesync.Announcer: it calls every listener
+// before it returns.
+func (l *Log) Announce(word []byte) error {
+	l.mu.Lock()
+	listeners := make([]func([]byte), 0, len(l.listeners))
+	for _, fn := range l.listeners {
+		listeners = append(listeners, fn)
+	}
+	l.mu.Unlock()
+	for _, fn := range listeners {
+		fn(slices.Clone(word))
+	}
+	return nil
+}
+
+// Listen implements statesync.Announcer.
+func (l *Log) Listen(fn func(word []byte)) (stop func(), err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.listeners == nil {
+		l.listeners = map[int]func([]byte){}
+	}
+	id := l.nextID
+	l.nextID++
+	l.listeners[id] = fn
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		delete(l.listeners, id)
+	}, nil
+}
+
+// AppendRaw appends an entry as a foreign writer would, bypassing any codec:
+// tests use it to put garbage in the log.
+func (l *Log) AppendRaw(data []byte, snapshot bool) uint64 {
+	rev, _ := l.add(context.Background(), statesync.AnyRevision, statesync.Entry{Data: slices.Clone(data), Snapshot: snapshot})
+	return rev
+}
+
+// LastPosition implements statesync.LastPositioned.
+func (l *Log) LastPosition(ctx context.Context) (statesync.Position, error) {
+	if err := ctx.Err(); err != nil {
+		return statesync.Position{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == 0 {
+		return statesync.Position{}, nil
+	}
+	return statesync.Position{Revision: l.last, ID: fmt.Sprintf("%d.%d", l.incarnation, l.last)}, nil
+}
