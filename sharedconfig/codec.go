@@ -14,7 +14,7 @@ import (
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
-// Codec is the JSON encoding of shared config entries, so that a stream can
+// codec is the JSON encoding of shared config entries, so that a stream can
 // be read with standard NATS tools. An update entry is
 //
 //	{"ops":[{"op":"put","key":"k","value":"v"},{"op":"remove","key":"k"},{"op":"clear"}]}
@@ -28,7 +28,7 @@ import (
 //
 // Keys and values are UTF-8 text; anything else is refused before it is
 // written, since JSON would silently change it.
-type Codec struct{}
+type codec struct{}
 
 type wireOp struct {
 	Op    string  `json:"op"`
@@ -47,18 +47,18 @@ type wireUpdates struct {
 }
 
 // EncodeUpdates implements statesync.Codec.
-func (Codec) EncodeUpdates(us []statesync.Update[State]) ([]byte, error) {
+func (codec) EncodeUpdates(us []statesync.Update[State]) ([]byte, error) {
 	w := wireUpdates{Ops: make([]wireOp, len(us))}
 	for i, u := range us {
 		if k, ok := updateKey(u); ok && k == "" {
 			return nil, ErrEmptyKey
 		}
 		switch u := u.(type) {
-		case Put:
+		case putUpdate:
 			w.Ops[i] = wireOp{Op: "put", Key: &u.Key, Value: &u.Value}
-		case Remove:
+		case removeUpdate:
 			w.Ops[i] = wireOp{Op: "remove", Key: &u.Key}
-		case Clear:
+		case clearUpdate:
 			w.Ops[i] = wireOp{Op: "clear"}
 		default:
 			op, ok := encodeLeaseOp(u)
@@ -72,7 +72,7 @@ func (Codec) EncodeUpdates(us []statesync.Update[State]) ([]byte, error) {
 }
 
 // DecodeUpdates implements statesync.Codec.
-func (Codec) DecodeUpdates(data []byte) ([]statesync.Update[State], error) {
+func (codec) DecodeUpdates(data []byte) ([]statesync.Update[State], error) {
 	if us, ok := decodeCanonicalUpdates(data); ok {
 		return us, nil
 	}
@@ -101,15 +101,15 @@ func decodeCanonicalUpdates(data []byte) ([]statesync.Update[State], bool) {
 			if !ok1 || k == "" || !ok2 || !ok3 || !p.lit("}") {
 				return nil, false
 			}
-			us = append(us, Put{k, v})
+			us = append(us, putUpdate{k, v})
 		case p.lit(`remove","key":`):
 			k, ok := p.str()
 			if !ok || k == "" || !p.lit("}") {
 				return nil, false
 			}
-			us = append(us, Remove{k})
+			us = append(us, removeUpdate{k})
 		case p.lit(`clear"}`):
-			us = append(us, Clear{})
+			us = append(us, clearUpdate{})
 		default:
 			return nil, false
 		}
@@ -173,11 +173,11 @@ func decodeUpdatesStrict(data []byte) ([]statesync.Update[State], error) {
 		}
 		switch {
 		case op.Op == "put" && op.Key != nil && op.Value != nil:
-			us[i] = Put{*op.Key, *op.Value}
+			us[i] = putUpdate{*op.Key, *op.Value}
 		case op.Op == "remove" && op.Key != nil && op.Value == nil:
-			us[i] = Remove{*op.Key}
+			us[i] = removeUpdate{*op.Key}
 		case op.Op == "clear" && op.Key == nil && op.Value == nil:
-			us[i] = Clear{}
+			us[i] = clearUpdate{}
 		default:
 			return nil, fmt.Errorf("op %d is not a valid put, remove or clear: %s", i, mustJSON(op))
 		}
@@ -192,11 +192,11 @@ var ErrEmptyKey = errors.New("a key is empty: keys are never empty")
 // updateKey is the key a put or remove names.
 func updateKey(u statesync.Update[State]) (string, bool) {
 	switch u := u.(type) {
-	case Put:
+	case putUpdate:
 		return u.Key, true
-	case Remove:
+	case removeUpdate:
 		return u.Key, true
-	case PutWithLease:
+	case putWithLease:
 		return u.Key, true
 	}
 	return "", false
@@ -204,7 +204,7 @@ func updateKey(u statesync.Update[State]) (string, bool) {
 
 // EncodeInitial implements statesync.Codec. It writes the properties in key
 // order without building an intermediate map.
-func (Codec) EncodeInitial(i statesync.InitialUpdate[State]) ([]byte, error) {
+func (codec) EncodeInitial(i statesync.InitialUpdate[State]) ([]byte, error) {
 	s := i.Create(0)
 	var b bytes.Buffer
 	object := func(field string, value func(Property) []byte) {
@@ -234,7 +234,7 @@ func (Codec) EncodeInitial(i statesync.InitialUpdate[State]) ([]byte, error) {
 }
 
 // DecodeInitial implements statesync.Codec.
-func (Codec) DecodeInitial(data []byte) (statesync.InitialUpdate[State], error) {
+func (codec) DecodeInitial(data []byte) (statesync.InitialUpdate[State], error) {
 	var w struct {
 		Properties *map[string]string `json:"properties"`
 		Revisions  map[string]uint64  `json:"revisions"`
@@ -276,3 +276,12 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// EncodePut is the log entry of a Put of key to value, for tools that
+// append a config's entries themselves (the bench).
+func EncodePut(key, value string) ([]byte, error) {
+	return codec{}.EncodeUpdates([]statesync.Update[State]{putUpdate{Key: key, Value: value}})
+}
+
+// EncodeSnapshot is the log entry of a snapshot that holds s.
+func EncodeSnapshot(s State) ([]byte, error) { return codec{}.EncodeInitial(snapshotUpdate{State: s}) }

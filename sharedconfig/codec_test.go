@@ -13,12 +13,12 @@ import (
 )
 
 func TestCodecRoundTrip(t *testing.T) {
-	updates := []statesync.Update[State]{Put{"k", "v"}, Put{"a\"b", "<\u00e9>\n"}, Remove{"k"}, Clear{}, Put{"k", ""}}
-	data, err := Codec{}.EncodeUpdates(updates)
+	updates := []statesync.Update[State]{putUpdate{"k", "v"}, putUpdate{"a\"b", "<\u00e9>\n"}, removeUpdate{"k"}, clearUpdate{}, putUpdate{"k", ""}}
+	data, err := codec{}.EncodeUpdates(updates)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := Codec{}.DecodeUpdates(data)
+	got, err := codec{}.DecodeUpdates(data)
 	if err != nil || !reflect.DeepEqual(got, updates) {
 		t.Fatalf("round trip of %s = %#v, %v", data, got, err)
 	}
@@ -34,21 +34,21 @@ func TestDecodeRefuses(t *testing.T) {
 		`{"ops":[{"op":"put","key":"","value":"v"}]}`, `{"ops":[{"op":"remove","key":""}]}`,
 		`{"ops":[{"op":"put","key":"","value":"v","lease":"L"}]}`,
 	} {
-		if us, err := (Codec{}).DecodeUpdates([]byte(bad)); err == nil {
+		if us, err := (codec{}).DecodeUpdates([]byte(bad)); err == nil {
 			t.Errorf("DecodeUpdates(%q) = %#v, want an error", bad, us)
 		}
 	}
-	if init, err := (Codec{}).DecodeInitial([]byte(`{"properties":{"":"v"}}`)); err == nil {
+	if init, err := (codec{}).DecodeInitial([]byte(`{"properties":{"":"v"}}`)); err == nil {
 		t.Errorf("DecodeInitial of a snapshot with an empty key = %#v, want an error", init)
 	}
-	for _, u := range []statesync.Update[State]{Put{"", "v"}, Remove{""}, PutWithLease{"", "v", "L"}} {
-		if data, err := (Codec{}).EncodeUpdates([]statesync.Update[State]{u}); !errors.Is(err, ErrEmptyKey) {
+	for _, u := range []statesync.Update[State]{putUpdate{"", "v"}, removeUpdate{""}, putWithLease{"", "v", "L"}} {
+		if data, err := (codec{}).EncodeUpdates([]statesync.Update[State]{u}); !errors.Is(err, ErrEmptyKey) {
 			t.Errorf("EncodeUpdates(%#v) = %s, %v; want ErrEmptyKey", u, data, err)
 		}
 	}
 	// Other spacing and field order are valid JSON and decode the same.
-	us, err := Codec{}.DecodeUpdates([]byte(` { "ops" : [ { "value":"v", "key":"k", "op":"put" } ] } `))
-	if err != nil || !reflect.DeepEqual(us, []statesync.Update[State]{Put{"k", "v"}}) {
+	us, err := codec{}.DecodeUpdates([]byte(` { "ops" : [ { "value":"v", "key":"k", "op":"put" } ] } `))
+	if err != nil || !reflect.DeepEqual(us, []statesync.Update[State]{putUpdate{"k", "v"}}) {
 		t.Errorf("non-canonical JSON: %#v, %v", us, err)
 	}
 }
@@ -73,11 +73,11 @@ func FuzzDecodeUpdates(f *testing.F) {
 		if strictErr != nil {
 			return
 		}
-		again, err := Codec{}.EncodeUpdates(strict)
+		again, err := codec{}.EncodeUpdates(strict)
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := Codec{}.DecodeUpdates(again)
+		back, err := codec{}.DecodeUpdates(again)
 		if err != nil || !reflect.DeepEqual(back, strict) {
 			t.Fatalf("%q decoded to %#v, re-encoded to %s, decoded to %#v, %v", data, strict, again, back, err)
 		}
@@ -90,16 +90,16 @@ func FuzzDecodeInitial(f *testing.F) {
 	f.Add([]byte(`{"properties":{}}`))
 	f.Add([]byte(`{"properties":null}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		init, err := Codec{}.DecodeInitial(data)
+		init, err := codec{}.DecodeInitial(data)
 		if err != nil {
 			return
 		}
 		state := init.Create(1)
-		again, err := Codec{}.EncodeInitial(Snapshot{state})
+		again, err := codec{}.EncodeInitial(snapshotUpdate{state})
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := Codec{}.DecodeInitial(again)
+		back, err := codec{}.DecodeInitial(again)
 		if err != nil {
 			t.Fatalf("%q re-encoded to %s, which does not decode: %v", data, again, err)
 		}
@@ -130,19 +130,19 @@ func TestApplyAllEqualsOneByOne(t *testing.T) {
 			}
 			switch x {
 			case 0:
-				u = Clear{}
+				u = clearUpdate{}
 			case 10:
-				u = RegisterLease{"l" + k, "h", time.Hour}
+				u = registerLease{"l" + k, "h", time.Hour}
 			case 11:
-				u = PutWithLease{k, strconv.Itoa(i), "l" + k}
+				u = putWithLease{k, strconv.Itoa(i), "l" + k}
 			case 1, 2, 3:
-				u = Remove{k}
+				u = removeUpdate{k}
 			default:
-				u = Put{k, strconv.Itoa(i)}
+				u = putUpdate{k, strconv.Itoa(i)}
 			}
 			updates = append(updates, statesync.Pending[State]{Update: u, Revision: uint64(i + 2)})
 		}
-		start := Put{"a", "start"}.Apply(Put{"z", "kept?"}.Apply(EmptyState(), 1), 1)
+		start := putUpdate{"a", "start"}.Apply(putUpdate{"z", "kept?"}.Apply(State{}, 1), 1)
 		want := start
 		for _, p := range updates {
 			want = p.Update.Apply(want, p.Revision)
@@ -163,4 +163,56 @@ func collect(s State) map[string]Property {
 		m[k] = p
 	}
 	return m
+}
+
+// The wire form of a registration: refresh and revoke name it, a snapshot
+// keeps it, and a registration anywhere else, or 0, is not an entry.
+func TestRegistrationOnTheWire(t *testing.T) {
+	var codec codec
+	us := []statesync.Update[State]{
+		refreshLease{Lease: "L", Holder: "h", Registration: 12},
+		revokeLease{Lease: "L", Holder: "h", Registration: 12},
+		refreshLease{Lease: "L", Holder: "h"},
+	}
+	data, err := codec.EncodeUpdates(us)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"ops":[{"op":"refresh_lease","lease":"L","holder":"h","registration":12},{"op":"revoke_lease","lease":"L","holder":"h","registration":12},{"op":"refresh_lease","lease":"L","holder":"h"}]}`
+	if string(data) != want {
+		t.Fatalf("encoded\n%s\nwant\n%s", data, want)
+	}
+	back, err := codec.DecodeUpdates(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range us {
+		if back[i] != us[i] {
+			t.Fatalf("op %d decoded as %+v, want %+v", i, back[i], us[i])
+		}
+	}
+	for _, bad := range []string{
+		`{"ops":[{"op":"refresh_lease","lease":"L","holder":"h","registration":0}]}`,
+		`{"ops":[{"op":"register_lease","lease":"L","holder":"h","ttl_ms":1000,"registration":3}]}`,
+		`{"ops":[{"op":"expire_lease","lease":"L","registration":3}]}`,
+		`{"ops":[{"op":"put","key":"k","value":"v","lease":"L","registration":3}]}`,
+		`{"ops":[{"op":"put","key":"k","value":"v","registration":3}]}`,
+	} {
+		if _, err := codec.DecodeUpdates([]byte(bad)); err == nil {
+			t.Errorf("decoded %s", bad)
+		}
+	}
+
+	st := registerLease{Lease: "L", Holder: "h", TTL: time.Minute}.ApplyAt(State{}, 7, time.Now())
+	snap, err := codec.EncodeInitial(snapshotUpdate{State: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	init, err := codec.DecodeInitial(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := init.Create(8).Lease("L"); l.Registration != 7 {
+		t.Fatalf("a snapshot kept registration %d, want 7: %s", l.Registration, snap)
+	}
 }

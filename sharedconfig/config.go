@@ -120,8 +120,8 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	if o.MostlyReads {
 		syncOpts = append(syncOpts, statesync.WithTurnsFromFirstWrite())
 	}
-	c.sync = statesync.New[State](log, Codec{}, syncOpts...)
-	if err := c.sync.Initialize(ctx, Snapshot{EmptyState()}); err != nil {
+	c.sync = statesync.New[State](log, codec{}, syncOpts...)
+	if err := c.sync.Initialize(ctx, snapshotUpdate{State{}}); err != nil {
 		var entryErr *statesync.EntryError
 		if _, ok := c.sync.State(); ok && errors.As(err, &entryErr) {
 			return c, &DamagedError{Entry: entryErr, GoodRevision: c.Revision()}
@@ -207,7 +207,7 @@ func updateAt[R any](ctx context.Context, c *Config, fn func(State) ([]statesync
 	if _, ok := c.sync.State(); !ok {
 		// The log was deleted under this process, which said so: a write
 		// creates the config again, empty, as opening it would.
-		if err := c.sync.Initialize(ctx, Snapshot{EmptyState()}); err != nil {
+		if err := c.sync.Initialize(ctx, snapshotUpdate{State{}}); err != nil {
 			var zero R
 			return zero, State{}, err
 		}
@@ -252,7 +252,7 @@ func (c *Config) countRemove(ctx context.Context) {
 
 // Compact writes a snapshot of the config and drops the history before it.
 func (c *Config) Compact(ctx context.Context) error {
-	return c.sync.Compact(ctx, func(s State) statesync.InitialUpdate[State] { return Snapshot{s} })
+	return c.sync.Compact(ctx, func(s State) statesync.InitialUpdate[State] { return snapshotUpdate{s} })
 }
 
 type updates = []statesync.Update[State]
@@ -267,7 +267,7 @@ type previous struct {
 func (c *Config) Put(ctx context.Context, key, value string) (old string, existed bool, err error) {
 	p, err := update(ctx, c, func(s State) (updates, previous) {
 		old, ok := s.Get(key)
-		return updates{Put{key, value}}, previous{old, ok}
+		return updates{putUpdate{key, value}}, previous{old, ok}
 	}, key, value)
 	return p.value, p.exists, err
 }
@@ -279,7 +279,7 @@ func (c *Config) PutIfAbsent(ctx context.Context, key, value string) (existing s
 		if old, ok := s.Get(key); ok {
 			return nil, previous{old, true}
 		}
-		return updates{Put{key, value}}, previous{}
+		return updates{putUpdate{key, value}}, previous{}
 	}, key, value)
 	return p.value, p.exists, err
 }
@@ -291,7 +291,7 @@ func (c *Config) Remove(ctx context.Context, key string) (old string, existed bo
 		if !ok {
 			return nil, previous{}
 		}
-		return updates{Remove{key}}, previous{old, true}
+		return updates{removeUpdate{key}}, previous{old, true}
 	}, key)
 	if err == nil {
 		c.countRemove(ctx)
@@ -305,7 +305,7 @@ func (c *Config) RemoveIfValue(ctx context.Context, key, value string) (removed 
 		if old, ok := s.Get(key); !ok || old != value {
 			return nil, false
 		}
-		return updates{Remove{key}}, true
+		return updates{removeUpdate{key}}, true
 	}, key, value)
 	if err == nil {
 		c.countRemove(ctx)
@@ -320,7 +320,7 @@ func (c *Config) Replace(ctx context.Context, key, value string) (old string, ex
 		if !ok {
 			return nil, previous{}
 		}
-		return updates{Put{key, value}}, previous{old, true}
+		return updates{putUpdate{key, value}}, previous{old, true}
 	}, key, value)
 	return p.value, p.exists, err
 }
@@ -331,7 +331,7 @@ func (c *Config) ReplaceIfValue(ctx context.Context, key, currentValue, newValue
 		if old, ok := s.Get(key); !ok || old != currentValue {
 			return nil, false
 		}
-		return updates{Put{key, newValue}}, true
+		return updates{putUpdate{key, newValue}}, true
 	}, key, currentValue, newValue)
 }
 
@@ -350,7 +350,7 @@ func (c *Config) ReplaceIfRevision(ctx context.Context, key, newValue string, re
 		if !ok || p.Revision != revision {
 			return nil, decision{false, ok, p}
 		}
-		return updates{Put{key, newValue}}, decision{true, true, p}
+		return updates{putUpdate{key, newValue}}, decision{true, true, p}
 	}, key, newValue)
 	return d.replaced, d.current, d.found, err
 }
@@ -362,7 +362,7 @@ func (c *Config) Clear(ctx context.Context) (removed int, err error) {
 		if s.Len() == 0 {
 			return nil, 0
 		}
-		return updates{Clear{}}, s.Len()
+		return updates{clearUpdate{}}, s.Len()
 	})
 	if err == nil && c.opts.Compaction.CompactOnClear {
 		c.compact(ctx)

@@ -266,7 +266,7 @@ func (c *Config) importAsSnapshot(ctx context.Context, plan func(State) (updates
 		set := make([]string, 0, len(ups))
 		for _, u := range ups {
 			s = u.Apply(s, 0)
-			if p, ok := u.(Put); ok {
+			if p, ok := u.(putUpdate); ok {
 				set = append(set, p.Key)
 			}
 		}
@@ -283,7 +283,7 @@ func importUpdates(s State, props map[string]string, replace bool) (updates, Imp
 	if replace {
 		for k := range s.All() {
 			if _, keep := props[k]; !keep {
-				ups = append(ups, Remove{k})
+				ups = append(ups, removeUpdate{k})
 				r.Removed++
 			}
 		}
@@ -299,7 +299,7 @@ func importUpdates(s State, props map[string]string, replace bool) (updates, Imp
 		default:
 			r.Updated++
 		}
-		ups = append(ups, Put{k, props[k]})
+		ups = append(ups, putUpdate{k, props[k]})
 	}
 	return ups, r
 }

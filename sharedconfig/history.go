@@ -75,11 +75,11 @@ func opsOf(updates []statesync.Update[State]) []Op {
 	ops := make([]Op, 0, len(updates))
 	for _, u := range updates {
 		switch u := u.(type) {
-		case Put:
+		case putUpdate:
 			ops = append(ops, Op{Kind: "put", Key: u.Key, Value: u.Value})
-		case Remove:
+		case removeUpdate:
 			ops = append(ops, Op{Kind: "remove", Key: u.Key})
-		case Clear:
+		case clearUpdate:
 			ops = append(ops, Op{Kind: "clear"})
 		default:
 			if op, ok := encodeLeaseOp(u); ok {
@@ -105,19 +105,19 @@ func changeOf(e statesync.Entry, updates []statesync.Update[State], snapshot Sta
 // decode reads one entry of the log into a Change.
 func (c *Config) decode(e statesync.Entry) (Change, error) {
 	bad := func(err error) (Change, error) {
-		return changeOf(e, nil, EmptyState(), false), &statesync.EntryError{Log: c.Log().Name(), Revision: e.Revision, Err: err}
+		return changeOf(e, nil, State{}, false), &statesync.EntryError{Log: c.Log().Name(), Revision: e.Revision, Err: err}
 	}
 	if e.Foreign != "" {
-		return changeOf(e, nil, EmptyState(), false), nil
+		return changeOf(e, nil, State{}, false), nil
 	}
 	if e.Snapshot {
-		init, err := Codec{}.DecodeInitial(e.Data)
+		init, err := codec{}.DecodeInitial(e.Data)
 		if err != nil {
 			return bad(err)
 		}
 		return changeOf(e, nil, init.Create(e.Revision), false), nil
 	}
-	updates, err := Codec{}.DecodeUpdates(e.Data)
+	updates, err := codec{}.DecodeUpdates(e.Data)
 	if err != nil {
 		return bad(err)
 	}
@@ -174,7 +174,7 @@ func (c *Config) addEnded(ctx context.Context, last uint64, changes []Change) er
 			st, replaying = ch.State, true
 			return nil
 		}
-		updates, err := Codec{}.DecodeUpdates(e.Data)
+		updates, err := codec{}.DecodeUpdates(e.Data)
 		if err != nil || !replaying {
 			return nil
 		}
@@ -265,7 +265,7 @@ func (c *Config) KeyHistory(ctx context.Context, key string) (changes []KeyChang
 		if ch.Foreign != "" || !replaying {
 			return nil
 		}
-		updates, err := Codec{}.DecodeUpdates(e.Data)
+		updates, err := codec{}.DecodeUpdates(e.Data)
 		if err != nil {
 			return err
 		}

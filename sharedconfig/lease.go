@@ -54,43 +54,43 @@ func (l Lease) renewed(t time.Time) Lease {
 // (statesync.TimedUpdate), and every one is evidence that the log was
 // being written at that time (see Lease.Watched).
 type (
-	// RegisterLease creates lease Lease held by Holder, or renews it (with
+	// registerLease creates lease Lease held by Holder, or renews it (with
 	// a new TTL) if Holder holds it; either way the lease's registration is
 	// now this entry's. A lease held by another writer is left alone.
-	RegisterLease struct {
+	registerLease struct {
 		Lease, Holder string
 		TTL           time.Duration
 	}
-	// RefreshLease moves the deadline of a live lease Holder holds under
+	// refreshLease moves the deadline of a live lease Holder holds under
 	// Registration to a TTL from now. Late (the lease is dead), or for
 	// another registration, it does nothing. Registration 0 (entries
 	// written before registrations had identities) matches any.
-	RefreshLease struct {
+	refreshLease struct {
 		Lease, Holder string
 		Registration  uint64
 	}
-	// RevokeLease ends a lease Holder holds under Registration (0: any),
+	// revokeLease ends a lease Holder holds under Registration (0: any),
 	// removing its keys.
-	RevokeLease struct {
+	revokeLease struct {
 		Lease, Holder string
 		Registration  uint64
 	}
-	// ExpireLease ends a lease whose deadline has passed, removing its keys,
+	// expireLease ends a lease whose deadline has passed, removing its keys,
 	// in this one entry. Before the deadline it does nothing but witness
 	// the time; after a silence in the log (see Lease.Watched) it gives the
 	// lease a fresh TTL. Any process may write it: the entry's own time
 	// decides.
-	ExpireLease struct{ Lease string }
-	// PutWithLease sets Key to Value attached to Lease, if Lease is live.
-	PutWithLease struct{ Key, Value, Lease string }
+	expireLease struct{ Lease string }
+	// putWithLease sets Key to Value attached to Lease, if Lease is live.
+	putWithLease struct{ Key, Value, Lease string }
 )
 
 var (
-	_ statesync.TimedUpdate[State] = RegisterLease{}
-	_ statesync.TimedUpdate[State] = RefreshLease{}
-	_ statesync.TimedUpdate[State] = RevokeLease{}
-	_ statesync.TimedUpdate[State] = ExpireLease{}
-	_ statesync.TimedUpdate[State] = PutWithLease{}
+	_ statesync.TimedUpdate[State] = registerLease{}
+	_ statesync.TimedUpdate[State] = refreshLease{}
+	_ statesync.TimedUpdate[State] = revokeLease{}
+	_ statesync.TimedUpdate[State] = expireLease{}
+	_ statesync.TimedUpdate[State] = putWithLease{}
 )
 
 // Lease returns the lease named name.
@@ -160,10 +160,10 @@ func (s State) tick(t time.Time) State {
 }
 
 // Apply implements statesync.Update, for a log that records no time.
-func (u RegisterLease) Apply(s State, rev uint64) State { return u.ApplyAt(s, rev, time.Time{}) }
+func (u registerLease) Apply(s State, rev uint64) State { return u.ApplyAt(s, rev, time.Time{}) }
 
 // ApplyAt implements statesync.TimedUpdate.
-func (u RegisterLease) ApplyAt(s State, rev uint64, t time.Time) State {
+func (u registerLease) ApplyAt(s State, rev uint64, t time.Time) State {
 	l, exists := s.Lease(u.Lease)
 	switch {
 	case u.TTL <= 0:
@@ -177,10 +177,10 @@ func (u RegisterLease) ApplyAt(s State, rev uint64, t time.Time) State {
 }
 
 // Apply implements statesync.Update, for a log that records no time.
-func (u RefreshLease) Apply(s State, rev uint64) State { return u.ApplyAt(s, rev, time.Time{}) }
+func (u refreshLease) Apply(s State, rev uint64) State { return u.ApplyAt(s, rev, time.Time{}) }
 
 // ApplyAt implements statesync.TimedUpdate.
-func (u RefreshLease) ApplyAt(s State, _ uint64, t time.Time) State {
+func (u refreshLease) ApplyAt(s State, _ uint64, t time.Time) State {
 	if l, ok := s.Lease(u.Lease); ok && l.heldUnder(u.Holder, u.Registration) && !l.dead(t) {
 		s = s.setLease(u.Lease, l.renewed(t))
 	}
@@ -188,10 +188,10 @@ func (u RefreshLease) ApplyAt(s State, _ uint64, t time.Time) State {
 }
 
 // Apply implements statesync.Update, for a log that records no time.
-func (u RevokeLease) Apply(s State, rev uint64) State { return u.ApplyAt(s, rev, time.Time{}) }
+func (u revokeLease) Apply(s State, rev uint64) State { return u.ApplyAt(s, rev, time.Time{}) }
 
 // ApplyAt implements statesync.TimedUpdate.
-func (u RevokeLease) ApplyAt(s State, _ uint64, t time.Time) State {
+func (u revokeLease) ApplyAt(s State, _ uint64, t time.Time) State {
 	if l, ok := s.Lease(u.Lease); ok && l.heldUnder(u.Holder, u.Registration) {
 		s = s.endLease(u.Lease)
 	}
@@ -199,10 +199,10 @@ func (u RevokeLease) ApplyAt(s State, _ uint64, t time.Time) State {
 }
 
 // Apply implements statesync.Update, for a log that records no time.
-func (u ExpireLease) Apply(s State, rev uint64) State { return u.ApplyAt(s, rev, time.Time{}) }
+func (u expireLease) Apply(s State, rev uint64) State { return u.ApplyAt(s, rev, time.Time{}) }
 
 // ApplyAt implements statesync.TimedUpdate.
-func (u ExpireLease) ApplyAt(s State, _ uint64, t time.Time) State {
+func (u expireLease) ApplyAt(s State, _ uint64, t time.Time) State {
 	l, ok := s.Lease(u.Lease)
 	switch {
 	case !ok || !l.Overdue(t):
@@ -215,10 +215,10 @@ func (u ExpireLease) ApplyAt(s State, _ uint64, t time.Time) State {
 }
 
 // Apply implements statesync.Update, for a log that records no time.
-func (u PutWithLease) Apply(s State, rev uint64) State { return u.ApplyAt(s, rev, time.Time{}) }
+func (u putWithLease) Apply(s State, rev uint64) State { return u.ApplyAt(s, rev, time.Time{}) }
 
 // ApplyAt implements statesync.TimedUpdate.
-func (u PutWithLease) ApplyAt(s State, rev uint64, t time.Time) State {
+func (u putWithLease) ApplyAt(s State, rev uint64, t time.Time) State {
 	if l, ok := s.Lease(u.Lease); ok && !l.dead(t) {
 		s = s.with(set(u.Key, Property{Value: u.Value, Revision: rev, Lease: u.Lease}))
 	}

@@ -264,7 +264,7 @@ func (c *Config) RegisterLease(ctx context.Context, name string, ttl time.Durati
 		if ok && l.Holder != c.leases.holder {
 			return nil, found{err: fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)}
 		}
-		return updates{RegisterLease{name, c.leases.holder, ttl}}, found{existed: ok, before: l.Registration}
+		return updates{registerLease{name, c.leases.holder, ttl}}, found{existed: ok, before: l.Registration}
 	}, c.leases.holder)
 	if err == nil {
 		err = f.err
@@ -293,7 +293,7 @@ func (c *Config) RegisterLease(ctx context.Context, name string, ttl time.Durati
 func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
 	reg := c.leases.registration(name)
 	if l, err := c.held(c.State(), name, reg); err == nil && utf8.ValidString(name) {
-		after, err := c.sync.UpdateUnconditionally(ctx, RefreshLease{name, c.leases.holder, reg})
+		after, err := c.sync.UpdateUnconditionally(ctx, refreshLease{name, c.leases.holder, reg})
 		if err != nil {
 			return Lease{}, err
 		}
@@ -309,7 +309,7 @@ func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
 		if err != nil {
 			return nil, found{err: err}
 		}
-		return updates{RefreshLease{name, c.leases.holder, reg}}, found{before: l.Deadline}
+		return updates{refreshLease{name, c.leases.holder, reg}}, found{before: l.Deadline}
 	}, name)
 	if err == nil {
 		err = f.err
@@ -365,7 +365,7 @@ func (c *Config) RevokeLease(ctx context.Context, name string) (keys []string, e
 		if err != nil {
 			return nil, found{err: err}
 		}
-		return updates{RevokeLease{name, c.leases.holder, kept.registration}}, found{keys: s.LeaseKeys(name)}
+		return updates{revokeLease{name, c.leases.holder, kept.registration}}, found{keys: s.LeaseKeys(name)}
 	}, name)
 	if err == nil {
 		err = f.err
@@ -432,7 +432,7 @@ func (c *Config) PutWithLease(ctx context.Context, key, value, lease string) (ol
 			return nil, found{err: err}
 		}
 		old, had := s.Get(key)
-		return updates{PutWithLease{key, value, lease}}, found{previous: previous{old, had}}
+		return updates{putWithLease{key, value, lease}}, found{previous: previous{old, had}}
 	}, key, value, lease)
 	if err == nil {
 		err = f.err
@@ -475,7 +475,7 @@ func (c *Config) ExpireDue(ctx context.Context) ([]string, error) {
 	for _, name := range due {
 		gone, err := update(ctx, c, func(s State) (updates, bool) {
 			if l, ok := s.Lease(name); ok && dueNow(l) {
-				return updates{ExpireLease{name}}, true
+				return updates{expireLease{name}}, true
 			}
 			return nil, false
 		})
@@ -515,7 +515,7 @@ func endedLeases(before, after State, us []statesync.Update[State]) []EndedLease
 		if _, ok := after.Lease(name); ok {
 			continue
 		}
-		expired := slices.ContainsFunc(us, func(u statesync.Update[State]) bool { return u == ExpireLease{name} })
+		expired := slices.ContainsFunc(us, func(u statesync.Update[State]) bool { return u == expireLease{name} })
 		ended = append(ended, EndedLease{Lease: name, Keys: before.LeaseKeys(name), Expired: expired})
 	}
 	return ended

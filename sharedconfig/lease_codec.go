@@ -29,16 +29,16 @@ import (
 
 func encodeLeaseOp(u statesync.Update[State]) (wireOp, bool) {
 	switch u := u.(type) {
-	case PutWithLease:
+	case putWithLease:
 		return wireOp{Op: "put", Key: &u.Key, Value: &u.Value, Lease: &u.Lease}, true
-	case RegisterLease:
+	case registerLease:
 		ms := u.TTL.Milliseconds()
 		return wireOp{Op: "register_lease", Lease: &u.Lease, Holder: &u.Holder, TTLms: &ms}, true
-	case RefreshLease:
+	case refreshLease:
 		return wireOp{Op: "refresh_lease", Lease: &u.Lease, Holder: &u.Holder, Registration: registrationOf(u.Registration)}, true
-	case RevokeLease:
+	case revokeLease:
 		return wireOp{Op: "revoke_lease", Lease: &u.Lease, Holder: &u.Holder, Registration: registrationOf(u.Registration)}, true
-	case ExpireLease:
+	case expireLease:
 		return wireOp{Op: "expire_lease", Lease: &u.Lease}, true
 	}
 	return wireOp{}, false
@@ -67,19 +67,19 @@ func decodeLeaseOp(op wireOp) (statesync.Update[State], bool) {
 	}
 	switch {
 	case op.Op == "put" && op.Key != nil && op.Value != nil && op.Holder == nil && op.TTLms == nil:
-		return PutWithLease{*op.Key, *op.Value, *op.Lease}, true
+		return putWithLease{*op.Key, *op.Value, *op.Lease}, true
 	case kv:
 		return nil, false
 	case op.Op == "register_lease" && op.Holder != nil && op.TTLms != nil && *op.TTLms > 0:
-		return RegisterLease{*op.Lease, *op.Holder, time.Duration(*op.TTLms) * time.Millisecond}, true
+		return registerLease{*op.Lease, *op.Holder, time.Duration(*op.TTLms) * time.Millisecond}, true
 	case op.TTLms != nil:
 		return nil, false
 	case op.Op == "refresh_lease" && op.Holder != nil:
-		return RefreshLease{*op.Lease, *op.Holder, reg}, true
+		return refreshLease{*op.Lease, *op.Holder, reg}, true
 	case op.Op == "revoke_lease" && op.Holder != nil:
-		return RevokeLease{*op.Lease, *op.Holder, reg}, true
+		return revokeLease{*op.Lease, *op.Holder, reg}, true
 	case op.Op == "expire_lease" && op.Holder == nil:
-		return ExpireLease{*op.Lease}, true
+		return expireLease{*op.Lease}, true
 	}
 	return nil, false
 }
@@ -114,7 +114,7 @@ func (w wireSnapshotLeases) snapshot(s State) (statesync.InitialUpdate[State], e
 		}
 		s = s.setLease(name, Lease{Holder: l.Holder, Registration: l.Registration, TTL: time.Duration(l.TTLms) * time.Millisecond, Deadline: l.Deadline, Watched: l.Watched})
 	}
-	return Snapshot{s}, nil
+	return snapshotUpdate{s}, nil
 }
 
 // encodeSnapshotLeases appends the lease fields of a snapshot of s, if it

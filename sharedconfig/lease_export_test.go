@@ -23,7 +23,7 @@ func ExpireNow(ctx context.Context, c *Config, name string) (ended bool, err err
 		if _, ok := s.Lease(name); !ok {
 			return nil, false
 		}
-		return updates{ExpireLease{name}}, true
+		return updates{expireLease{name}}, true
 	})
 	if err != nil || !wrote {
 		return false, err

@@ -10,7 +10,6 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
-	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 // A registration has an identity. Process a registers L and stops
@@ -101,48 +100,4 @@ func expireAndRegisterAgain(t *testing.T, b *sharedconfig.Config, ttl time.Durat
 	ok(t, err)
 	l, _ := b.State().Lease("L")
 	return l
-}
-
-// The wire form of a registration: refresh and revoke name it, a snapshot
-// keeps it, and a registration anywhere else, or 0, is not an entry.
-func TestRegistrationOnTheWire(t *testing.T) {
-	var codec sharedconfig.Codec
-	us := []statesync.Update[sharedconfig.State]{
-		sharedconfig.RefreshLease{Lease: "L", Holder: "h", Registration: 12},
-		sharedconfig.RevokeLease{Lease: "L", Holder: "h", Registration: 12},
-		sharedconfig.RefreshLease{Lease: "L", Holder: "h"},
-	}
-	data, err := codec.EncodeUpdates(us)
-	ok(t, err)
-	want := `{"ops":[{"op":"refresh_lease","lease":"L","holder":"h","registration":12},{"op":"revoke_lease","lease":"L","holder":"h","registration":12},{"op":"refresh_lease","lease":"L","holder":"h"}]}`
-	if string(data) != want {
-		t.Fatalf("encoded\n%s\nwant\n%s", data, want)
-	}
-	back, err := codec.DecodeUpdates(data)
-	ok(t, err)
-	for i := range us {
-		if back[i] != us[i] {
-			t.Fatalf("op %d decoded as %+v, want %+v", i, back[i], us[i])
-		}
-	}
-	for _, bad := range []string{
-		`{"ops":[{"op":"refresh_lease","lease":"L","holder":"h","registration":0}]}`,
-		`{"ops":[{"op":"register_lease","lease":"L","holder":"h","ttl_ms":1000,"registration":3}]}`,
-		`{"ops":[{"op":"expire_lease","lease":"L","registration":3}]}`,
-		`{"ops":[{"op":"put","key":"k","value":"v","lease":"L","registration":3}]}`,
-		`{"ops":[{"op":"put","key":"k","value":"v","registration":3}]}`,
-	} {
-		if _, err := codec.DecodeUpdates([]byte(bad)); err == nil {
-			t.Errorf("decoded %s", bad)
-		}
-	}
-
-	st := sharedconfig.RegisterLease{Lease: "L", Holder: "h", TTL: time.Minute}.ApplyAt(sharedconfig.EmptyState(), 7, time.Now())
-	snap, err := codec.EncodeInitial(sharedconfig.Snapshot{State: st})
-	ok(t, err)
-	init, err := codec.DecodeInitial(snap)
-	ok(t, err)
-	if l, _ := init.Create(8).Lease("L"); l.Registration != 7 {
-		t.Fatalf("a snapshot kept registration %d, want 7: %s", l.Registration, snap)
-	}
 }

@@ -66,7 +66,7 @@ func (c *Config) Repair(ctx context.Context, plan RepairPlan) (uint64, error) {
 	if !plan.Damaged() {
 		return 0, ErrNothingToRepair
 	}
-	data, err := Codec{}.EncodeInitial(Snapshot{c.State()})
+	data, err := codec{}.EncodeInitial(snapshotUpdate{c.State()})
 	if err != nil {
 		return 0, err
 	}

@@ -29,8 +29,11 @@ type State struct {
 
 var stringComparer = immutable.NewComparer("")
 
-// EmptyState is a State with no properties.
-func EmptyState() State { return State{} }
+// Set is s with key set to value at revision: for tools that build a
+// state without a log (the bench).
+func (s State) Set(key, value string, revision uint64) State {
+	return putUpdate{Key: key, Value: value}.Apply(s, revision)
+}
 
 // Get returns the value of key.
 func (s State) Get(key string) (string, bool) {

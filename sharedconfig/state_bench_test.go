@@ -1,22 +1,21 @@
-package sharedconfig_test
+package sharedconfig
 
 import (
 	"fmt"
 	"testing"
 
-	"github.com/sharedconfig/sharedconfig/sharedconfig"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 // The state's own costs, without a server: what a PUT, a GET, a catch-up's
 // batch and a join's snapshot cost the map, at 10 keys and at 100,000.
 
-func stateOfSize(n int) sharedconfig.State {
-	var b []statesync.Pending[sharedconfig.State]
+func stateOfSize(n int) State {
+	var b []statesync.Pending[State]
 	for i := range n {
-		b = append(b, statesync.Pending[sharedconfig.State]{Update: sharedconfig.Put{Key: fmt.Sprintf("key%07d", i), Value: fmt.Sprintf("value-%d", i)}, Revision: uint64(i + 1)})
+		b = append(b, statesync.Pending[State]{Update: putUpdate{Key: fmt.Sprintf("key%07d", i), Value: fmt.Sprintf("value-%d", i)}, Revision: uint64(i + 1)})
 	}
-	return sharedconfig.EmptyState().ApplyAll(b)
+	return State{}.ApplyAll(b)
 }
 
 // BenchmarkStatePut: rewriting a key with 10 keys and with 100,000.
@@ -28,7 +27,7 @@ func BenchmarkStatePut(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				s = sharedconfig.Put{Key: fmt.Sprintf("key%07d", i*7919%n), Value: "v"}.Apply(s, uint64(n+i))
+				s = putUpdate{Key: fmt.Sprintf("key%07d", i*7919%n), Value: "v"}.Apply(s, uint64(n+i))
 			}
 		})
 	}
@@ -54,13 +53,13 @@ func BenchmarkStateApplyAll(b *testing.B) {
 	}{{"rewrite-100-keys", 100, 100, 0}, {"new-keys-into-100k", 100_000, 0, 100_000}} {
 		b.Run(c.name, func(b *testing.B) {
 			s := stateOfSize(c.keys)
-			var batch []statesync.Pending[sharedconfig.State]
+			var batch []statesync.Pending[State]
 			for i := range 4096 {
 				k := c.start + i
 				if c.mod > 0 {
 					k = i % c.mod
 				}
-				batch = append(batch, statesync.Pending[sharedconfig.State]{Update: sharedconfig.Put{Key: fmt.Sprintf("key%07d", k), Value: fmt.Sprint(i)}, Revision: uint64(c.keys + i + 1)})
+				batch = append(batch, statesync.Pending[State]{Update: putUpdate{Key: fmt.Sprintf("key%07d", k), Value: fmt.Sprint(i)}, Revision: uint64(c.keys + i + 1)})
 			}
 			b.ReportAllocs()
 			for b.Loop() {
@@ -72,13 +71,13 @@ func BenchmarkStateApplyAll(b *testing.B) {
 
 // Joining after compaction decodes a snapshot of 100,000 keys.
 func BenchmarkStateDecodeSnapshot(b *testing.B) {
-	data, err := sharedconfig.Codec{}.EncodeInitial(sharedconfig.Snapshot{State: stateOfSize(100_000)})
+	data, err := codec{}.EncodeInitial(snapshotUpdate{State: stateOfSize(100_000)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := (sharedconfig.Codec{}).DecodeInitial(data); err != nil {
+		if _, err := (codec{}).DecodeInitial(data); err != nil {
 			b.Fatal(err)
 		}
 	}

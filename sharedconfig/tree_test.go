@@ -84,19 +84,19 @@ func (m model) clone() model { return model{maps.Clone(m.props), maps.Clone(m.le
 // apply makes u's change to the model as the package documents it.
 func (m model) apply(u statesync.Update[State], rev uint64) {
 	switch u := u.(type) {
-	case Put:
+	case putUpdate:
 		m.props[u.Key] = Property{Value: u.Value, Revision: rev}
-	case Remove:
+	case removeUpdate:
 		delete(m.props, u.Key)
-	case Clear:
+	case clearUpdate:
 		clear(m.props)
-	case RegisterLease:
+	case registerLease:
 		m.leases[u.Lease] = true
-	case PutWithLease:
+	case putWithLease:
 		if m.leases[u.Lease] {
 			m.props[u.Key] = Property{Value: u.Value, Revision: rev, Lease: u.Lease}
 		}
-	case RevokeLease:
+	case revokeLease:
 		if m.leases[u.Lease] {
 			maps.DeleteFunc(m.props, func(_ string, p Property) bool { return p.Lease == u.Lease })
 			delete(m.leases, u.Lease)
@@ -114,17 +114,17 @@ func randomUpdate(r *rand.Rand, keyspace int, rev uint64, removes bool) statesyn
 	lease := fmt.Sprintf("lease%d", r.IntN(3))
 	switch x := r.IntN(1000); {
 	case x < 1:
-		return Clear{}
+		return clearUpdate{}
 	case x < 20:
-		return RegisterLease{Lease: lease, Holder: "h", TTL: time.Hour}
+		return registerLease{Lease: lease, Holder: "h", TTL: time.Hour}
 	case x < 30:
-		return RevokeLease{Lease: lease, Holder: "h"}
+		return revokeLease{Lease: lease, Holder: "h"}
 	case x < 250:
-		return PutWithLease{Key: k, Value: fmt.Sprintf("v%d", rev), Lease: lease}
+		return putWithLease{Key: k, Value: fmt.Sprintf("v%d", rev), Lease: lease}
 	case x < 450 || removes && x < 800:
-		return Remove{k}
+		return removeUpdate{k}
 	}
-	return Put{k, fmt.Sprintf("v%d", rev)}
+	return putUpdate{k, fmt.Sprintf("v%d", rev)}
 }
 
 // Random puts, removes, puts with leases, revocations and batches against
@@ -132,7 +132,7 @@ func randomUpdate(r *rand.Rand, keyspace int, rev uint64, removes bool) statesyn
 // older state stays as it was.
 func TestTreeAgainstAMap(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	s, want := EmptyState(), model{map[string]Property{}, map[string]bool{}}
+	s, want := State{}, model{map[string]Property{}, map[string]bool{}}
 	type kept struct {
 		s    State
 		want model
@@ -157,8 +157,8 @@ func TestTreeAgainstAMap(t *testing.T) {
 		}
 		if r.IntN(2) == 0 { // a batch of PUTs and REMOVEs only takes ApplyAll's own way
 			batch = slices.DeleteFunc(batch, func(p statesync.Pending[State]) bool {
-				_, put := p.Update.(Put)
-				_, remove := p.Update.(Remove)
+				_, put := p.Update.(putUpdate)
+				_, remove := p.Update.(removeUpdate)
 				return !put && !remove
 			})
 		}
@@ -203,7 +203,7 @@ func FuzzTreeAgainstAMap(f *testing.F) {
 // with the next, to a State and to the model, and compares them.
 func checkUpdatesAgainstAMap(t *testing.T, ops []byte, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, uint64(len(ops))))
-	s, want := EmptyState(), model{map[string]Property{}, map[string]bool{}}
+	s, want := State{}, model{map[string]Property{}, map[string]bool{}}
 	var batch []statesync.Pending[State]
 	for i, b := range ops {
 		rev := uint64(i + 1)
@@ -274,14 +274,14 @@ func TestTreeUpdateSharesAllButOnePath(t *testing.T) {
 func TestTreeLeavesOfLargeValues(t *testing.T) {
 	defer func(was int) { maxLeafBytes = was }(maxLeafBytes)
 	maxLeafBytes = 1000
-	s, want := EmptyState(), map[string]Property{}
+	s, want := State{}, map[string]Property{}
 	var batch []statesync.Pending[State]
 	for i := range 300 {
 		k, v := fmt.Sprintf("k%03d", i*7%300), strings.Repeat("v", i%150)
 		if i%2 == 0 {
-			s = Put{k, v}.Apply(s, uint64(i+1))
+			s = putUpdate{k, v}.Apply(s, uint64(i+1))
 		} else {
-			batch = append(batch, statesync.Pending[State]{Update: Put{k, v}, Revision: uint64(i + 1)})
+			batch = append(batch, statesync.Pending[State]{Update: putUpdate{k, v}, Revision: uint64(i + 1)})
 		}
 		want[k] = Property{Value: v, Revision: uint64(i + 1)}
 	}
@@ -293,9 +293,9 @@ func TestTreeLeavesOfLargeValues(t *testing.T) {
 // keep their order and their values.
 func TestTreeKeysOfAnyBytes(t *testing.T) {
 	keys := []string{"", "\x00", "a", "a\x00", "a\xff", "ab", "\xff\xff", "b"}
-	s, want := EmptyState(), map[string]Property{}
+	s, want := State{}, map[string]Property{}
 	for i, k := range slices.Backward(keys) {
-		s = Put{k, fmt.Sprint(i)}.Apply(s, uint64(i+1))
+		s = putUpdate{k, fmt.Sprint(i)}.Apply(s, uint64(i+1))
 		want[k] = Property{Value: fmt.Sprint(i), Revision: uint64(i + 1)}
 	}
 	checkTree(t, s, want)
@@ -311,26 +311,26 @@ func TestTreeKeysOfAnyBytes(t *testing.T) {
 // A snapshot decodes into the same tree as the puts that made it, leases
 // too.
 func TestTreeFromSnapshot(t *testing.T) {
-	s, want := EmptyState(), model{map[string]Property{}, map[string]bool{}}
+	s, want := State{}, model{map[string]Property{}, map[string]bool{}}
 	for _, name := range []string{"a", "b"} {
-		u := RegisterLease{Lease: name, Holder: "h", TTL: time.Hour}
+		u := registerLease{Lease: name, Holder: "h", TTL: time.Hour}
 		s = u.Apply(s, 1)
 		want.apply(u, 1)
 	}
 	for i := range 5000 {
 		k := fmt.Sprintf("key%d", i*7919%5000)
-		var u statesync.Update[State] = Put{k, "v" + k}
+		var u statesync.Update[State] = putUpdate{k, "v" + k}
 		if i%3 == 0 {
-			u = PutWithLease{k, "v" + k, []string{"a", "b"}[i%2]}
+			u = putWithLease{k, "v" + k, []string{"a", "b"}[i%2]}
 		}
 		s = u.Apply(s, uint64(i+2))
 		want.apply(u, uint64(i+2))
 	}
-	data, err := Codec{}.EncodeInitial(Snapshot{s})
+	data, err := codec{}.EncodeInitial(snapshotUpdate{s})
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := Codec{}.DecodeInitial(data)
+	back, err := codec{}.DecodeInitial(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,9 +339,9 @@ func TestTreeFromSnapshot(t *testing.T) {
 
 // GET and Lookup allocate nothing, whatever the size.
 func TestGetAllocatesNothing(t *testing.T) {
-	s := EmptyState()
+	s := State{}
 	for i := range 10_000 {
-		s = Put{fmt.Sprintf("key%05d", i), "value"}.Apply(s, uint64(i+1))
+		s = putUpdate{fmt.Sprintf("key%05d", i), "value"}.Apply(s, uint64(i+1))
 	}
 	if n := testing.AllocsPerRun(1000, func() {
 		if _, ok := s.Get("key05000"); !ok {

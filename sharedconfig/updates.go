@@ -10,23 +10,23 @@ import (
 // The updates a shared config is made of. Each is a value, so the
 // synchronizer may apply it to as many states as it needs.
 type (
-	// Put sets Key to Value.
-	Put struct{ Key, Value string }
-	// Remove deletes Key.
-	Remove struct{ Key string }
-	// Clear deletes every key.
-	Clear struct{}
-	// Snapshot is a whole state: the initial update and every compaction.
-	Snapshot struct{ State State }
+	// putUpdate sets Key to Value.
+	putUpdate struct{ Key, Value string }
+	// removeUpdate deletes Key.
+	removeUpdate struct{ Key string }
+	// clearUpdate deletes every key.
+	clearUpdate struct{}
+	// snapshotUpdate is a whole state: the initial update and every compaction.
+	snapshotUpdate struct{ State State }
 )
 
 // Apply implements statesync.Update.
-func (u Put) Apply(s State, revision uint64) State {
+func (u putUpdate) Apply(s State, revision uint64) State {
 	return s.with(set(u.Key, Property{Value: u.Value, Revision: revision}))
 }
 
 // Apply implements statesync.Update.
-func (u Remove) Apply(s State, _ uint64) State {
+func (u removeUpdate) Apply(s State, _ uint64) State {
 	if _, ok := s.Lookup(u.Key); !ok {
 		return s
 	}
@@ -34,14 +34,14 @@ func (u Remove) Apply(s State, _ uint64) State {
 }
 
 // Apply implements statesync.Update. Leases stay, holding no keys.
-func (Clear) Apply(s State, _ uint64) State {
+func (clearUpdate) Apply(s State, _ uint64) State {
 	s.root = nil
 	return s
 }
 
 // Create implements statesync.InitialUpdate. The properties keep the
 // revisions that set them.
-func (u Snapshot) Create(uint64) State { return u.State }
+func (u snapshotUpdate) Create(uint64) State { return u.State }
 
 // importedSnapshot is a snapshot that sets keys as well (an import too
 // large for one update): the keys in set, whose revision in State is 0,
@@ -64,10 +64,10 @@ func (u importedSnapshot) Create(revision uint64) State {
 }
 
 var (
-	_ statesync.Update[State]        = Put{}
-	_ statesync.Update[State]        = Remove{}
-	_ statesync.Update[State]        = Clear{}
-	_ statesync.InitialUpdate[State] = Snapshot{}
+	_ statesync.Update[State]        = putUpdate{}
+	_ statesync.Update[State]        = removeUpdate{}
+	_ statesync.Update[State]        = clearUpdate{}
+	_ statesync.InitialUpdate[State] = snapshotUpdate{}
 )
 
 // ApplyAll implements statesync.BatchState: only the last change to each key
@@ -78,7 +78,7 @@ var (
 func (s State) ApplyAll(updates []statesync.Pending[State]) State {
 	for _, p := range updates {
 		switch p.Update.(type) {
-		case Put, Remove, Clear:
+		case putUpdate, removeUpdate, clearUpdate:
 		default:
 			for _, p := range updates {
 				s = statesync.ApplyPending(s, p)
@@ -88,23 +88,23 @@ func (s State) ApplyAll(updates []statesync.Pending[State]) State {
 	}
 	start := 0
 	for i := len(updates) - 1; i >= 0; i-- {
-		if _, ok := updates[i].Update.(Clear); ok {
-			s, start = Clear{}.Apply(s, 0), i+1
+		if _, ok := updates[i].Update.(clearUpdate); ok {
+			s, start = clearUpdate{}.Apply(s, 0), i+1
 			break
 		}
 	}
 	last := make(map[string]int, len(updates)-start)
 	for i := start; i < len(updates); i++ {
 		switch u := updates[i].Update.(type) {
-		case Put:
+		case putUpdate:
 			last[u.Key] = i
-		case Remove:
+		case removeUpdate:
 			last[u.Key] = i
 		}
 	}
 	changes := make([]change, 0, len(last))
 	for k, i := range last {
-		if put, ok := updates[i].Update.(Put); ok {
+		if put, ok := updates[i].Update.(putUpdate); ok {
 			changes = append(changes, set(k, Property{Value: put.Value, Revision: updates[i].Revision}))
 		} else {
 			changes = append(changes, del(k))

@@ -351,15 +351,15 @@ func (r *runner) withKeys(ctx context.Context, n int) (*sharedconfig.Config, err
 func key(i int) string { return fmt.Sprintf("key%07d", i) }
 
 func stateOf(n int) sharedconfig.State {
-	s := sharedconfig.EmptyState()
+	var s sharedconfig.State
 	for i := range n {
-		s = sharedconfig.Put{Key: key(i), Value: "value-" + strconv.Itoa(i)}.Apply(s, 1)
+		s = s.Set(key(i), "value-"+strconv.Itoa(i), 1)
 	}
 	return s
 }
 
 func writeSnapshot(ctx context.Context, c *sharedconfig.Config, n int) error {
-	data, err := sharedconfig.Codec{}.EncodeInitial(sharedconfig.Snapshot{State: stateOf(n)})
+	data, err := sharedconfig.EncodeSnapshot(stateOf(n))
 	if err != nil {
 		return err
 	}
@@ -706,7 +706,7 @@ func appendEntries(ctx context.Context, log statesync.Log, n int, keyOf func(i i
 }
 
 func appendPut(ctx context.Context, log statesync.Log, key, value string) error {
-	data, err := sharedconfig.Codec{}.EncodeUpdates([]statesync.Update[sharedconfig.State]{sharedconfig.Put{Key: key, Value: value}})
+	data, err := sharedconfig.EncodePut(key, value)
 	if err != nil {
 		return err
 	}
