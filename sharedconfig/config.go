@@ -195,7 +195,7 @@ func update[R any](ctx context.Context, c *Config, fn func(State) ([]statesync.U
 }
 
 // updateAt is update that also returns the state just after its entry (see
-// statesync.UpdateStateAt): what the entry did, for an update whose effect
+// statesync.UpdateState): what the entry did, for an update whose effect
 // the log's time decides.
 func updateAt[R any](ctx context.Context, c *Config, fn func(State) ([]statesync.Update[State], R), keysAndValues ...string) (R, State, error) {
 	for _, s := range keysAndValues {
@@ -212,7 +212,7 @@ func updateAt[R any](ctx context.Context, c *Config, fn func(State) ([]statesync
 			return zero, State{}, err
 		}
 	}
-	r, after, err := statesync.UpdateStateAt(ctx, c.sync, fn)
+	r, after, err := statesync.UpdateState(ctx, c.sync, fn)
 	if err != nil {
 		return r, State{}, err
 	}

@@ -45,7 +45,7 @@ func Example_set() {
 		return s
 	}
 	addIfRoom := func(s *statesync.Synchronizer[example.Set], member string) bool {
-		added, err := statesync.UpdateState(ctx, s, func(set example.Set) ([]statesync.Update[example.Set], bool) {
+		added, _, err := statesync.UpdateState(ctx, s, func(set example.Set) ([]statesync.Update[example.Set], bool) {
 			if set.Len() >= 2 || set.Has(member) {
 				return nil, false
 			}

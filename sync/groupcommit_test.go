@@ -99,7 +99,7 @@ func queue(t *testing.T, ctx context.Context, s *statesync.Synchronizer[counter]
 	c := &call{done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
-		c.saw, c.err = statesync.UpdateState(ctx, s, func(v counter) ([]statesync.Update[counter], counter) {
+		c.saw, _, c.err = statesync.UpdateState(ctx, s, func(v counter) ([]statesync.Update[counter], counter) {
 			c.runs++
 			return fn(v), v
 		})
@@ -371,7 +371,7 @@ func TestBatchedCallsGetTheStateAfterTheirOwnUpdates(t *testing.T) {
 		afters[i] = make(chan statesync.Revisioned[counter], 1)
 		before := statesync.Queued(s)
 		go func() {
-			_, after, err := statesync.UpdateStateAt(ctx, s, func(counter) ([]statesync.Update[counter], struct{}) {
+			_, after, err := statesync.UpdateState(ctx, s, func(counter) ([]statesync.Update[counter], struct{}) {
 				return []statesync.Update[counter]{add{N: n}}, struct{}{}
 			})
 			if err != nil {
@@ -403,7 +403,7 @@ func TestBatchedTimedUpdatesGetTheEntrysTime(t *testing.T) {
 	log.gated.Store(true)
 	held := make(chan error, 1)
 	go func() {
-		_, err := statesync.UpdateState(ctx, s, func(stamped) ([]statesync.Update[stamped], struct{}) {
+		_, _, err := statesync.UpdateState(ctx, s, func(stamped) ([]statesync.Update[stamped], struct{}) {
 			return []statesync.Update[stamped]{plain{}}, struct{}{}
 		})
 		held <- err
@@ -418,7 +418,7 @@ func TestBatchedTimedUpdatesGetTheEntrysTime(t *testing.T) {
 		before := statesync.Queued(s)
 		go func() {
 			var saw stamped
-			_, after, err := statesync.UpdateStateAt(ctx, s, func(st stamped) ([]statesync.Update[stamped], struct{}) {
+			_, after, err := statesync.UpdateState(ctx, s, func(st stamped) ([]statesync.Update[stamped], struct{}) {
 				saw = st
 				return []statesync.Update[stamped]{u}, struct{}{}
 			})
@@ -462,7 +462,7 @@ func TestCallsStartedOnceQueuedRunInOrder(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			saw[i], errs[i] = statesync.UpdateState(ctx, s, func(v counter) ([]statesync.Update[counter], counter) {
+			saw[i], _, errs[i] = statesync.UpdateState(ctx, s, func(v counter) ([]statesync.Update[counter], counter) {
 				return []statesync.Update[counter]{add{N: int64(i)}}, v
 			})
 		}()

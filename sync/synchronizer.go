@@ -400,18 +400,14 @@ func (s *Synchronizer[S]) notifyApplied(a Applied[S]) {
 //
 // The shape is etcd's runSTM: run fn on the local copy, then commit (or
 // confirm that the copy is current), and on a conflict catch up and repeat.
-func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(state S) ([]Update[S], R)) (R, error) {
-	result, _, err := UpdateStateAt(ctx, s, fn)
-	return result, err
-}
-
-// UpdateStateAt is UpdateState that also returns the local state as it was
-// just after the call's entry was applied (or, when fn wrote nothing, the
-// state its decision was confirmed on): what the entry did, whatever the
-// copy has taken in since (a Follow, say). Under group commit it is the
-// state just after this call's own updates in the batch's entry, without
-// those of the calls batched after it.
-func UpdateStateAt[S, R any](ctx context.Context, s *Synchronizer[S], fn func(state S) ([]Update[S], R)) (R, Revisioned[S], error) {
+//
+// Besides fn's result, UpdateState returns the local state as it was just
+// after the call's entry was applied (or, when fn wrote nothing, the state
+// its decision was confirmed on): what the entry did, whatever the copy has
+// taken in since (a Follow, say). Under group commit it is the state just
+// after this call's own updates in the batch's entry, without those of the
+// calls batched after it.
+func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(state S) ([]Update[S], R)) (R, Revisioned[S], error) {
 	var result R
 	r := &request[S]{ctx: ctx, done: make(chan struct{}), turn: make(chan struct{})}
 	r.run = func(state S) []Update[S] {

@@ -82,7 +82,7 @@ func TestUpdateStateRerunsOnConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := 0
-	saw, err := statesync.UpdateState(ctx, b, func(c counter) ([]statesync.Update[counter], counter) {
+	saw, _, err := statesync.UpdateState(ctx, b, func(c counter) ([]statesync.Update[counter], counter) {
 		runs++
 		return []statesync.Update[counter]{add{N: 10}}, c
 	})
@@ -110,7 +110,7 @@ func TestNoUpdateDecisionIsCheckedAgainstTheLog(t *testing.T) {
 	// b's copy says 0, so on it "add one only if already counting" decides
 	// to write nothing. That decision must be checked against the log, which
 	// is at 1: then b catches up, decides again, and writes.
-	wrote, err := statesync.UpdateState(ctx, b, func(c counter) ([]statesync.Update[counter], bool) {
+	wrote, _, err := statesync.UpdateState(ctx, b, func(c counter) ([]statesync.Update[counter], bool) {
 		if c == 0 {
 			return nil, false
 		}

@@ -82,7 +82,7 @@ func TestTimedUpdateGetsTheLogsTime(t *testing.T) {
 	if err := w.Initialize(ctx, stampStart{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := statesync.UpdateState(ctx, w, func(stamped) ([]statesync.Update[stamped], int) {
+	if _, _, err := statesync.UpdateState(ctx, w, func(stamped) ([]statesync.Update[stamped], int) {
 		return []statesync.Update[stamped]{plain{}, stamp{}}, 0
 	}); err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestEntryTimeIsTheLogsOrZero(t *testing.T) {
 	}
 	write := func(u statesync.Update[stamped]) {
 		t.Helper()
-		if _, err := statesync.UpdateState(ctx, w, func(stamped) ([]statesync.Update[stamped], int) {
+		if _, _, err := statesync.UpdateState(ctx, w, func(stamped) ([]statesync.Update[stamped], int) {
 			return []statesync.Update[stamped]{u}, 0
 		}); err != nil {
 			t.Fatal(err)

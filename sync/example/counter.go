@@ -77,7 +77,8 @@ func (CounterCodec) DecodeInitial(data []byte) (statesync.InitialUpdate[Counter]
 // Increment adds 1 to the shared counter through s and returns the value it
 // added to.
 func Increment(ctx context.Context, s *statesync.Synchronizer[Counter]) (Counter, error) {
-	return statesync.UpdateState(ctx, s, func(c Counter) ([]statesync.Update[Counter], Counter) {
+	before, _, err := statesync.UpdateState(ctx, s, func(c Counter) ([]statesync.Update[Counter], Counter) {
 		return []statesync.Update[Counter]{Add{1}}, c
 	})
+	return before, err
 }
