@@ -114,7 +114,7 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	}
 	// Changed and Watch hear every entry; without either, a catch-up keeps
 	// no record of what it applies.
-	syncOpts = append(syncOpts, statesync.WithAppliedWhen(c.applied, func() bool {
+	syncOpts = append(syncOpts, statesync.WithApplied(c.applied, func() bool {
 		return o.Changed != nil || c.watching.Load() > 0
 	}))
 	if o.MostlyReads {

@@ -111,17 +111,13 @@ func WithTrace(fn func(Attempt)) Option { return func(o *options) { o.trace = fn
 // once State shows it. It runs while the synchronizer's lock is held: fn
 // must not call back into it. S must be the synchronizer's state type: New
 // panics otherwise.
-func WithApplied[S any](fn func(Applied[S])) Option {
-	return func(o *options) { o.applied = fn }
-}
-
-// WithAppliedWhen is WithApplied for a watcher that wants the entries others
-// wrote only while wanted reports true (it always hears this synchronizer's
-// own): a catch-up that starts while wanted is false keeps no record of the
-// entries it applies, which over a long catch-up costs more than reading
-// them. Whatever makes wanted true should do so inside Locked, so that no
-// catch-up is under way.
-func WithAppliedWhen[S any](fn func(Applied[S]), wanted func() bool) Option {
+//
+// If wanted is not nil, fn hears the entries others wrote only while wanted
+// reports true (it always hears this synchronizer's own): a catch-up that
+// starts while wanted is false keeps no record of the entries it applies,
+// which over a long catch-up costs more than reading them. Whatever makes
+// wanted true should do so inside Locked, so that no catch-up is under way.
+func WithApplied[S any](fn func(Applied[S]), wanted func() bool) Option {
 	return func(o *options) { o.applied, o.wanted = fn, wanted }
 }
 

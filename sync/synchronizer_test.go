@@ -350,7 +350,7 @@ func TestFollow(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		seen = append(seen, a.Revision)
-	}))
+	}, nil))
 	stop, err := follower.Follow(func(err error) { t.Error(err) })
 	if err != nil {
 		t.Fatal(err)
@@ -380,7 +380,7 @@ func TestAppliedReportsLocalWrites(t *testing.T) {
 	var local []bool
 	s := newCounter(t, memlog.New("t"), statesync.WithApplied(func(a statesync.Applied[counter]) {
 		local = append(local, a.Local)
-	}))
+	}, nil))
 	if _, err := increment(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +406,7 @@ func TestAppliedAfterStateShowsIt(t *testing.T) {
 		if st, _ := s.State(); st.Revision < a.Revision {
 			lagging = append(lagging, a.Revision)
 		}
-	}))
+	}, nil))
 	if _, err := increment(context.Background(), newCounter(t, log)); err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +449,7 @@ func TestWithAppliedOfAnotherStateIsRefused(t *testing.T) {
 			t.Fatalf("New with a watcher of sets on a counter: recovered %q; want a panic naming WithApplied and the watcher's type", msg)
 		}
 	}()
-	statesync.New[counter](memlog.New("t"), counterCodec, statesync.WithApplied(func(statesync.Applied[example.Set]) {}))
+	statesync.New[counter](memlog.New("t"), counterCodec, statesync.WithApplied(func(statesync.Applied[example.Set]) {}, nil))
 	t.Fatal("New accepted a watcher of another state type")
 }
 
@@ -461,7 +461,7 @@ func TestAppliedWhenWanted(t *testing.T) {
 	other := newCounter(t, log)
 	var wanted atomic.Bool
 	var heard []uint64
-	s := newCounter(t, log, statesync.WithAppliedWhen(func(a statesync.Applied[counter]) {
+	s := newCounter(t, log, statesync.WithApplied(func(a statesync.Applied[counter]) {
 		heard = append(heard, a.Revision)
 	}, wanted.Load))
 	ctx := context.Background()
