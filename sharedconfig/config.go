@@ -174,9 +174,9 @@ func (c *Config) Revision() uint64 {
 	return st.Revision
 }
 
-// EntriesSinceCompaction is the history a new reader would replay after the
+// entriesSinceCompaction is the history a new reader would replay after the
 // newest snapshot, as this process knows it.
-func (c *Config) EntriesSinceCompaction() uint64 { return c.sync.EntriesSinceCompaction() }
+func (c *Config) entriesSinceCompaction() uint64 { return c.sync.EntriesSinceCompaction() }
 
 // Log is the log the config is stored in.
 func (c *Config) Log() statesync.Log { return c.sync.Log() }

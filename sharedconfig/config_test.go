@@ -257,23 +257,23 @@ func TestCompactionPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := c.EntriesSinceCompaction(); n != 8 {
+	if n := sharedconfig.EntriesSinceCompaction(c); n != 8 {
 		t.Fatalf("entries after 4 puts and 4 removes = %d, want 8", n)
 	}
 	must[bool](t)(c.RemoveIfValue(ctx, "none", "x")) // the fifth remove, though it removes nothing
-	if n := c.EntriesSinceCompaction(); n != 0 {
+	if n := sharedconfig.EntriesSinceCompaction(c); n != 0 {
 		t.Fatalf("entries after the fifth remove = %d, want 0 (compacted)", n)
 	}
 	put(t, c, "x", "v")
 	must[int](t)(c.Clear(ctx))
-	if n := c.EntriesSinceCompaction(); n != 0 {
+	if n := sharedconfig.EntriesSinceCompaction(c); n != 0 {
 		t.Fatalf("entries after Clear = %d, want 0 (compacted)", n)
 	}
 
 	bounded := e.open(sharedconfig.Options{Compaction: sharedconfig.CompactionPolicy{MaxEntries: 10}})
 	for i := range 25 {
 		put(t, bounded, "k", fmt.Sprint(i))
-		if n := bounded.EntriesSinceCompaction(); n >= 10 {
+		if n := sharedconfig.EntriesSinceCompaction(bounded); n >= 10 {
 			t.Fatalf("after put %d the history is %d entries, over the bound of 10", i, n)
 		}
 	}

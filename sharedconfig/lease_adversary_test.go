@@ -38,7 +38,7 @@ func TestTwinRefreshOfARegistrationItDidNotMake(t *testing.T) {
 	if a2.Revision() != rev {
 		t.Fatalf("a twin's refused refresh wrote: the log is at %d, was %d", a2.Revision(), rev)
 	}
-	gone, err := b.ExpireDue(ctx)
+	gone, err := sharedconfig.ExpireDue(ctx, b)
 	ok(t, err)
 	if len(gone) != 1 || gone[0] != "L" {
 		t.Fatalf("ExpireDue ended %v, want [L]", gone)
@@ -55,14 +55,14 @@ func TestLateRefreshAfterAGraceItMissed(t *testing.T) {
 	_, err := a.RegisterLease(ctx, "L", 10*time.Second)
 	ok(t, err)
 	ok(t, other.Refresh(ctx))
-	e.clock.Advance(30 * time.Second) // silence
-	_, err = other.ExpireDue(ctx)     // grace: a fresh ttl
+	e.clock.Advance(30 * time.Second)           // silence
+	_, err = sharedconfig.ExpireDue(ctx, other) // grace: a fresh ttl
 	ok(t, err)
 	if _, held := other.State().Lease("L"); !held {
 		t.Fatal("no grace after the silence")
 	}
 	e.clock.Advance(8 * time.Second)
-	_, err = other.ExpireDue(ctx) // a witness: the log is alive as the grace ends
+	_, err = sharedconfig.ExpireDue(ctx, other) // a witness: the log is alive as the grace ends
 	ok(t, err)
 	e.clock.Advance(3 * time.Second)
 	if _, err := a.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseExpired) {
@@ -102,10 +102,10 @@ func TestRefreshOfALeaseNowAnothers(t *testing.T) {
 	ok(t, err)
 	ok(t, b.Refresh(ctx))
 	e.clock.Advance(8 * time.Second)
-	_, err = b.ExpireDue(ctx) // a witness
+	_, err = sharedconfig.ExpireDue(ctx, b) // a witness
 	ok(t, err)
 	e.clock.Advance(3 * time.Second)
-	gone, err := b.ExpireDue(ctx)
+	gone, err := sharedconfig.ExpireDue(ctx, b)
 	ok(t, err)
 	if len(gone) != 1 {
 		t.Fatalf("ExpireDue ended %v, want [L]", gone)

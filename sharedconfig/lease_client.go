@@ -448,13 +448,13 @@ func (c *Config) PutWithLease(ctx context.Context, key, value, lease string) (ol
 	return f.value, f.exists, nil
 }
 
-// ExpireDue writes an expiry for every lease that looks past its deadline
+// expireDue writes an expiry for every lease that looks past its deadline
 // by ServerNow, and a witness (an expiry that is not yet due, which only
 // records the log's time) for a lease about to fall due while the log has
 // been quiet, so that its expiry will be judged rather than forgiven (see
 // Lease.Watched). The log's time on each entry decides; this process's
 // clock only picks the moment to ask. It returns the leases that ended.
-func (c *Config) ExpireDue(ctx context.Context) ([]string, error) {
+func (c *Config) expireDue(ctx context.Context) ([]string, error) {
 	now := c.ServerNow()
 	// dueNow: l looks overdue, or about to fall due unwatched.
 	dueNow := func(l Lease) bool {

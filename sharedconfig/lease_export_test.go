@@ -31,3 +31,10 @@ func ExpireNow(ctx context.Context, c *Config, name string) (ended bool, err err
 	_, still := c.State().Lease(name)
 	return !still, nil
 }
+
+// ExpireDue is what c's lease keeper does each round: the external tests
+// call it at the moments they choose.
+func ExpireDue(ctx context.Context, c *Config) ([]string, error) { return c.expireDue(ctx) }
+
+// EntriesSinceCompaction is the history a new reader of c would replay.
+func EntriesSinceCompaction(c *Config) uint64 { return c.entriesSinceCompaction() }

@@ -11,7 +11,7 @@ import (
 // KeepLeases runs in the background until stop is called: it refreshes the
 // leases this process registered and holds (a third of their ttl after the
 // last refresh) and writes the expiry of any lease that falls due
-// (ExpireDue), so that leases of processes that died end without anyone
+// (expireDue), so that leases of processes that died end without anyone
 // typing; Close stops it too. warn hears, once per registration, that a
 // held lease could not be refreshed for longer than its ttl and may have
 // expired, or that it has, or that this process no longer holds it
@@ -186,7 +186,7 @@ func (k *keeper) round(ctx context.Context) {
 	}
 	opCtx, cancel := context.WithTimeout(ctx, keeperOpTimeout)
 	defer cancel()
-	_, _ = k.c.ExpireDue(opCtx) // a failure is tried again next round
+	_, _ = k.c.expireDue(opCtx) // a failure is tried again next round
 }
 
 // lapsedIn marks the held leases whose deadline, as last seen, passed while

@@ -41,7 +41,7 @@ func TestLeaseSurvivesServerRestart(t *testing.T) {
 	opCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
-		_, err := other.ExpireDue(opCtx)
+		_, err := sharedconfig.ExpireDue(opCtx, other)
 		if err == nil {
 			break
 		}

@@ -98,7 +98,7 @@ func TestLeaseExpiresInOneEntryWithoutItsHolder(t *testing.T) {
 		e.clock.Advance(3 * time.Second)
 		_, err := b.RefreshLease(ctx, "b")
 		ok(t, err)
-		if _, err := b.ExpireDue(ctx); err != nil {
+		if _, err := sharedconfig.ExpireDue(ctx, b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -146,7 +146,7 @@ func TestLeaseEndHeardByWatchers(t *testing.T) {
 	ok(t, err)
 	e.clock.Advance(5 * time.Second)
 	ok(t, w.Refresh(ctx)) // catching up: the expiry is not written yet
-	gone, err := w.ExpireDue(ctx)
+	gone, err := sharedconfig.ExpireDue(ctx, w)
 	ok(t, err)
 	if len(gone) != 1 || gone[0] != "a" {
 		t.Fatalf("ExpireDue ended %v, want [a]", gone)
@@ -182,7 +182,7 @@ func TestLateRefreshDoesNotRevive(t *testing.T) {
 	if !errors.Is(err, sharedconfig.ErrLeaseExpired) {
 		t.Fatalf("late put with lease: %v, want ErrLeaseExpired", err)
 	}
-	_, err = b.ExpireDue(ctx)
+	_, err = sharedconfig.ExpireDue(ctx, b)
 	ok(t, err)
 	ok(t, a.Refresh(ctx))
 	if _, held := a.State().Lease("a"); held {
@@ -227,7 +227,7 @@ func TestRefreshFromAStaleCopy(t *testing.T) {
 	_, err = b.RefreshLease(ctx, "b") // the log is alive as a's deadline nears
 	ok(t, err)
 	e.clock.Advance(5 * time.Second)
-	gone, err := b.ExpireDue(ctx)
+	gone, err := sharedconfig.ExpireDue(ctx, b)
 	ok(t, err)
 	if len(gone) != 1 || gone[0] != "a" {
 		t.Fatalf("ExpireDue ended %v, want [a]", gone)
@@ -252,7 +252,7 @@ func TestLeaseSurvivesSilence(t *testing.T) {
 	a, _ := membership(t, e)
 	other := e.open("other")
 	e.clock.Advance(30 * time.Second)
-	_, err := other.ExpireDue(ctx)
+	_, err := sharedconfig.ExpireDue(ctx, other)
 	ok(t, err)
 	if _, held := other.State().Lease("a"); !held {
 		t.Fatal("a lease expired because the log was silent")
@@ -265,10 +265,10 @@ func TestLeaseSurvivesSilence(t *testing.T) {
 	}
 	// The grace is one ttl: a holder that does not come back loses it.
 	e.clock.Advance(7 * time.Second)
-	_, err = other.ExpireDue(ctx) // a witness for b: the log is alive
+	_, err = sharedconfig.ExpireDue(ctx, other) // a witness for b: the log is alive
 	ok(t, err)
 	e.clock.Advance(5 * time.Second)
-	_, err = other.ExpireDue(ctx)
+	_, err = sharedconfig.ExpireDue(ctx, other)
 	ok(t, err)
 	if _, held := other.State().Lease("b"); held {
 		t.Fatal("b, not refreshed after the grace, still holds")
@@ -305,7 +305,7 @@ func TestLeaseReplaysAgree(t *testing.T) {
 			t.Fatalf("replays disagree:\n%s\n%s", got, want)
 		}
 	}
-	_, err = joined.ExpireDue(ctx)
+	_, err = sharedconfig.ExpireDue(ctx, joined)
 	ok(t, err)
 	ok(t, a.Refresh(ctx))
 	if _, held := a.State().Lease("a"); held {
@@ -336,7 +336,7 @@ func TestStalePutIfAbsentAfterExpiry(t *testing.T) {
 	_, err := b.RefreshLease(ctx, "b")
 	ok(t, err)
 	e.clock.Advance(5 * time.Second)
-	_, err = b.ExpireDue(ctx)
+	_, err = sharedconfig.ExpireDue(ctx, b)
 	ok(t, err)
 	if _, ok := stale.Get("/servers/1"); !ok {
 		t.Fatal("the stale copy was supposed to be stale")
