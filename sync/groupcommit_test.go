@@ -483,3 +483,45 @@ func TestCallsStartedOnceQueuedRunInOrder(t *testing.T) {
 		t.Fatalf("counter = %d, want %d", v, want)
 	}
 }
+
+// An unconditional write (a lease refresh, whose entry must land before a
+// deadline) is appended while a conditional write of its synchronizer is in
+// flight, not after it; and the read that takes its entry in first, here
+// the conditional write's catch-up, takes it as this synchronizer's own.
+func TestUnconditionalWriteLandsWhileAnAppendIsInFlight(t *testing.T) {
+	log := newGateLog()
+	var mu sync.Mutex
+	local := map[uint64]bool{}
+	s := newCounter(t, log, statesync.WithApplied(func(a statesync.Applied[counter]) {
+		mu.Lock()
+		defer mu.Unlock()
+		local[a.Entry.Revision] = a.Local
+	}, nil))
+	release := holdOne(t, log, s)
+	before, err := log.LastRevision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, within := finishes(func() {
+		if _, err := s.UpdateUnconditionally(context.Background(), add{N: 10}); err != nil {
+			t.Errorf("UpdateUnconditionally: %v", err)
+		}
+	})
+	waitFor(t, "the unconditional entry to land beside the held append", func() bool {
+		last, err := log.LastRevision(context.Background())
+		return err == nil && last == before+1
+	})
+	release()
+	if !within(10 * time.Second) {
+		t.Fatal("UpdateUnconditionally did not return")
+	}
+	<-done
+	if got := value(t, s); got != 11 {
+		t.Fatalf("value %d, want 11", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !local[before+1] {
+		t.Errorf("the unconditional entry at %d was taken in as another writer's (applied: %v)", before+1, local)
+	}
+}

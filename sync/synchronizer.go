@@ -251,10 +251,10 @@ func (c *catchUp[S]) take(e Entry) error {
 		return err
 	}
 	c.cur.id = e.ID
-	a.Local = e.Revision == c.s.readingBack
-	if a.Local {
+	if e.Revision == c.s.readingBack {
 		c.s.readBackAt = e.Time
 	}
+	a.Local = e.Revision == c.s.readingBack || e.Speaker != "" && e.Speaker == c.s.cm.id
 	if e.Speaker != "" && len(e.Speaker) <= 64 {
 		if c.speakers == nil {
 			c.speakers = map[string]uint64{}
@@ -552,26 +552,37 @@ const batchSize = 4096
 // updateStateUnconditionally; a lease refresh renews only a live lease its
 // holder holds). Such a write never loses a race, so it never waits for a
 // turn (contention.go) and never keeps the writers waiting for theirs
-// waiting longer. It then reads the log up to its entry and returns the
-// local state just after it (or, if a compaction covered the entry
-// meanwhile, after the snapshot that did).
+// waiting longer. Nor does it wait for this process's other writes: it is
+// appended without the synchronizer's lock (a lease refresh must land
+// before its deadline whatever batch is in flight), and only reading it
+// back takes the lock. It returns the local state just after its entry, or
+// later (another read took the entry in first; a compaction covered it).
 func (s *Synchronizer[S]) UpdateUnconditionally(ctx context.Context, updates ...Update[S]) (Revisioned[S], error) {
 	data, err := s.codec.EncodeUpdates(updates)
 	if err != nil {
 		return Revisioned[S]{}, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.ensureInitializedLocked(ctx); err != nil {
-		return Revisioned[S]{}, err
+	if !s.local.Load().initialized {
+		s.mu.Lock()
+		err := s.ensureInitializedLocked(ctx)
+		s.mu.Unlock()
+		if err != nil {
+			return Revisioned[S]{}, err
+		}
 	}
-	rev, err := s.log.Append(ctx, AnyRevision, data)
+	// The speaker marks the entry as this process's for whichever read
+	// takes it in (see catchUp.take).
+	rev, err := s.log.Append(SpeakerContext(ctx, s.cm.id), AnyRevision, data)
 	if err != nil {
 		return Revisioned[S]{}, err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.traceAttempt(Attempt{N: 1, Updates: len(updates), Revision: rev, Unconditional: true})
-	if err := s.readBackLocked(ctx, rev); err != nil {
-		return Revisioned[S]{}, err
+	if s.local.Load().Revision < rev {
+		if err := s.readBackLocked(ctx, rev); err != nil {
+			return Revisioned[S]{}, err
+		}
 	}
 	return s.local.Load().Revisioned, nil
 }
