@@ -290,14 +290,24 @@ func (c *Config) RegisterLease(ctx context.Context, name string, ttl time.Durati
 // current. It never loses a race, nor waits for the turns of writers who
 // lost theirs: refreshes cost those writers little (README, "Leases").
 // Otherwise the conditional path gives the answer of the latest state.
+// Then it compacts the config if that is due.
 func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
+	l, err := c.refreshLease(ctx, name)
+	if err == nil {
+		c.compactIfDue(ctx)
+	}
+	return l, err
+}
+
+// refreshLease is RefreshLease without the compaction, for the keeper,
+// whose next refresh must not wait for one.
+func (c *Config) refreshLease(ctx context.Context, name string) (Lease, error) {
 	reg := c.leases.registration(name)
 	if l, err := c.held(c.State(), name, reg); err == nil && utf8.ValidString(name) {
 		after, err := c.sync.UpdateUnconditionally(ctx, refreshLease{name, c.leases.holder, reg})
 		if err != nil {
 			return Lease{}, err
 		}
-		c.compactIfDue(ctx)
 		return c.refreshed(after.Value, name, reg, l.Deadline)
 	}
 	type found struct {

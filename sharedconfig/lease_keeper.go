@@ -187,6 +187,28 @@ func (k *keeper) round(ctx context.Context) {
 	opCtx, cancel := context.WithTimeout(ctx, keeperOpTimeout)
 	defer cancel()
 	_, _ = k.c.expireDue(opCtx) // a failure is tried again next round
+	k.compactIfDue(ctx)
+}
+
+// compactIfDue compacts the config if that is due (refreshes alone fill
+// the log too), for no longer than the held leases can wait for their next
+// refresh: the keeper refreshes nothing meanwhile. A failure, a compaction
+// cut short among them, is tried again next round, and says nothing.
+func (k *keeper) compactIfDue(ctx context.Context) {
+	c := k.c
+	if c.opts.Compaction.MaxEntries <= 0 || c.sync.EntriesSinceCompaction() < c.opts.Compaction.MaxEntries {
+		return
+	}
+	limit, now := keeperOpTimeout, c.ServerNow()
+	for _, l := range k.seen {
+		limit = min(limit, l.Deadline.Add(-l.TTL*2/3).Sub(now))
+	}
+	if limit < keeperTick/2 {
+		return
+	}
+	opCtx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	_ = c.Compact(opCtx)
 }
 
 // lapsedIn marks the held leases whose deadline, as last seen, passed while
@@ -210,7 +232,7 @@ func (k *keeper) lapsed(l Lease, now time.Time) bool {
 func (k *keeper) refresh(ctx context.Context, name string, l Lease) bool {
 	// A refresh that takes longer than the ttl is too late anyway.
 	opCtx, cancel := context.WithTimeout(ctx, min(keeperOpTimeout, l.TTL))
-	fresh, err := k.c.RefreshLease(opCtx, name)
+	fresh, err := k.c.refreshLease(opCtx, name)
 	cancel()
 	kept := k.c.leases.get(name)
 	switch {

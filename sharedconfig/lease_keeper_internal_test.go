@@ -2,9 +2,11 @@ package sharedconfig
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
@@ -72,5 +74,56 @@ func TestPulseNoticesAPause(t *testing.T) {
 	}
 	if p.pausedAt(time.Now().Add(-5*time.Second)) || p.pausedAt(time.Now().Add(time.Second)) {
 		t.Fatal("a pause outside the gap")
+	}
+}
+
+// stuckCompactions is a log on which, once stuck, no compaction gets
+// through before its context ends, as under heavy contention.
+type stuckCompactions struct {
+	*memlog.Log
+	stuck *atomic.Bool
+}
+
+func (l stuckCompactions) Compact(ctx context.Context, expected uint64, snapshot []byte) (uint64, error) {
+	if !l.stuck.Load() {
+		return l.Log.Compact(ctx, expected, snapshot)
+	}
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+func (l stuckCompactions) CompactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
+	if !l.stuck.Load() {
+		return l.Log.CompactAfter(ctx, last, snapshot)
+	}
+	<-ctx.Done()
+	return statesync.Position{}, ctx.Err()
+}
+
+// A compaction that cannot get through holds back neither the keeper's
+// refresh of a 1 s lease nor its next round past the next refresh: the
+// keeper compacts after refreshing, only until a refresh is due again.
+func TestKeeperRefreshDoesNotWaitForACompaction(t *testing.T) {
+	ctx := context.Background()
+	log := stuckCompactions{memlog.New("keeper"), &atomic.Bool{}}
+	c, err := Open(ctx, log, Options{Holder: "a", Compaction: CompactionPolicy{MaxEntries: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := keeper{c: c, lastOK: map[string]time.Time{}, slow: map[string]bool{}, seen: map[string]Lease{}, pulse: &pulse{}}
+	if _, err := c.RegisterLease(ctx, "L", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := c.State().Lease("L")
+	log.stuck.Store(true)
+	began := time.Now()
+	k.refresh(ctx, "L", l)
+	if took := time.Since(began); took > 300*time.Millisecond {
+		t.Fatalf("the refresh of a 1s lease took %s", took)
+	}
+	began = time.Now()
+	k.round(ctx)
+	if took := time.Since(began); took > 500*time.Millisecond {
+		t.Fatalf("a round took %s: the next refresh of a 1s lease is due a third of it after the last", took)
 	}
 }
