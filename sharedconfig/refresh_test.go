@@ -3,7 +3,6 @@ package sharedconfig_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -24,13 +23,10 @@ func TestRefreshWithNothingPendingIsOneRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	watcher := jstest.Connect(t, e.srv)
-	var mu sync.Mutex
-	var requests []string
-	sub, err := watcher.Subscribe("$JS.API.>", func(m *nats.Msg) {
-		mu.Lock()
-		requests = append(requests, m.Subject)
-		mu.Unlock()
-	})
+	// A channel subscription: the connection's reader puts each request in
+	// the channel before it reads the answer to the Flush after Refresh.
+	requests := make(chan *nats.Msg, 64)
+	sub, err := watcher.ChanSubscribe("$JS.API.>", requests)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,9 +40,10 @@ func TestRefreshWithNothingPendingIsOneRequest(t *testing.T) {
 	if err := watcher.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	got := append([]string(nil), requests...)
-	mu.Unlock()
+	var got []string
+	for len(requests) > 0 {
+		got = append(got, (<-requests).Subject)
+	}
 	if len(got) != 1 || !strings.HasPrefix(got[0], "$JS.API.DIRECT.GET.") {
 		t.Fatalf("REFRESH with nothing pending made the requests %q; want one direct get", got)
 	}
