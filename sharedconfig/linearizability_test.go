@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -355,78 +353,18 @@ func TestLinearizableAcrossServerRestart(t *testing.T) {
 
 func TestLinearizableWithConnectionsCut(t *testing.T) {
 	srv := jstest.Server(t)
-	p := newProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	p := jstest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
 	cuts := make(chan struct{})
 	lzRun(t, func() (*nats.Conn, error) {
-		return localserver.Connect(localserver.ConnectOptions{URLs: "nats://" + p.addr()})
+		return localserver.Connect(localserver.ConnectOptions{URLs: p.URL()})
 	}, "cut", 1, func() {
 		defer close(cuts)
 		for range 3 {
-			p.cut()
+			p.Cut()
 			time.Sleep(200 * time.Millisecond)
 		}
 	})
 	<-cuts
-}
-
-// proxy forwards TCP connections to a server and can cut them all at once.
-type proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  []net.Conn
-	wg     sync.WaitGroup
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, target: target}
-	p.wg.Go(p.accept)
-	t.Cleanup(func() {
-		ln.Close()
-		p.cut()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *proxy) addr() string { return p.ln.Addr().String() }
-
-func (p *proxy) accept() {
-	for {
-		in, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		out, err := net.Dial("tcp", p.target)
-		if err != nil {
-			in.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, in, out)
-		p.mu.Unlock()
-		pipe := func(dst, src net.Conn) {
-			io.Copy(dst, src)
-			dst.Close()
-			src.Close()
-		}
-		p.wg.Go(func() { pipe(in, out) })
-		p.wg.Go(func() { pipe(out, in) })
-	}
-}
-
-// cut closes every connection in flight; clients reconnect through the proxy.
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
 }
 
 // A 3-node cluster, the config's stream replicated 3 times, and its leader

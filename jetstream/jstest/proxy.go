@@ -68,13 +68,19 @@ func (p *Proxy) WaitForDrop(t testing.TB, before int64) {
 // Thaw closes the connections (what they carried while frozen is lost, so
 // their streams are broken) and forwards the new ones clients open.
 func (p *Proxy) Thaw() {
+	p.Cut()
+	p.frozen.Store(false)
+}
+
+// Cut closes every connection in flight; clients reconnect through the
+// proxy.
+func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range p.conns {
 		c.Close()
 	}
 	p.conns = nil
-	p.frozen.Store(false)
 }
 
 func (p *Proxy) accept() {
