@@ -329,12 +329,12 @@ func (l *Log) Close() error {
 	return nil
 }
 
-// Announce implements statesync.Announcer with a plain publish on a subject
+// Announce implements turns.Announcer with a plain publish on a subject
 // beside the config's (its subject plus ".turns", which no stream of a
 // config stores: names hold no '.').
 func (l *Log) Announce(word []byte) error { return l.nc.Publish(l.subject+".turns", word) }
 
-// Listen implements statesync.Announcer with a plain subscription.
+// Listen implements turns.Announcer with a plain subscription.
 func (l *Log) Listen(fn func(word []byte)) (stop func(), err error) {
 	sub, err := l.nc.Subscribe(l.subject+".turns", func(m *nats.Msg) { fn(m.Data) })
 	if err != nil {

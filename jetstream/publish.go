@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
 // attemptTimeout bounds one publish; after it the outcome is unknown and the
@@ -34,7 +35,7 @@ func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []b
 		return statesync.Position{}, fmt.Errorf("an update of %d bytes is %w (%d bytes)", len(data), ErrTooLarge, l.maxPayload)
 	}
 	msg := l.newMsg(KindUpdate, data)
-	if id := statesync.Speaker(ctx); id != "" {
+	if id := turns.Speaker(ctx); id != "" {
 		msg.Header.Set(HeaderSpeaker, id)
 	}
 	return l.publishOnce(ctx, last, msg)

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
 // A write starved by other writers is not blamed on the server.
 func TestDescribeStarvedWrite(t *testing.T) {
-	err := fmt.Errorf("put: %w", &statesync.ContendedError{Lost: 674, Err: fmt.Errorf("SC_x: the server did not answer in time: %w", context.DeadlineExceeded)})
+	err := fmt.Errorf("put: %w", &turns.ContendedError{Lost: 674, Err: fmt.Errorf("SC_x: the server did not answer in time: %w", context.DeadlineExceeded)})
 	got := describeError(err, 5*time.Second)
 	want := "gave up after losing 674 tries in a row to other writers within 5s (the server is answering; try again, or use a longer --timeout)"
 	if got != want {
@@ -20,7 +21,7 @@ func TestDescribeStarvedWrite(t *testing.T) {
 }
 
 func TestDescribeWriteThatLostOnce(t *testing.T) {
-	err := &statesync.ContendedError{Lost: 1, Err: context.Canceled}
+	err := &turns.ContendedError{Lost: 1, Err: context.Canceled}
 	if got, want := describeError(err, 5*time.Second), "gave up after losing its one try to another writer (context canceled)"; got != want {
 		t.Fatalf("describeError = %q\nwant %q", got, want)
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
 // Input is where lines come from: a terminal or a script.
@@ -634,7 +635,7 @@ func (sh *Shell) explain(err error, timeout time.Duration) string {
 
 // describeError is an error as one line says it.
 func describeError(err error, timeout time.Duration) string {
-	if contended := (*statesync.ContendedError)(nil); errors.As(err, &contended) {
+	if contended := (*turns.ContendedError)(nil); errors.As(err, &contended) {
 		lost := fmt.Sprintf("gave up after losing %d tries in a row to other writers", contended.Lost)
 		if contended.Lost == 1 {
 			lost = "gave up after losing its one try to another writer"

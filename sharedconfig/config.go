@@ -27,6 +27,7 @@ import (
 	"unicode/utf8"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
 // CompactionPolicy says when a process writes a snapshot and drops the
@@ -72,7 +73,7 @@ type Options struct {
 	// MostlyReads: the process joins the writers' turns (and says hello to
 	// them) only at its first conditional write, not when it opens the
 	// config, so that one that only reads adds nothing to their traffic
-	// (statesync.WithTurnsFromFirstWrite).
+	// (turns.Options.FromFirstWrite).
 	MostlyReads bool
 }
 
@@ -118,7 +119,7 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 		return o.Changed != nil || c.watching.Load() > 0
 	}))
 	if o.MostlyReads {
-		syncOpts = append(syncOpts, statesync.WithTurnsFromFirstWrite())
+		syncOpts = append(syncOpts, statesync.WithTurns(turns.New(turns.Options{FromFirstWrite: true})))
 	}
 	c.sync = statesync.New[State](log, codec{}, syncOpts...)
 	if err := c.sync.Initialize(ctx, snapshotUpdate{State{}}); err != nil {

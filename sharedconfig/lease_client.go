@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
 // Errors of the lease operations.
@@ -481,7 +482,7 @@ func (c *Config) expireDue(ctx context.Context) ([]string, error) {
 	var errs []error
 	// The entry's time decides an expiry or a witness: it waits for no
 	// writer's turn, or it would land late, where a grace renews the lease.
-	ctx = statesync.WithoutTurns(ctx)
+	ctx = turns.Without(ctx)
 	for _, name := range due {
 		gone, err := update(ctx, c, func(s State) (updates, bool) {
 			if l, ok := s.Lease(name); ok && dueNow(l) {

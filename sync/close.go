@@ -80,5 +80,5 @@ func (s *Synchronizer[S]) Close() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cm.close()
+	s.cm.Close()
 }

@@ -10,6 +10,7 @@ import (
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/memlog"
+	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
 // listenCounter is a memlog.Log that counts the listeners and notifiees it has.
@@ -87,7 +88,7 @@ func TestCloseStopsWhatRuns(t *testing.T) {
 // nothing, until it writes.
 func TestTurnsFromFirstWrite(t *testing.T) {
 	log := &listenCounter{Log: memlog.New("lazy")}
-	s := newCounter(t, log, statesync.WithTurnsFromFirstWrite())
+	s := newCounter(t, log, statesync.WithTurns(turns.New(turns.Options{FromFirstWrite: true})))
 	defer s.Close()
 	if err := s.Fetch(context.Background()); err != nil {
 		t.Fatal(err)

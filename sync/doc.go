@@ -13,7 +13,9 @@
 // supplies (the state's updates and their encoding), log.go the small log
 // interface a backend implements, and synchronizer.go the generic engine that
 // joins the two. Nothing here knows about NATS; package memlog (sync/memlog) is
-// an in-memory log for tests, and package jetstream provides the real one. Package example
+// an in-memory log for tests, and package jetstream provides the real one.
+// Package turns (sync/turns) is the contention manager: writers that keep
+// losing to each other take turns. Package example
 // (sync/example) holds two small states, a counter and a set, that the
 // examples and tests use.
 //
@@ -21,7 +23,7 @@
 // (optimistic concurrency). UpdateState runs the caller's function on the local
 // state; if the log moved on, it catches up and runs the function again, as
 // etcd's STM does, until the append lands or the context ends (a write that
-// kept losing to others ends in a ContendedError). A foreign entry in the
+// kept losing to others ends in a turns.ContendedError). A foreign entry in the
 // log (Entry.Foreign) holds no state and is stepped over; an entry that does
 // not decode stops reads there with an EntryError.
 package statesync

@@ -8,4 +8,4 @@ func Queued[S any](s *Synchronizer[S]) int {
 }
 
 // TurnID is the id a synchronizer's words and entries name it by.
-func TurnID[S any](s *Synchronizer[S]) string { return s.cm.id }
+func TurnID[S any](s *Synchronizer[S]) string { return s.cm.ID() }

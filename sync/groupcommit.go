@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
 // Group commit: UpdateState calls that arrive while another call's append is
@@ -98,7 +100,7 @@ type queuedKey struct{}
 // only once the one before it is queued (a script's lines) has them run in
 // that order, each on the state of those before it, as it would one after
 // another, while their entries still group. A call refused before it queues
-// (its context already ended, say), or made WithoutTurns (it does not
+// (its context already ended, say), or made turns.Without (it does not
 // queue), never calls queued.
 func WithQueued(ctx context.Context, queued func()) context.Context {
 	return context.WithValue(ctx, queuedKey{}, queued)
@@ -107,7 +109,7 @@ func WithQueued(ctx context.Context, queued func()) context.Context {
 // submit runs r, in a batch of its own or with the calls queued beside it,
 // and returns once r has its outcome.
 func (s *Synchronizer[S]) submit(r *request[S]) {
-	if takesNoTurns(r.ctx) {
+	if turns.Exempt(r.ctx) {
 		// Not behind a batch that holds back for turns: on its own.
 		s.mu.Lock()
 		defer s.mu.Unlock()

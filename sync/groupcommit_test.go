@@ -10,6 +10,7 @@ import (
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/memlog"
+	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
 // gateLog holds the next append until the test releases it, and can let a
@@ -262,7 +263,7 @@ func TestCancelledCallLeavesTheBatch(t *testing.T) {
 	if !errors.Is(w.err, context.Canceled) || w.runs != 0 {
 		t.Fatalf("a call cancelled while queued: %v after %d runs; want context.Canceled, never run", w.err, w.runs)
 	}
-	var contended *statesync.ContendedError
+	var contended *turns.ContendedError
 	if errors.As(w.err, &contended) {
 		t.Fatalf("a call that never tried is called contended: %v", w.err)
 	}
@@ -314,7 +315,7 @@ func TestStarvedBatchIsContended(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, x := range []*call{b, c} {
-		var contended *statesync.ContendedError
+		var contended *turns.ContendedError
 		if !errors.As(x.err, &contended) || !errors.Is(x.err, context.DeadlineExceeded) || contended.Lost < 1 || contended.Lost != conflicts {
 			t.Fatalf("a starved batched call: %v; want a ContendedError after the %d conflicts traced, wrapping the deadline", x.err, conflicts)
 		}
@@ -523,5 +524,23 @@ func TestUnconditionalWriteLandsWhileAnAppendIsInFlight(t *testing.T) {
 	defer mu.Unlock()
 	if !local[before+1] {
 		t.Errorf("the unconditional entry at %d was taken in as another writer's (applied: %v)", before+1, local)
+	}
+}
+
+// finishes runs fn in the background and reports whether it returned
+// within d; the returned channel is closed once it does.
+func finishes(fn func()) (<-chan struct{}, func(d time.Duration) bool) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	return done, func(d time.Duration) bool {
+		select {
+		case <-done:
+			return true
+		case <-time.After(d):
+			return false
+		}
 	}
 }

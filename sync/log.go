@@ -23,7 +23,7 @@ type Entry struct {
 	// time, or an entry this synchronizer applied without reading it back.
 	Time time.Time
 	// Speaker is the id the entry's writer names itself by in the words of
-	// turns (see Announcer and Speaker), if the log records it.
+	// turns (package turns: its Announcer and Speaker), if the log records it.
 	Speaker string
 	// Foreign, when not empty, says why the entry is not one of the
 	// synchronizer's (another program wrote it): it holds no state, and
@@ -78,22 +78,6 @@ type Notifier interface {
 	// anyone, until stop is called. Calls may be merged or spurious: fn
 	// should look at the log rather than count calls.
 	Notify(fn func()) (stop func(), err error)
-}
-
-// Announcer is implemented by logs that can carry short words among the
-// synchronizers of one log, outside the log: writers use them to take turns
-// under contention (see contention.go). Words may be lost, repeated, late or
-// forged; they never change what a synchronizer takes the log to hold.
-type Announcer interface {
-	// Announce sends word to every synchronizer listening on the log
-	// (including, possibly, the sender).
-	Announce(word []byte) error
-	// Listen calls fn, from another goroutine or the announcer's, with each
-	// word announced by anyone, until stop is called. fn must not block.
-	Listen(fn func(word []byte)) (stop func(), err error)
-	// An Announcer's log also records with each entry appended the
-	// Speaker of the append's context (Entry.Speaker): the evidence that
-	// a writer who says it waits writes.
 }
 
 // Log is the storage a Synchronizer works on: an append-only sequence of
@@ -175,22 +159,6 @@ func (e *ConflictError) Error() string {
 
 // Is makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
-
-// ContendedError is a conditional write, or a compaction, that ran out of
-// time after losing to other writers: the context ended (Err says how) while
-// it was retrying, after Lost tries in a row had found that another writer
-// had appended first. The log answered each of those tries; the write was
-// starved, not cut off. errors.Is(err, context.DeadlineExceeded) still holds.
-type ContendedError struct {
-	Lost int
-	Err  error
-}
-
-func (e *ContendedError) Error() string {
-	return fmt.Sprintf("lost %d tries in a row to other writers, then: %v", e.Lost, e.Err)
-}
-
-func (e *ContendedError) Unwrap() error { return e.Err }
 
 // EntryError is an entry that could not be used: it does not decode, or it
 // stands where it cannot (an update before any initial state). The local

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
 // Synchronizer keeps a local copy of a state that lives in a Log. Reads of
@@ -30,9 +32,8 @@ type Synchronizer[S any] struct {
 	readBackAt  time.Time // the log's time on that entry, once read
 	queue       queue[S]  // UpdateState calls waiting for the batch in flight
 
-	cm        *contention // how it takes turns with other writers
-	lazyTurns bool        // listen to turns from the first conditional write, not from the load
-	life      lifetime
+	cm   *turns.Manager // how it takes turns with other writers
+	life lifetime
 
 	logTime atomic.Pointer[LogTime] // the log's clock, as the last read saw it
 }
@@ -70,7 +71,7 @@ type Attempt struct {
 	Conflict *ConflictError
 	CaughtUp uint64
 	// HeldBack is how long the try waited, before it ran, for older
-	// writers' turns (see contention.go).
+	// writers' turns (see package turns).
 	HeldBack time.Duration
 	// Unconditional: the entry was appended whatever the log's revision
 	// (UpdateUnconditionally), so the try could not lose; Base is 0.
@@ -85,16 +86,13 @@ type options struct {
 	applied  any // func(Applied[S]) for the synchronizer's S
 	wanted   func() bool
 	progress func(done, total uint64)
-	turns    TurnOptions
-	lazy     bool
+	turns    *turns.Manager
 }
 
-// WithTurnsFromFirstWrite makes the synchronizer start hearing other
-// writers' turns (contention.go), and say hello to them, at its first
-// conditional write rather than when it loads the state: a process that
-// only reads then adds nothing to the writers' traffic. Its first write may
-// not hear a waiter that spoke before it listened.
-func WithTurnsFromFirstWrite() Option { return func(o *options) { o.lazy = true } }
+// WithTurns makes m the synchronizer's contention manager (package turns),
+// in place of one with the default options. m serves this synchronizer
+// only.
+func WithTurns(m *turns.Manager) Option { return func(o *options) { o.turns = m } }
 
 // WithProgress calls fn as a catch-up goes, every 1,024 entries and at its
 // end, with how many of the entries it set out to read are done. Catch-ups
@@ -134,7 +132,10 @@ func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace, wanted: o.wanted, progress: o.progress, cm: newContention(o.turns), lazyTurns: o.lazy}
+	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace, wanted: o.wanted, progress: o.progress, cm: o.turns}
+	if s.cm == nil {
+		s.cm = turns.New(turns.Options{})
+	}
 	if o.applied != nil {
 		applied, ok := o.applied.(func(Applied[S]))
 		if !ok {
@@ -236,7 +237,7 @@ type catchUp[S any] struct {
 	pending      []Pending[S]
 	applied      []Applied[S]      // for watchers, once the copy is stored
 	record       bool              // keep every entry in applied, not only this process's own
-	speakers     map[string]uint64 // the last entry read of each speaker (see contention.go)
+	speakers     map[string]uint64 // the last entry read of each speaker (see package turns)
 	start, total uint64            // where the read began, and how many entries it covers
 	newest       time.Time         // the log's time on the newest entry read that had one
 }
@@ -254,7 +255,7 @@ func (c *catchUp[S]) take(e Entry) error {
 	if e.Revision == c.s.readingBack {
 		c.s.readBackAt = e.Time
 	}
-	a.Local = e.Revision == c.s.readingBack || e.Speaker != "" && e.Speaker == c.s.cm.id
+	a.Local = e.Revision == c.s.readingBack || e.Speaker != "" && e.Speaker == c.s.cm.ID()
 	if e.Speaker != "" && len(e.Speaker) <= 64 {
 		if c.speakers == nil {
 			c.speakers = map[string]uint64{}
@@ -310,7 +311,7 @@ func (c *catchUp[S]) flush() {
 func (c *catchUp[S]) finish() {
 	c.flush()
 	if c.speakers != nil {
-		c.s.cm.saw(c.speakers)
+		c.s.cm.Saw(c.speakers)
 	}
 	if c.reporting() {
 		c.s.progress(c.total, c.total)
@@ -380,7 +381,7 @@ func (s *Synchronizer[S]) notifyApplied(a Applied[S]) {
 // only if the log is still at the revision fn saw. When the log has moved on,
 // UpdateState catches up and calls fn again at once, until the append lands
 // or ctx ends (writers take turns once one keeps losing, see
-// contention.go). fn may
+// package turns). fn may
 // therefore run several times and must have no side effects; its result from
 // the last run is returned.
 //
@@ -427,7 +428,7 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 	if err != nil {
 		return 0, err
 	}
-	at, err := s.appendAfter(SpeakerContext(ctx, s.cm.id), cur.position(), data)
+	at, err := s.appendAfter(turns.SpeakerContext(ctx, s.cm.ID()), cur.position(), data)
 	if err != nil {
 		return 0, s.replacedLocked(ctx, err)
 	}
@@ -489,23 +490,20 @@ func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int,
 	if err := s.ensureInitializedLocked(ctx); err != nil {
 		return 0, err
 	}
-	if s.lazyTurns && !s.life.isClosed() {
-		s.cm.listen(s.log)
-	}
-	w := s.cm.startWrite(s.local.Load().Revision, takesNoTurns(ctx))
-	defer func() { s.cm.endWrite(w, err == nil) }()
+	w := s.cm.Start(ctx, s.log, turnsCopy[S]{s})
+	defer func() { w.End(err == nil) }()
 	for attempt := 1; ; attempt++ {
-		if err := s.holdBackLocked(ctx, w); err != nil {
+		if err := w.HoldBack(ctx); err != nil {
 			return attempt - 1, err
 		}
 		began := time.Now()
-		err := try(attempt, w.lastHold)
-		s.cm.tried(time.Since(began))
+		err := try(attempt, w.HeldBack())
+		w.Tried(time.Since(began))
 		var conflict *ConflictError
 		if !errors.As(err, &conflict) {
 			return attempt - 1, err
 		}
-		s.cm.lost(w, conflict.Current)
+		w.Lost(conflict.Current)
 		rev, err := s.fetchLocked(ctx, conflict.Current)
 		if caughtUp != nil {
 			caughtUp(conflict, rev)
@@ -514,7 +512,7 @@ func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int,
 			return attempt, err
 		}
 		// A writer that lost is current again: it tries at once (unless an
-		// older writer waits for its turn, see contention.go), while its
+		// older writer waits for its turn, see package turns), while its
 		// context lasts.
 		if err := ctx.Err(); err != nil {
 			return attempt, err
@@ -530,14 +528,14 @@ func (s *Synchronizer[S]) traceAttempt(a Attempt) {
 
 // gaveUp is the error of a write that stopped on err after losing lost
 // tries in a row: when the context ended it, the write was starved by other
-// writers, and a *ContendedError says so rather than blaming the log. An
+// writers, and a *turns.ContendedError says so rather than blaming the log. An
 // append whose outcome is unknown stays that.
 func gaveUp(ctx context.Context, lost int, err error) error {
 	ended := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 	if lost == 0 || ctx.Err() == nil || !ended || errors.Is(err, ErrUnknownOutcome) {
 		return err
 	}
-	return &ContendedError{Lost: lost, Err: err}
+	return &turns.ContendedError{Lost: lost, Err: err}
 }
 
 // progressEvery is how often, in entries, a long catch-up reports.
@@ -551,7 +549,7 @@ const batchSize = 4096
 // each checks, as it is applied, what it needs (Pravega's
 // updateStateUnconditionally; a lease refresh renews only a live lease its
 // holder holds). Such a write never loses a race, so it never waits for a
-// turn (contention.go) and never keeps the writers waiting for theirs
+// turn (package turns) and never keeps the writers waiting for theirs
 // waiting longer. Nor does it wait for this process's other writes: it is
 // appended without the synchronizer's lock (a lease refresh must land
 // before its deadline whatever batch is in flight), and only reading it
@@ -572,7 +570,7 @@ func (s *Synchronizer[S]) UpdateUnconditionally(ctx context.Context, updates ...
 	}
 	// The speaker marks the entry as this process's for whichever read
 	// takes it in (see catchUp.take).
-	rev, err := s.log.Append(SpeakerContext(ctx, s.cm.id), AnyRevision, data)
+	rev, err := s.log.Append(turns.SpeakerContext(ctx, s.cm.ID()), AnyRevision, data)
 	if err != nil {
 		return Revisioned[S]{}, err
 	}
@@ -613,12 +611,26 @@ func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S])
 }
 
 // listenEarlyLocked starts hearing other writers' turns when the state is
-// loaded, so that the first write knows who waits, unless the synchronizer
-// listens from its first write (WithTurnsFromFirstWrite) or is closed.
+// loaded, so that the first write knows who waits, unless the manager
+// listens from its first write (turns.Options.FromFirstWrite) or the
+// synchronizer is closed.
 func (s *Synchronizer[S]) listenEarlyLocked() {
-	if !s.lazyTurns && !s.life.isClosed() {
-		s.cm.listen(s.log)
+	if !s.life.isClosed() {
+		s.cm.Loaded(s.log)
 	}
+}
+
+// turnsCopy is what the contention manager needs of a write's
+// synchronizer (turns.Copy).
+type turnsCopy[S any] struct{ s *Synchronizer[S] }
+
+func (c turnsCopy[S]) Lock()            { c.s.mu.Lock() }
+func (c turnsCopy[S]) Unlock()          { c.s.mu.Unlock() }
+func (c turnsCopy[S]) Revision() uint64 { return c.s.local.Load().Revision }
+
+func (c turnsCopy[S]) CatchUp(ctx context.Context) error {
+	_, err := c.s.fetchLocked(ctx, 0)
+	return err
 }
 
 func (s *Synchronizer[S]) ensureInitializedLocked(ctx context.Context) error {

@@ -15,6 +15,7 @@ import (
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/example"
 	"github.com/sharedconfig/sharedconfig/sync/memlog"
+	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -279,7 +280,7 @@ func TestStarvedWriteSaysHowManyTriesItLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err := increment(ctx, s)
-	var contended *statesync.ContendedError
+	var contended *turns.ContendedError
 	if !errors.As(err, &contended) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a write that lost every try gave %v; want a ContendedError wrapping the deadline", err)
 	}
@@ -301,7 +302,7 @@ func TestWriteWithNoConflictsIsNotContended(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := increment(ctx, s)
-	var contended *statesync.ContendedError
+	var contended *turns.ContendedError
 	if !errors.Is(err, context.Canceled) || errors.As(err, &contended) {
 		t.Fatalf("a write with an ended context gave %v; want context.Canceled alone", err)
 	}
@@ -492,4 +493,13 @@ func TestAppliedWhenWanted(t *testing.T) {
 	if !slices.Equal(heard, []uint64{3, 4}) {
 		t.Fatalf("heard %v, want [3 4]", heard)
 	}
+}
+
+func lastRevision(t *testing.T, log statesync.Log) uint64 {
+	t.Helper()
+	rev, err := log.LastRevision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rev
 }

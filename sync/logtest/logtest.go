@@ -12,6 +12,7 @@ import (
 	"time"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
 // Run checks the Log contract on logs made by newLog, one fresh empty log per
@@ -396,7 +397,7 @@ func testReadsDoNotWaitForCallbacks(t *testing.T, l statesync.Log) {
 // to every listener, and none after it stopped listening; words are not
 // entries.
 func testAnnounce(t *testing.T, l statesync.Log) {
-	a, ok := l.(statesync.Announcer)
+	a, ok := l.(turns.Announcer)
 	if !ok {
 		t.Skip("the log does not implement Announcer")
 	}
@@ -452,10 +453,10 @@ func testAnnounce(t *testing.T, l statesync.Log) {
 // testSpeaker: a log that carries words records with each entry the
 // speaker its append was made for, the evidence that a waiter writes.
 func testSpeaker(t *testing.T, l statesync.Log) {
-	if _, ok := l.(statesync.Announcer); !ok {
+	if _, ok := l.(turns.Announcer); !ok {
 		t.Skip("the log does not implement Announcer")
 	}
-	rev, err := l.Append(statesync.SpeakerContext(ctx(t), "w1"), statesync.AnyRevision, []byte("a"))
+	rev, err := l.Append(turns.SpeakerContext(ctx(t), "w1"), statesync.AnyRevision, []byte("a"))
 	if err != nil {
 		t.Fatal(err)
 	}

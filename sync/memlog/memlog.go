@@ -8,6 +8,7 @@ import (
 	"time"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
 // Log is a statesync.Log held in memory, for tests. Its zero value is
@@ -53,7 +54,7 @@ func (l *Log) Name() string { return l.name }
 
 // Append implements statesync.Log.
 func (l *Log) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
-	return l.add(ctx, expected, statesync.Entry{Data: slices.Clone(data), Speaker: statesync.Speaker(ctx)})
+	return l.add(ctx, expected, statesync.Entry{Data: slices.Clone(data), Speaker: turns.Speaker(ctx)})
 }
 
 // Compact implements statesync.Log.
@@ -63,7 +64,7 @@ func (l *Log) Compact(ctx context.Context, expected uint64, snapshot []byte) (ui
 
 // AppendAfter implements statesync.Incarnated.
 func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
-	return l.addAfter(ctx, last, statesync.Entry{Data: slices.Clone(data), Speaker: statesync.Speaker(ctx)})
+	return l.addAfter(ctx, last, statesync.Entry{Data: slices.Clone(data), Speaker: turns.Speaker(ctx)})
 }
 
 // CompactAfter implements statesync.Incarnated.
@@ -199,7 +200,7 @@ func (l *Log) LastRevision(ctx context.Context) (uint64, error) {
 	return l.last, nil
 }
 
-// Announce implements statesync.Announcer: it calls every listener
+// Announce implements turns.Announcer: it calls every listener
 // before it returns.
 func (l *Log) Announce(word []byte) error {
 	l.mu.Lock()
@@ -214,7 +215,7 @@ func (l *Log) Announce(word []byte) error {
 	return nil
 }
 
-// Listen implements statesync.Announcer.
+// Listen implements turns.Announcer.
 func (l *Log) Listen(fn func(word []byte)) (stop func(), err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

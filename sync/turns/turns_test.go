@@ -1,4 +1,4 @@
-package statesync_test
+package turns_test
 
 import (
 	"context"
@@ -10,14 +10,13 @@ import (
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/memlog"
+	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
-// turnOpts is WithTurnOptions. A test whose waiters are only words gives
-// them a ClaimGrace long enough that they keep their claim.
-func turnOpts(o statesync.TurnOptions) statesync.Option { return statesync.WithTurnOptions(o) }
-
-// patient: words alone keep their claim for the test's length.
-var patient = turnOpts(statesync.TurnOptions{ClaimGrace: time.Hour})
+// patient: words alone keep their claim for the test's length. (A test
+// whose waiters are only words gives them a ClaimGrace long enough that
+// they keep their claim.)
+var patient = turns.Options{ClaimGrace: time.Hour}
 
 // heard collects the words announced on a log.
 type heard struct {
@@ -25,7 +24,7 @@ type heard struct {
 	words []string
 }
 
-func listen(t *testing.T, log statesync.Announcer) *heard {
+func listen(t *testing.T, log turns.Announcer) *heard {
 	t.Helper()
 	h := &heard{}
 	stop, err := log.Listen(func(w []byte) {
@@ -89,17 +88,17 @@ func TestWriterHoldsBackForAnOlderWaiter(t *testing.T) {
 	log := memlog.New("t")
 	var mu sync.Mutex
 	var tries []statesync.Attempt
-	s := newCounter(t, log, statesync.WithTrace(func(a statesync.Attempt) {
+	s := newCounter(t, log, patient, statesync.WithTrace(func(a statesync.Attempt) {
 		mu.Lock()
 		defer mu.Unlock()
 		tries = append(tries, a)
-	}), patient)
+	}))
 	h := listen(t, log)
 	log.Announce([]byte("wait older 0")) // waiting since before s's state
 	before := lastRevision(t, log)
 
 	done := incrementAsync(s)
-	me := statesync.TurnID(s)
+	me := turnID(s)
 	waitFor(t, "the writer to say it waits", func() bool { return h.saw(fmt.Sprintf("wait %s %d", me, before)) })
 	if got := lastRevision(t, log); got != before {
 		t.Fatalf("the writer wrote (revision %d) while an older writer waited", got)
@@ -124,7 +123,7 @@ func TestWriterHoldsBackForAnOlderWaiter(t *testing.T) {
 func TestUnconditionalUpdateDoesNotWaitForTurns(t *testing.T) {
 	t.Parallel()
 	log := memlog.New("t")
-	s := newCounter(t, log)
+	s := newCounter(t, log, turns.Options{})
 	h := listen(t, log)
 	log.Announce([]byte("wait older 0"))
 	waitFor(t, "the writer to hear the waiter", func() bool { return h.saw("wait older 0") })
@@ -133,7 +132,7 @@ func TestUnconditionalUpdateDoesNotWaitForTurns(t *testing.T) {
 	if _, err := s.UpdateUnconditionally(ctx, add{N: 1}); err != nil {
 		t.Fatalf("unconditional update while an older writer waits: %v", err)
 	}
-	if words := h.from(statesync.TurnID(s)); len(words) != 0 {
+	if words := h.from(turnID(s)); len(words) != 0 {
 		t.Fatalf("the writer said %q, want nothing", words)
 	}
 }
@@ -143,14 +142,14 @@ func TestUnconditionalUpdateDoesNotWaitForTurns(t *testing.T) {
 func TestYoungerWaitersAndOwnWordsDoNotHoldBack(t *testing.T) {
 	t.Parallel()
 	log := memlog.New("t")
-	s := newCounter(t, log)
+	s := newCounter(t, log, turns.Options{})
 	h := listen(t, log)
 	log.Announce([]byte("wait younger 999"))
-	log.Announce(fmt.Appendf(nil, "wait %s 0", statesync.TurnID(s)))
+	log.Announce(fmt.Appendf(nil, "wait %s 0", turnID(s)))
 	if err := <-incrementAsync(s); err != nil {
 		t.Fatal(err)
 	}
-	if words := h.from(statesync.TurnID(s)); len(words) != 1 {
+	if words := h.from(turnID(s)); len(words) != 1 {
 		t.Fatalf("the writer said %q, want only the forged word", words)
 	}
 }
@@ -163,12 +162,12 @@ func TestWaitsAreBounded(t *testing.T) {
 	t.Run("silent waiter", func(t *testing.T) {
 		t.Parallel()
 		log := memlog.New("t")
-		s := newCounter(t, log, turnOpts(statesync.TurnOptions{StaleAfter: 50 * time.Millisecond, Heartbeat: 20 * time.Millisecond,
-			MaxHoldBack: time.Hour, BackToBack: time.Millisecond, ClaimGrace: time.Hour}))
+		s := newCounter(t, log, turns.Options{StaleAfter: 50 * time.Millisecond, Heartbeat: 20 * time.Millisecond,
+			MaxHoldBack: time.Hour, BackToBack: time.Millisecond, ClaimGrace: time.Hour})
 		h := listen(t, log)
 		log.Announce([]byte("wait ghost 0"))
 		done := incrementAsync(s)
-		waitFor(t, "the writer to hold back", func() bool { return len(h.from(statesync.TurnID(s))) > 0 })
+		waitFor(t, "the writer to hold back", func() bool { return len(h.from(turnID(s))) > 0 })
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
@@ -176,12 +175,12 @@ func TestWaitsAreBounded(t *testing.T) {
 	t.Run("endless waiter", func(t *testing.T) {
 		t.Parallel()
 		log := memlog.New("t")
-		s := newCounter(t, log, turnOpts(statesync.TurnOptions{StaleAfter: time.Hour, Heartbeat: 20 * time.Millisecond,
-			MaxHoldBack: 100 * time.Millisecond, BackToBack: time.Millisecond, ClaimGrace: time.Hour}))
+		s := newCounter(t, log, turns.Options{StaleAfter: time.Hour, Heartbeat: 20 * time.Millisecond,
+			MaxHoldBack: 100 * time.Millisecond, BackToBack: time.Millisecond, ClaimGrace: time.Hour})
 		h := listen(t, log)
 		log.Announce([]byte("wait hog 0"))
 		done := incrementAsync(s)
-		waitFor(t, "the writer to hold back", func() bool { return len(h.from(statesync.TurnID(s))) > 0 })
+		waitFor(t, "the writer to hold back", func() bool { return len(h.from(turnID(s))) > 0 })
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
@@ -230,9 +229,9 @@ func (l *rivalLog) letRivalIn(ctx context.Context) error {
 func TestLoserAnnouncesAndTakesATurn(t *testing.T) {
 	t.Parallel()
 	log := &rivalLog{Log: memlog.New("t"), rivals: 1}
-	s := newCounter(t, log)
+	s := newCounter(t, log, turns.Options{})
 	h := listen(t, log)
-	me := statesync.TurnID(s)
+	me := turnID(s)
 
 	if err := <-incrementAsync(s); err != nil { // loses once: says nothing
 		t.Fatal(err)
@@ -264,8 +263,8 @@ func TestLoserAnnouncesAndTakesATurn(t *testing.T) {
 func TestGarbageWordsAreIgnored(t *testing.T) {
 	t.Parallel()
 	log := memlog.New("t")
-	s := newCounter(t, log, turnOpts(statesync.TurnOptions{StaleAfter: 50 * time.Millisecond, Heartbeat: 20 * time.Millisecond,
-		MaxHoldBack: 200 * time.Millisecond, BackToBack: time.Millisecond}))
+	s := newCounter(t, log, turns.Options{StaleAfter: 50 * time.Millisecond, Heartbeat: 20 * time.Millisecond,
+		MaxHoldBack: 200 * time.Millisecond, BackToBack: time.Millisecond})
 	for _, w := range []string{"", " ", "wait", "wait x", "wait x -1", "wait x 18446744073709551616",
 		"done", "done x y", "wait x 1 2", strings.Repeat("wait ", 100), "\x00\xff wait", "wait \xff 0"} {
 		log.Announce([]byte(w))
@@ -297,13 +296,13 @@ func TestTurnLastsForBackToBackWritesOnly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			log := &rivalLog{Log: memlog.New("t")}
-			s := newCounter(t, log, turnOpts(statesync.TurnOptions{StaleAfter: time.Hour, Heartbeat: time.Hour, MaxHoldBack: time.Hour,
-				BackToBack: tc.loop, TurnTime: tc.turn, TurnCommits: turnCommits}))
+			s := newCounter(t, log, turns.Options{StaleAfter: time.Hour, Heartbeat: time.Hour, MaxHoldBack: time.Hour,
+				BackToBack: tc.loop, TurnTime: tc.turn, TurnCommits: turnCommits})
 			if _, err := increment(context.Background(), s); err != nil {
 				t.Fatal(err)
 			}
 			h := listen(t, log)
-			me := statesync.TurnID(s)
+			me := turnID(s)
 			log.mu.Lock()
 			log.rivals = 2
 			log.mu.Unlock()
@@ -321,8 +320,8 @@ func TestTurnLastsForBackToBackWritesOnly(t *testing.T) {
 
 // slowAndPatient: waiters are remembered, and keep their claim, for the
 // test's length, and no two writes are back to back.
-var slowAndPatient = turnOpts(statesync.TurnOptions{StaleAfter: time.Hour, Heartbeat: time.Hour, MaxHoldBack: time.Hour,
-	BackToBack: time.Nanosecond, ClaimGrace: time.Hour})
+var slowAndPatient = turns.Options{StaleAfter: time.Hour, Heartbeat: time.Hour, MaxHoldBack: time.Hour,
+	BackToBack: time.Nanosecond, ClaimGrace: time.Hour}
 
 // holdBackBehindOlder has s write once, then start a write while an older
 // writer ("older", since 0) waits, and returns when s has said that it
@@ -336,7 +335,7 @@ func holdBackBehindOlder(t *testing.T, log *memlog.Log, s *statesync.Synchronize
 	h := listen(t, log)
 	log.Announce([]byte("wait older 0"))
 	done := incrementAsync(s)
-	me := statesync.TurnID(s)
+	me := turnID(s)
 	waitFor(t, "the writer to hold back", func() bool { return len(h.from(me)) > 0 })
 	return h, done
 }
@@ -349,12 +348,12 @@ func TestWaitedWriteCatchesUpBeforeItTries(t *testing.T) {
 	log := memlog.New("t")
 	var mu sync.Mutex
 	var tries []statesync.Attempt
-	s := newCounter(t, log, statesync.WithTrace(func(a statesync.Attempt) {
+	s := newCounter(t, log, slowAndPatient, statesync.WithTrace(func(a statesync.Attempt) {
 		mu.Lock()
 		tries = append(tries, a)
 		mu.Unlock()
-	}), slowAndPatient)
-	other := newCounter(t, struct{ statesync.Log }{log}) // a writer that takes no turns
+	}))
+	other := newCounter(t, struct{ statesync.Log }{log}, turns.Options{}) // a writer that takes no turns
 	_, done := holdBackBehindOlder(t, log, s)
 	for range 3 { // the older writer's turn
 		if _, err := increment(context.Background(), other); err != nil {
@@ -387,10 +386,10 @@ func TestWaitersAnswerANewcomer(t *testing.T) {
 	log := memlog.New("t")
 	s := newCounter(t, log, slowAndPatient)
 	h, done := holdBackBehindOlder(t, log, s)
-	me := statesync.TurnID(s)
+	me := turnID(s)
 	// The log moves on, so the newcomer's write is younger than the waiting
 	// one (of writes of one age, the lower id goes first).
-	if _, err := increment(context.Background(), newCounter(t, struct{ statesync.Log }{log})); err != nil {
+	if _, err := increment(context.Background(), newCounter(t, struct{ statesync.Log }{log}, turns.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	newcomer := newCounter(t, log, slowAndPatient)
@@ -418,7 +417,7 @@ func TestHoldingBackJoinsBehindTheWaiters(t *testing.T) {
 	log.Announce([]byte("wait older 0"))
 	log.Announce([]byte("wait newer 50"))
 	done := incrementAsync(s)
-	me := statesync.TurnID(s)
+	me := turnID(s)
 	waitFor(t, "the writer to say it waits", func() bool { return h.saw(fmt.Sprintf("wait %s 50", me)) })
 	log.Announce([]byte("done older"))
 	log.Announce([]byte("done newer"))
@@ -455,7 +454,7 @@ func TestWaitingForATurnHoldsNoLock(t *testing.T) {
 	h := listen(t, log)
 	log.Announce([]byte("wait older 0"))
 	write := incrementAsync(s)
-	waitFor(t, "the writer to hold back", func() bool { return len(h.from(statesync.TurnID(s))) > 0 })
+	waitFor(t, "the writer to hold back", func() bool { return len(h.from(turnID(s))) > 0 })
 	ctx := context.Background()
 	var waits []<-chan struct{}
 	for name, op := range map[string]func(){
@@ -490,8 +489,8 @@ func TestWriteWithoutTurnsDoesNotWait(t *testing.T) {
 	h := listen(t, log)
 	log.Announce([]byte("wait older 0"))
 	write := incrementAsync(s)
-	waitFor(t, "the writer to hold back", func() bool { return len(h.from(statesync.TurnID(s))) > 0 })
-	ctx, cancel := context.WithTimeout(statesync.WithoutTurns(context.Background()), time.Second)
+	waitFor(t, "the writer to hold back", func() bool { return len(h.from(turnID(s))) > 0 })
+	ctx, cancel := context.WithTimeout(turns.Without(context.Background()), time.Second)
 	defer cancel()
 	if _, err := increment(ctx, s); err != nil {
 		t.Fatalf("a write without turns while an older writer waits: %v", err)
@@ -524,10 +523,10 @@ func heldBack(t *testing.T, s *statesync.Synchronizer[counter], tries *[]statesy
 	return d
 }
 
-func tracedCounter(t *testing.T, log statesync.Log, o statesync.TurnOptions) (*statesync.Synchronizer[counter], *[]statesync.Attempt, *sync.Mutex) {
+func tracedCounter(t *testing.T, log statesync.Log, o turns.Options) (*statesync.Synchronizer[counter], *[]statesync.Attempt, *sync.Mutex) {
 	var mu sync.Mutex
 	var tries []statesync.Attempt
-	s := newCounter(t, log, turnOpts(o), statesync.WithTrace(func(a statesync.Attempt) {
+	s := newCounter(t, log, o, statesync.WithTrace(func(a statesync.Attempt) {
 		mu.Lock()
 		defer mu.Unlock()
 		tries = append(tries, a)
@@ -536,7 +535,7 @@ func tracedCounter(t *testing.T, log statesync.Log, o statesync.TurnOptions) (*s
 }
 
 // talk announces word every 5 ms until the test ends.
-func talk(t *testing.T, log statesync.Announcer, word func(i int) string) {
+func talk(t *testing.T, log turns.Announcer, word func(i int) string) {
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -562,7 +561,7 @@ func TestWaiterThatNeverWritesLosesItsClaim(t *testing.T) {
 	t.Run("one name", func(t *testing.T) {
 		t.Parallel()
 		log := memlog.New("t")
-		s, tries, mu := tracedCounter(t, log, statesync.TurnOptions{MaxHoldBack: 2 * time.Second, ClaimGrace: grace})
+		s, tries, mu := tracedCounter(t, log, turns.Options{MaxHoldBack: 2 * time.Second, ClaimGrace: grace})
 		talk(t, log, func(int) string { return "wait spam0 0" })
 		time.Sleep(20 * time.Millisecond)
 		if d := heldBack(t, s, tries, mu); d < grace || d > 10*grace {
@@ -577,7 +576,7 @@ func TestWaiterThatNeverWritesLosesItsClaim(t *testing.T) {
 	t.Run("new names", func(t *testing.T) {
 		t.Parallel()
 		log := memlog.New("t")
-		s, tries, mu := tracedCounter(t, log, statesync.TurnOptions{MaxHoldBack: 2 * time.Second, ClaimGrace: grace})
+		s, tries, mu := tracedCounter(t, log, turns.Options{MaxHoldBack: 2 * time.Second, ClaimGrace: grace})
 		talk(t, log, func(i int) string { return fmt.Sprintf("wait spam%d 0", i) })
 		time.Sleep(20 * time.Millisecond)
 		for range 3 {
@@ -594,13 +593,13 @@ func TestWaiterThatWritesKeepsItsClaimForOneTurn(t *testing.T) {
 	t.Parallel()
 	const grace, turn = 20 * time.Millisecond, 300 * time.Millisecond
 	log := memlog.New("t")
-	s, tries, mu := tracedCounter(t, log, statesync.TurnOptions{MaxHoldBack: 2 * time.Second, ClaimGrace: grace, TurnTime: turn})
+	s, tries, mu := tracedCounter(t, log, turns.Options{MaxHoldBack: 2 * time.Second, ClaimGrace: grace, TurnTime: turn})
 	data, err := counterCodec.EncodeUpdates([]statesync.Update[counter]{add{N: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	talk(t, log, func(i int) string {
-		if _, err := log.Append(statesync.SpeakerContext(context.Background(), "writer"), statesync.AnyRevision, data); err != nil {
+		if _, err := log.Append(turns.SpeakerContext(context.Background(), "writer"), statesync.AnyRevision, data); err != nil {
 			t.Error(err)
 		}
 		return "wait writer 0"

@@ -1,0 +1,395 @@
+// Package turns is the contention manager of package statesync: writers
+// that keep losing conditional appends to each other take turns.
+//
+// A writer that has just won is already current, so its next conditional
+// append leaves before a loser has caught up: left alone, in a closed loop
+// of back-to-back writes one writer wins hundreds of times in a row. The
+// log cannot help (a loser writes nothing to it), so a loser speaks up
+// outside it, on the log's Announcer: after AnnounceAfter lost tries in a
+// row it announces that it is waiting, and since which revision (the base
+// of its first try). Every writer that hears it holds back its next try
+// while a waiter that started before it has not said it is done; among
+// waiters the oldest goes first, ties broken by writer id. That is the
+// Greedy contention manager of the STM literature (the oldest transaction
+// wins), with its ages taken from the log rather than from clocks.
+//
+// The words are hints only, and anyone may say them. Every append stays
+// conditional on the writer's copy being the latest, so a lost, late or
+// forged word can make a writer wait or lose, never write on a stale copy.
+// And a word alone holds nobody back for long: each entry records who
+// wrote it (the speaker, see Speaker), and the waiter first in line must
+// show an entry of its own in the log within ClaimGrace (longer where
+// tries are slow), or it loses its claim and its words are ignored until
+// the log shows one. Each waiter goes before a given write once, for one
+// turn, and a write gives up holding back once claims that came to nothing
+// have cost it twice that grace, or after MaxHoldBack in all. The wait
+// itself holds no lock: reads, watches and unconditional writes of the
+// process go on meanwhile, and writes that must land at a time (Without)
+// take no turns at all.
+//
+// A writer alone never hears a word and never waits; writers that pause
+// between writes, as people do, rarely lose twice in a row.
+//
+// A synchronizer has a Manager (statesync.WithTurns gives it one with
+// chosen Options); the synchronizer starts a Write for each conditional
+// write and reports its tries to it.
+package turns
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options tunes how writers take turns. A zero field takes its default.
+type Options struct {
+	// AnnounceAfter is how many tries in a row a write loses before its
+	// writer announces that it is waiting (default 2).
+	AnnounceAfter int
+	// StaleAfter: a waiter not heard from for this long is forgotten (it
+	// may have died, or its "done" was lost); waiters that hold back repeat
+	// their word every Heartbeat (defaults 250 ms, 80 ms).
+	StaleAfter, Heartbeat time.Duration
+	// MaxHoldBack bounds the time one write spends holding back (1 s).
+	MaxHoldBack time.Duration
+	// BackToBack: a write that starts later than this after its
+	// synchronizer's last commit is not part of a closed loop of writes; it
+	// never keeps a turn, and a turn is given up once this passes with no
+	// write (10 ms).
+	BackToBack time.Duration
+	// TurnCommits and TurnTime bound one turn: a waiter that got through
+	// keeps going before the others for that many back-to-back commits or
+	// that long, whichever comes first (32, 40 ms).
+	TurnCommits int
+	TurnTime    time.Duration
+	// ClaimGrace is how long the waiter first in line has at least to show
+	// an entry of its own in the log before it loses its claim (50 ms); ten
+	// times the time a try takes, where that is longer.
+	ClaimGrace time.Duration
+	// FromFirstWrite: the manager starts hearing other writers, and says
+	// hello to them, at its synchronizer's first conditional write rather
+	// than when the synchronizer loads the state, so that a process that
+	// only reads adds nothing to the writers' traffic. Its first write may
+	// not hear a waiter that spoke before it listened.
+	FromFirstWrite bool
+}
+
+func (t Options) withDefaults() Options {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if t.AnnounceAfter == 0 {
+		t.AnnounceAfter = 2
+	}
+	if t.TurnCommits == 0 {
+		t.TurnCommits = 32
+	}
+	def(&t.StaleAfter, 250*time.Millisecond)
+	def(&t.Heartbeat, 80*time.Millisecond)
+	def(&t.MaxHoldBack, time.Second)
+	def(&t.BackToBack, 10*time.Millisecond)
+	def(&t.TurnTime, 40*time.Millisecond)
+	def(&t.ClaimGrace, 50*time.Millisecond)
+	return t
+}
+
+type speakerKey struct{}
+
+// SpeakerContext is ctx carrying id, the name an append's writer goes by
+// in the words of turns (see Speaker).
+func SpeakerContext(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, speakerKey{}, id)
+}
+
+// Speaker is the id of the writer appending under ctx, as its words name
+// it, or "". A log that implements Announcer records it with the entry
+// (statesync's Entry.Speaker), so that readers can tell a waiter that writes from one
+// that only talks.
+func Speaker(ctx context.Context) string {
+	id, _ := ctx.Value(speakerKey{}).(string)
+	return id
+}
+
+type withoutKey struct{}
+
+// Without marks a write as one that must land when it is made (a lease's
+// expiry, whose entry's time decides what it does): it never holds back
+// for other writers' turns, nor queues behind writes that do.
+func Without(ctx context.Context) context.Context {
+	return context.WithValue(ctx, withoutKey{}, true)
+}
+
+// Exempt reports whether a write under ctx takes no turns (Without).
+func Exempt(ctx context.Context) bool { return ctx.Value(withoutKey{}) != nil }
+
+// Announcer is implemented by logs that can carry short words among the
+// synchronizers of one log, outside the log: writers use them to take
+// turns. Words may be lost, repeated, late or forged; they never change
+// what a synchronizer takes the log to hold.
+type Announcer interface {
+	// Announce sends word to every synchronizer listening on the log
+	// (including, possibly, the sender).
+	Announce(word []byte) error
+	// Listen calls fn, from another goroutine or the announcer's, with each
+	// word announced by anyone, until stop is called. fn must not block.
+	Listen(fn func(word []byte)) (stop func(), err error)
+	// An Announcer's log also records with each entry appended the
+	// Speaker of the append's context (statesync's Entry.Speaker): the
+	// evidence that a writer who says it waits writes.
+}
+
+// ContendedError is a conditional write, or a compaction, that ran out of
+// time after losing to other writers: the context ended (Err says how) while
+// it was retrying, after Lost tries in a row had found that another writer
+// had appended first. The log answered each of those tries; the write was
+// starved, not cut off. errors.Is(err, context.DeadlineExceeded) still holds.
+type ContendedError struct {
+	Lost int
+	Err  error
+}
+
+func (e *ContendedError) Error() string {
+	return fmt.Sprintf("lost %d tries in a row to other writers, then: %v", e.Lost, e.Err)
+}
+
+func (e *ContendedError) Unwrap() error { return e.Err }
+
+// Manager is the contention manager of one synchronizer: what it hears of
+// other writers' waits, what it says of its own, and the turn it holds.
+// Its own mutex guards it, so that no wait of a write holds the
+// synchronizer's. A Manager serves one synchronizer (its id names that
+// writer); statesync.WithTurns hands it over.
+type Manager struct {
+	opt Options
+	id  string // names this synchronizer in its words and entries
+
+	mu        sync.Mutex
+	announcer Announcer            // nil until listening
+	unlisten  func()               // stops the listening
+	closed    bool                 // listens no more (Synchronizer.Close)
+	waiting   map[string]waiter    // other writers' announced waits, by id
+	changed   chan struct{}        // closed when waiting loses an entry
+	mine      []byte               // the wait announced and not yet said done to
+	wrote     map[string]uint64    // the newest entry read of each speaker
+	void      map[string]time.Time // speakers whose claim came to nothing, and when
+	own       ownTurn
+	landed    time.Time     // when this synchronizer's last append landed
+	tryTime   time.Duration // a moving average of how long a try takes here
+}
+
+type waiter struct {
+	since uint64 // the base revision of the waiting write's first try
+	heard time.Time
+}
+
+// New returns a manager with the options o.
+func New(o Options) *Manager {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return &Manager{opt: o.withDefaults(), id: hex.EncodeToString(b), waiting: map[string]waiter{},
+		changed: make(chan struct{}), wrote: map[string]uint64{}, void: map[string]time.Time{}}
+}
+
+// A word is "wait <id> <since>", "done <id>" or "hello <id>". A writer
+// says hello when it starts to listen: it has missed the words said before,
+// and a writer that holds a turn says nothing until the turn ends, so every
+// writer that waits or holds a turn says its wait again. Unheard, a
+// newcomer would race the turn's holder, which does not give way to a
+// younger writer, and lose every try of that turn.
+func waitWord(id string, since uint64) []byte {
+	return []byte("wait " + id + " " + strconv.FormatUint(since, 10))
+}
+
+func doneWord(id string) []byte { return []byte("done " + id) }
+
+func helloWord(id string) []byte { return []byte("hello " + id) }
+
+// ID is the name the synchronizer goes by in its words and, through
+// SpeakerContext, in its entries.
+func (c *Manager) ID() string { return c.id }
+
+// Loaded tells the manager that its synchronizer loaded the state from log:
+// it starts hearing other writers then, unless FromFirstWrite.
+func (c *Manager) Loaded(log any) {
+	if !c.opt.FromFirstWrite {
+		c.listen(log)
+	}
+}
+
+// listen starts hearing other writers' words, if log can carry them and
+// nobody listens yet, and reports whether c hears them. Until it does,
+// every write tries at once, as without an Announcer: turns are an
+// improvement, not a condition.
+func (c *Manager) listen(log any) bool {
+	if c.announcerOf() != nil {
+		return true
+	}
+	a, ok := log.(Announcer)
+	if !ok {
+		return false
+	}
+	stop, err := a.Listen(c.hear)
+	if err != nil {
+		return false
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		stop()
+		return false
+	}
+	c.announcer, c.unlisten = a, stop
+	c.mu.Unlock()
+	a.Announce(helloWord(c.id)) // a hint: unanswered, it costs only fairness
+	return true
+}
+
+func (c *Manager) announcerOf() Announcer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.announcer
+}
+
+// hear takes in one word from any writer. Words it cannot parse are dropped.
+func (c *Manager) hear(word []byte) {
+	if len(word) > 64 {
+		return
+	}
+	f := strings.Fields(string(word))
+	if len(f) < 2 || f[1] == c.id {
+		return
+	}
+	if f[0] == "hello" && len(f) == 2 {
+		c.mu.Lock()
+		mine, a := c.mine, c.announcer
+		c.mu.Unlock()
+		if mine != nil && a != nil {
+			a.Announce(mine) // a hint, as every word
+		}
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case f[0] == "wait" && len(f) == 3:
+		since, err := strconv.ParseUint(f[2], 10, 64)
+		if err != nil {
+			return
+		}
+		c.waiting[f[1]] = waiter{since: since, heard: time.Now()}
+	case f[0] == "done" && len(f) == 2:
+		if _, ok := c.waiting[f[1]]; ok {
+			delete(c.waiting, f[1])
+			close(c.changed)
+			c.changed = make(chan struct{})
+		}
+	}
+}
+
+// Saw records the entries a read took in, by speaker (the newest revision
+// of each): the evidence that a waiter writes.
+func (c *Manager) Saw(speakers map[string]uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, rev := range speakers {
+		if len(c.wrote) > maxRemembered {
+			clear(c.wrote)
+		}
+		c.wrote[id] = max(c.wrote[id], rev)
+		delete(c.void, id)
+	}
+}
+
+// maxRemembered bounds the ids c remembers, which anyone can make up.
+const maxRemembered = 1024
+
+// wroteAfter: the log, as read, holds an entry of id after revision rev.
+func (c *Manager) wroteAfter(id string, rev uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wrote[id] > rev
+}
+
+// tried records how long a try (an append, or a confirmation) took.
+func (c *Manager) tried(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tryTime += (d - c.tryTime) / 8
+}
+
+// grace is how long the waiter first in line has to show an entry of its
+// own: ClaimGrace, or more where tries are slow (a loaded machine, a
+// cluster), since a waiter's turn costs it a catch-up and a try.
+func (c *Manager) grace() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return max(c.opt.ClaimGrace, 10*c.tryTime)
+}
+
+// voidClaim makes c ignore id's words until the log shows an entry of its
+// own, or for a while: its claim came to nothing.
+func (c *Manager) voidClaim(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.void) > maxRemembered {
+		clear(c.void)
+	}
+	c.void[id] = time.Now()
+	delete(c.waiting, id)
+}
+
+// voidFor is how long a claim that came to nothing keeps its speaker's
+// words ignored, unless the log shows an entry of the speaker first.
+const voidFor = 30 * time.Second
+
+// newest is the age of the youngest live waiter heard, 0 if none.
+func (c *Manager) newest() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var since uint64
+	now := time.Now()
+	for _, w := range c.waiting {
+		if now.Sub(w.heard) < c.opt.StaleAfter {
+			since = max(since, w.since)
+		}
+	}
+	return since
+}
+
+// ahead reports how many live waiters go before w, which of them goes
+// first, when the earliest of them goes stale, and a channel closed when
+// one says it is done. It forgets the stale waiters, and ignores those
+// whose claim came to nothing or that already went before w.
+func (c *Manager) ahead(w *Write, now time.Time) (n int, first string, stale time.Time, changed <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var firstSince uint64
+	for id, wt := range c.waiting {
+		st := wt.heard.Add(c.opt.StaleAfter)
+		if !now.Before(st) {
+			delete(c.waiting, id)
+			continue
+		}
+		if v, ok := c.void[id]; ok && now.Sub(v) < voidFor || w.passed[id] {
+			continue
+		}
+		if wt.since > w.since || (wt.since == w.since && id > c.id) {
+			continue
+		}
+		n++
+		if first == "" || wt.since < firstSince || wt.since == firstSince && id < first {
+			first, firstSince = id, wt.since
+		}
+		if stale.IsZero() || st.Before(stale) {
+			stale = st
+		}
+	}
+	return n, first, stale, c.changed
+}

@@ -1,0 +1,335 @@
+package turns
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// ownTurn is the turn this synchronizer holds, if any, across its writes:
+// a waiter that got through keeps going before the others for up to
+// TurnCommits back-to-back commits or TurnTime, so that a handoff, which
+// costs the next writer a read of what the last one wrote, is paid once
+// per turn rather than once per commit. Guarded by the contention's mu.
+type ownTurn struct {
+	held    bool
+	since   uint64    // the age its words give
+	said    time.Time // when it last announced
+	started time.Time // when its first commit landed
+	commits int       // commits made in the turn
+	gen     int       // counts writes, so a late release knows it is late
+}
+
+// Copy is what a Write needs of its synchronizer: its lock, held around
+// the write and released while the write holds back; the local copy's
+// revision; and a catch-up, which reads the log to its end.
+type Copy interface {
+	sync.Locker
+	Revision() uint64
+	CatchUp(ctx context.Context) error
+}
+
+// Write is one conditional write's part in taking turns. Its methods are
+// called with the synchronizer's lock held.
+type Write struct {
+	c          *Manager
+	copy       Copy
+	since      uint64        // its age: where the log was at its first try, or its turn's
+	looping    bool          // it started right after this synchronizer's last commit
+	noTurns    bool          // it takes no turns (WithoutTurns, or no Announcer)
+	prefetched bool          // it caught up while next in line
+	lost       int           // tries lost in a row
+	said       time.Time     // when it last announced its wait; zero if never
+	heldBack   time.Duration // in all
+	lastHold   time.Duration // before the try under way
+
+	// The claim of the waiter first in line, as this write judges it.
+	first   string          // its id
+	firstAt time.Time       // since when it is first
+	from    uint64          // the local revision then
+	shownAt time.Time       // when an entry of its own was read; zero before
+	voided  time.Duration   // time lost to claims that came to nothing
+	passed  map[string]bool // waiters that had their turn before this write, or lost their claim
+}
+
+// Start begins the part in taking turns of a write under ctx, on the
+// synchronizer's copy of log: it listens first if it does not yet
+// (FromFirstWrite), and continues or ends this synchronizer's turn.
+func (c *Manager) Start(ctx context.Context, log any, cp Copy) *Write {
+	c.listen(log)
+	noTurns := Exempt(ctx)
+	c.mu.Lock()
+	w := &Write{c: c, copy: cp, since: cp.Revision(), looping: time.Since(c.landed) < c.opt.BackToBack, noTurns: noTurns || c.announcer == nil}
+	if w.noTurns {
+		c.mu.Unlock()
+		return w
+	}
+	t := &c.own
+	t.gen++
+	if t.held && w.looping {
+		w.since, w.said = t.since, t.said
+		c.mu.Unlock()
+		return w
+	}
+	ended := c.endTurnLocked()
+	c.mu.Unlock()
+	c.sayDoneIf(ended)
+	return w
+}
+
+// Tried records how long a try (an append, or a confirmation) took.
+func (w *Write) Tried(d time.Duration) { w.c.tried(d) }
+
+// Lost records a try that another writer beat, with the log at current.
+func (w *Write) Lost(current uint64) { w.c.lost(w, current) }
+
+// End ends the write's part; landed says whether it landed.
+func (w *Write) End(landed bool) { w.c.endWrite(w, landed) }
+
+// HeldBack is how long the write held back before the try under way.
+func (w *Write) HeldBack() time.Duration { return w.lastHold }
+
+// lost records a try of w that another writer beat, with the log at
+// current: after AnnounceAfter lost appends in a row, w announces that it
+// waits.
+func (c *Manager) lost(w *Write, current uint64) {
+	w.lost++
+	if w.lost == 1 && w.said.IsZero() {
+		// Its age is where the log was when it first tried, not where its
+		// copy was: a copy that was old when the write began (a process
+		// that writes once in a while) is no claim to go first.
+		w.since = max(w.since, current)
+	}
+	if !w.noTurns && w.lost >= c.opt.AnnounceAfter {
+		c.sayWaiting(w, time.Now())
+	}
+}
+
+func (c *Manager) sayWaiting(w *Write, now time.Time) {
+	w.said = now
+	word := waitWord(c.id, w.since)
+	c.mu.Lock()
+	c.mine = word
+	a := c.announcer
+	c.mu.Unlock()
+	a.Announce(word) // a hint: a lost word costs only fairness
+}
+
+// endWrite ends w's part. A looping writer whose write waited and landed
+// holds the turn for its next back-to-back writes, up to TurnCommits or
+// TurnTime; otherwise a writer that announced a wait says it is done, so
+// that the writers holding back for it go on.
+func (c *Manager) endWrite(w *Write, landed bool) {
+	c.mu.Lock()
+	if landed {
+		c.landed = time.Now()
+	}
+	if w.said.IsZero() || w.noTurns {
+		c.mu.Unlock()
+		return
+	}
+	t := &c.own
+	if !landed || !w.looping {
+		*t = ownTurn{gen: t.gen}
+		c.mine = nil
+		c.mu.Unlock()
+		c.sayDoneIf(true)
+		return
+	}
+	if !t.held || t.since != w.since {
+		*t = ownTurn{held: true, since: w.since, started: c.landed, gen: t.gen}
+	}
+	t.said = w.said
+	t.commits++
+	if t.commits >= c.opt.TurnCommits || c.landed.Sub(t.started) >= c.opt.TurnTime {
+		ended := c.endTurnLocked()
+		c.mu.Unlock()
+		c.sayDoneIf(ended)
+		return
+	}
+	gen := t.gen
+	c.mu.Unlock()
+	time.AfterFunc(c.opt.BackToBack, func() {
+		c.mu.Lock()
+		ended := c.own.gen == gen && c.endTurnLocked()
+		c.mu.Unlock()
+		c.sayDoneIf(ended)
+	})
+}
+
+// endTurnLocked gives up this synchronizer's turn, if it holds one, and
+// reports whether it did: the caller then says done, once c.mu is free.
+func (c *Manager) endTurnLocked() bool {
+	t := &c.own
+	if !t.held {
+		return false
+	}
+	*t = ownTurn{gen: t.gen}
+	c.mine = nil
+	return true
+}
+
+// Close stops hearing other writers for good, saying done first if this
+// synchronizer holds a turn, so that nobody waits for it. Writes then try
+// at once.
+func (c *Manager) Close() {
+	c.mu.Lock()
+	ended := c.endTurnLocked()
+	a, stop := c.announcer, c.unlisten
+	c.announcer, c.unlisten, c.closed = nil, nil, true
+	c.mu.Unlock()
+	if ended && a != nil {
+		a.Announce(doneWord(c.id)) // a hint, as sayWaiting's
+	}
+	if stop != nil {
+		stop()
+	}
+}
+
+// sayDoneIf tells the writers holding back for this one that it is done.
+func (c *Manager) sayDoneIf(ended bool) {
+	if a := c.announcerOf(); ended && a != nil {
+		a.Announce(doneWord(c.id)) // a hint, as sayWaiting's
+	}
+}
+
+// HoldBack is called before each try: it waits while a writer older than
+// the write waits for its turn, until that one says it is done, loses its
+// claim, goes stale, ctx ends, or the write has held back for MaxHoldBack
+// in all. It waits with the synchronizer's lock released. A write that
+// holds back is waiting too: it announces so, and repeats its word
+// meanwhile. It uses the wait to catch up, where that saves the others
+// from waiting while it does so at its turn: before it joins the queue if
+// its copy is known to be behind, and once when it is next in line. A
+// write that waited catches up once more before it goes: the writers
+// before it took their turns meanwhile, so a try on its copy would be lost
+// for sure, and a read costs the same round trips as a lost try and its
+// catch-up, without the try.
+func (w *Write) HoldBack(ctx context.Context) (err error) {
+	if w.noTurns {
+		return nil
+	}
+	c := w.c
+	before, waited := w.heldBack, false
+	defer func() {
+		w.lastHold = w.heldBack - before
+		if waited && err == nil {
+			err = w.copy.CatchUp(ctx)
+		}
+	}()
+	for w.heldBack < c.opt.MaxHoldBack && w.voided < 2*c.grace() {
+		now := time.Now()
+		ahead, first, stale, changed := c.ahead(w, now)
+		if ahead == 0 {
+			return nil
+		}
+		judgeBy, again, err := w.judgeClaim(ctx, first, now)
+		if err != nil || again {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if err := w.queueUp(ctx, ahead, now); err != nil {
+			return err
+		}
+		wake := earliest(stale, judgeBy, now.Add(c.opt.MaxHoldBack-w.heldBack), w.said.Add(c.opt.Heartbeat)).Sub(now)
+		if err := w.sleepUnlocked(ctx, wake, changed); err != nil {
+			return err
+		}
+		waited = true
+		w.heldBack += time.Since(now)
+	}
+	return nil
+}
+
+// queueUp announces w's wait and catches up where that saves time (see
+// HoldBack).
+func (w *Write) queueUp(ctx context.Context, ahead int, now time.Time) error {
+	c := w.c
+	if w.said.IsZero() {
+		// Join the queue behind the waiters heard: an old copy is no
+		// claim to go first. A waiter's age says the log has reached
+		// it; a copy short of that is behind, so catch up first.
+		newest := c.newest()
+		if w.copy.Revision() < newest {
+			if err := w.copy.CatchUp(ctx); err != nil {
+				return err
+			}
+		}
+		w.since = max(w.since, w.copy.Revision(), newest)
+	} else if ahead == 1 && !w.prefetched {
+		w.prefetched = true
+		if err := w.copy.CatchUp(ctx); err != nil {
+			return err
+		}
+	}
+	if w.said.IsZero() || now.Sub(w.said) >= c.opt.Heartbeat {
+		c.sayWaiting(w, now)
+	}
+	return nil
+}
+
+// judgeClaim judges the claim of first, the waiter w holds back for: it
+// must show an entry of its own within ClaimGrace of becoming first, and
+// then goes before w for one turn (TurnTime). It returns when to judge
+// again, or again=true when first no longer goes before w.
+func (w *Write) judgeClaim(ctx context.Context, first string, now time.Time) (judgeBy time.Time, again bool, err error) {
+	c := w.c
+	if w.first != first {
+		w.first, w.firstAt, w.from, w.shownAt = first, now, w.copy.Revision(), time.Time{}
+	}
+	if !w.shownAt.IsZero() {
+		if judgeBy = w.shownAt.Add(c.opt.TurnTime); now.Before(judgeBy) {
+			return judgeBy, false, nil
+		}
+		w.pass(first) // its turn before w is over
+		return judgeBy, true, nil
+	}
+	if judgeBy = w.firstAt.Add(c.grace()); now.Before(judgeBy) {
+		return judgeBy, false, nil
+	}
+	if err := w.copy.CatchUp(ctx); err != nil {
+		return judgeBy, false, err
+	}
+	if c.wroteAfter(first, w.from) {
+		w.shownAt = now
+		return now.Add(c.opt.TurnTime), false, nil
+	}
+	c.voidClaim(first)
+	w.pass(first)
+	w.voided += now.Sub(w.firstAt)
+	return judgeBy, true, nil
+}
+
+func (w *Write) pass(id string) {
+	if w.passed == nil {
+		w.passed = map[string]bool{}
+	}
+	w.passed[id] = true
+}
+
+// sleepUnlocked waits, with the synchronizer's lock released, for d,
+// changed or ctx's end.
+func (w *Write) sleepUnlocked(ctx context.Context, d time.Duration, changed <-chan struct{}) error {
+	w.copy.Unlock()
+	defer w.copy.Lock()
+	timer := time.NewTimer(max(d, time.Millisecond))
+	defer timer.Stop()
+	select {
+	case <-changed:
+	case <-timer.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+func earliest(first time.Time, rest ...time.Time) time.Time {
+	for _, t := range rest {
+		if t.Before(first) {
+			first = t
+		}
+	}
+	return first
+}
