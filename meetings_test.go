@@ -84,10 +84,10 @@ func meetingsSay(format string, args ...any) {
 }
 
 func runMeetingsWorker(ctx context.Context, cfg *sharedconfig.Config, id string) int {
-	stopKeeper := cfg.KeepLeases(nil)
+	stopKeeper := cfg.Leases().Keep(nil)
 	lease := "lease-" + id
 	opCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	if _, err := cfg.RegisterLease(opCtx, lease, 2*time.Second); err == nil {
+	if _, err := cfg.Leases().Register(opCtx, lease, 2*time.Second); err == nil {
 		_, _, _ = cfg.PutWithLease(opCtx, "member/"+id, "alive", lease)
 	}
 	cancel()
@@ -113,7 +113,7 @@ func runMeetingsWorker(ctx context.Context, cfg *sharedconfig.Config, id string)
 	stopKeeper()
 	rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_, _ = cfg.RevokeHeld(rctx)
+	_, _ = cfg.Leases().RevokeHeld(rctx)
 	return 0
 }
 

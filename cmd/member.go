@@ -64,7 +64,7 @@ func memberCommandFunc(cmd *cobra.Command, f *rootFlags, key, value string, ttl 
 			return &exitError{code: exitFailures}
 		}
 	}
-	stopKeeper := s.cfg.KeepLeases(func(msg string) { memberWarning(cmd, f, msg) })
+	stopKeeper := s.cfg.Leases().Keep(func(msg string) { memberWarning(cmd, f, msg) })
 	lost := holdUntilEnd(ctx, cmd.InOrStdin(), s.cfg, f.scope+"/"+f.name, key, value, ttl)
 	// Leaving takes ExitBudget at most, whatever the server does (the end
 	// of input is no signal): then the connection is cut, and the lease is
@@ -155,7 +155,7 @@ func stillHeld(cfg *sharedconfig.Config, key, value string) string {
 	case p.Lease != key || p.Value != value:
 		return fmt.Sprintf("another writer changed '%s' (at revision %d)", repl.Shown(key), p.Revision)
 	}
-	for _, l := range cfg.Leases() {
+	for _, l := range cfg.Leases().List() {
 		if l.Name == key && l.Mine {
 			return ""
 		}
@@ -168,7 +168,7 @@ func stillHeld(cfg *sharedconfig.Config, key, value string) string {
 func revokeMember(s *session, key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _ = s.cfg.RevokeHeld(ctx)
+	_, _ = s.cfg.Leases().RevokeHeld(ctx)
 }
 
 func memberWarning(cmd *cobra.Command, f *rootFlags, msg string) {

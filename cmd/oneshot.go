@@ -294,7 +294,7 @@ func watchCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
 	// A watching process writes the expiry of leases that fall due, as a
 	// following shell does, so that a lease whose holder died ends on time
 	// with nobody else running.
-	stopKeeper := s.cfg.KeepLeases(nil)
+	stopKeeper := s.cfg.Leases().Keep(nil)
 	// Say where watching starts, so that a reader knows every change after
 	// that revision will show.
 	if f.output == "json" {

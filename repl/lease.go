@@ -52,20 +52,20 @@ func (sh *Shell) leaseFailure(name string, err error) reply {
 func runRegisterLease(ctx context.Context, sh *Shell, args []string) reply {
 	name := args[0]
 	ttl, _ := sharedconfig.ParseTTL(args[1]) // checked
-	renewed, err := sh.cfg.RegisterLease(ctx, name, ttl)
+	renewed, err := sh.cfg.Leases().Register(ctx, name, ttl)
 	if err != nil {
 		return sh.leaseFailure(name, err)
 	}
-	f := fields{"lease": name, "ttl": ttl.String(), "holder": sh.cfg.Holder(), "renewed": renewed}
+	f := fields{"lease": name, "ttl": ttl.String(), "holder": sh.cfg.Leases().Holder(), "renewed": renewed}
 	if renewed {
 		return answer(say("Lease '%s' renewed with ttl %s", name, ttl.String()), f)
 	}
-	return answer(say("Lease '%s' registered with ttl %s, held by %s", name, ttl.String(), sh.cfg.Holder()), f)
+	return answer(say("Lease '%s' registered with ttl %s, held by %s", name, ttl.String(), sh.cfg.Leases().Holder()), f)
 }
 
 func runRefreshLease(ctx context.Context, sh *Shell, args []string) reply {
 	name := args[0]
-	l, err := sh.cfg.RefreshLease(ctx, name)
+	l, err := sh.cfg.Leases().Refresh(ctx, name)
 	if errors.Is(err, statesync.ErrUnknownOutcome) && !sh.cancelled.Load() {
 		// Unconditional, so it cannot be looked up; but, unlike a change,
 		// it is safe to send again.
@@ -79,7 +79,7 @@ func runRefreshLease(ctx context.Context, sh *Shell, args []string) reply {
 
 func runRevokeLease(ctx context.Context, sh *Shell, args []string) reply {
 	name := args[0]
-	keys, err := sh.cfg.RevokeLease(ctx, name)
+	keys, err := sh.cfg.Leases().Revoke(ctx, name)
 	if err != nil {
 		return sh.leaseFailure(name, err)
 	}
@@ -91,12 +91,12 @@ func runRevokeLease(ctx context.Context, sh *Shell, args []string) reply {
 }
 
 func runLeases(_ context.Context, sh *Shell, _ []string) reply {
-	leases := sh.cfg.Leases()
+	leases := sh.cfg.Leases().List()
 	list := []fields{}
 	if len(leases) == 0 {
 		return answer(say("No leases in SharedConfig: '%s'", sh.name), fields{"leases": list})
 	}
-	now := sh.cfg.ServerNow()
+	now := sh.cfg.Leases().Now()
 	r := answer(say("Leases of SharedConfig: '%s' (time left by the server's clock, as last seen):", sh.name), nil)
 	t := &table{header: []string{"Lease", "Holder", "TTL", "Keys", "Time left"}}
 	for _, l := range leases {
@@ -256,7 +256,7 @@ func (sh *Shell) KeepLeases() (stop func()) {
 	if sh.cfg == nil {
 		return func() {}
 	}
-	stopKeeper := sh.cfg.KeepLeases(sh.leaseWarning)
+	stopKeeper := sh.cfg.Leases().Keep(sh.leaseWarning)
 	return func() {
 		abort := time.AfterFunc(ExitBudget, sh.abort)
 		defer abort.Stop()
@@ -266,7 +266,7 @@ func (sh *Shell) KeepLeases() (stop func()) {
 		stopKeeper()
 		ctx, cancel := context.WithTimeout(context.Background(), min(sh.timeout, ExitBudget))
 		defer cancel()
-		lost, err := sh.cfg.RevokeHeld(ctx)
+		lost, err := sh.cfg.Leases().RevokeHeld(ctx)
 		for _, l := range lost {
 			sh.leaseWarning(l.String())
 		}

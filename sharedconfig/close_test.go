@@ -79,7 +79,7 @@ func openWithEverythingRunning(t *testing.T, nc *nats.Conn, other *sharedconfig.
 	if err := c.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.RegisterLease(ctx, "L", 10*time.Second); err != nil {
+	if _, err := c.Leases().Register(ctx, "L", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Follow(nil); err != nil {
@@ -88,6 +88,6 @@ func openWithEverythingRunning(t *testing.T, nc *nats.Conn, other *sharedconfig.
 	if _, err := c.Watch("a", func(sharedconfig.Change) {}, nil); err != nil {
 		t.Fatal(err)
 	}
-	c.KeepLeases(nil)
+	c.Leases().Keep(nil)
 	return log, c
 }

@@ -31,15 +31,10 @@ import (
 type codec struct{}
 
 type wireOp struct {
-	Op    string  `json:"op"`
-	Key   *string `json:"key,omitempty"`
-	Value *string `json:"value,omitempty"`
-	// The lease fields (lease.go); entries written before leases lack them.
-	Lease  *string `json:"lease,omitempty"`
-	Holder *string `json:"holder,omitempty"`
-	TTLms  *int64  `json:"ttl_ms,omitempty"`
-	// Registration: refresh and revoke name the registration they are for.
-	Registration *uint64 `json:"registration,omitempty"`
+	Op              string  `json:"op"`
+	Key             *string `json:"key,omitempty"`
+	Value           *string `json:"value,omitempty"`
+	wireLeaseFields         // lease_codec.go
 }
 
 type wireUpdates struct {
@@ -168,7 +163,7 @@ func decodeUpdatesStrict(data []byte) ([]statesync.Update[State], error) {
 			us[i] = u
 			continue
 		}
-		if op.Lease != nil || op.Holder != nil || op.TTLms != nil || op.Registration != nil {
+		if op.wireLeaseFields != (wireLeaseFields{}) {
 			return nil, fmt.Errorf("op %d is not a valid lease operation: %s", i, mustJSON(op))
 		}
 		switch {

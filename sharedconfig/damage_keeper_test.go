@@ -16,11 +16,11 @@ func TestKeeperBacksOffOnADamagedConfig(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	holder := e.open(sharedconfig.Options{Holder: "holder"})
-	if _, err := holder.RegisterLease(ctx, "member", 3*time.Second); err != nil {
+	if _, err := holder.Leases().Register(ctx, "member", 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	bad := publishRaw(t, e, "garbage", jetstream.HeaderFormat, "1", jetstream.HeaderKind, "update")
-	stop := holder.KeepLeases(func(msg string) { t.Log("keeper:", msg) })
+	stop := holder.Leases().Keep(func(msg string) { t.Log("keeper:", msg) })
 	const watch = 5 * time.Second
 	time.Sleep(watch)
 	stop()

@@ -38,13 +38,6 @@ type Change struct {
 	Ended []EndedLease
 }
 
-// EndedLease is a lease an entry ended and the keys it removed.
-type EndedLease struct {
-	Lease   string
-	Keys    []string
-	Expired bool // false: revoked
-}
-
 // Op is one operation of an update: a put, a remove or a clear, or a lease
 // operation (lease.go).
 type Op struct {
@@ -82,8 +75,8 @@ func opsOf(updates []statesync.Update[State]) []Op {
 		case clearUpdate:
 			ops = append(ops, Op{Kind: "clear"})
 		default:
-			if op, ok := encodeLeaseOp(u); ok {
-				ops = append(ops, leaseOpOf(op))
+			if op, ok := leaseOp(u); ok {
+				ops = append(ops, op)
 			}
 		}
 	}
@@ -145,12 +138,6 @@ func (c *Config) History(ctx context.Context, n int) ([]Change, error) {
 		err = c.addEnded(ctx, last, out)
 	}
 	return out, err
-}
-
-// endsLeases: ch expires or revokes a lease, so what it ended depends on
-// the state before it.
-func endsLeases(ch Change) bool {
-	return slices.ContainsFunc(ch.Ops, func(op Op) bool { return op.Kind == "expire_lease" || op.Kind == "revoke_lease" })
 }
 
 // addEnded sets Ended on the changes that end leases, replaying the log

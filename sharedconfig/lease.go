@@ -9,6 +9,22 @@ import (
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
+// Leases live in this package's lease*.go files rather than a package of
+// their own: a lease's updates change a State (its lease table, and the keys
+// attached to the lease), which only this package can build, so a lease
+// package would need State's insides exported. Beyond these files, the
+// package knows of leases only that a key may name one (Property.Lease) and
+// calls a few seams: the codec asks lease_codec.go for the lease ops and a
+// snapshot's leases, a Change asks lease_change.go what an entry ended, and
+// Config holds a leaseClient. The files:
+//
+//	lease.go         Lease and the lease updates, as a State applies them
+//	lease_codec.go   their wire form
+//	lease_client.go  the handle (Config.Leases): what this process holds
+//	lease_keeper.go  Leases.Keep, which refreshes and expires in the background
+//	lease_clock.go   the server's clock, estimated from the log's times
+//	lease_change.go  leases in a config's changes (History, Watch)
+
 // Lease is a named lease: keys attached to it (PutWithLease) live as long
 // as its holder keeps refreshing it. Deadlines are in the log's time (the
 // time the server stored the entry that set them), never a client's.
@@ -92,6 +108,9 @@ var (
 	_ statesync.TimedUpdate[State] = expireLease{}
 	_ statesync.TimedUpdate[State] = putWithLease{}
 )
+
+// leaseTable is a State's leases by name.
+type leaseTable = *immutable.SortedMap[string, Lease]
 
 // Lease returns the lease named name.
 func (s State) Lease(name string) (Lease, bool) {

@@ -21,18 +21,18 @@ func TestTwinRefreshOfARegistrationItDidNotMake(t *testing.T) {
 	ctx := context.Background()
 	e := newLeaseEnv(t)
 	a1, a2, b := e.open("a"), e.open("a"), e.open("b")
-	_, err := a1.RegisterLease(ctx, "L", 10*time.Second)
+	_, err := a1.Leases().Register(ctx, "L", 10*time.Second)
 	ok(t, err)
 	ok(t, a2.Refresh(ctx)) // a2 sees the first deadline
 	e.clock.Advance(4 * time.Second)
-	_, err = a1.RefreshLease(ctx, "L") // a2 does not see this one
+	_, err = a1.Leases().Refresh(ctx, "L") // a2 does not see this one
 	ok(t, err)
 	e.clock.Advance(6 * time.Second)
-	_, err = b.RegisterLease(ctx, "b", 10*time.Second) // the log is alive in L's last half
+	_, err = b.Leases().Register(ctx, "b", 10*time.Second) // the log is alive in L's last half
 	ok(t, err)
 	e.clock.Advance(5 * time.Second) // L is past its deadline; nobody expired it yet
 	rev := b.Revision()
-	if _, err := a2.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseNotMine) {
+	if _, err := a2.Leases().Refresh(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseNotMine) {
 		t.Fatalf("a twin's refresh: %v, want ErrLeaseNotMine", err)
 	}
 	if a2.Revision() != rev {
@@ -52,7 +52,7 @@ func TestLateRefreshAfterAGraceItMissed(t *testing.T) {
 	ctx := context.Background()
 	e := newLeaseEnv(t)
 	a, other := e.open("a"), e.open("other")
-	_, err := a.RegisterLease(ctx, "L", 10*time.Second)
+	_, err := a.Leases().Register(ctx, "L", 10*time.Second)
 	ok(t, err)
 	ok(t, other.Refresh(ctx))
 	e.clock.Advance(30 * time.Second)           // silence
@@ -65,7 +65,7 @@ func TestLateRefreshAfterAGraceItMissed(t *testing.T) {
 	_, err = sharedconfig.ExpireDue(ctx, other) // a witness: the log is alive as the grace ends
 	ok(t, err)
 	e.clock.Advance(3 * time.Second)
-	if _, err := a.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseExpired) {
+	if _, err := a.Leases().Refresh(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseExpired) {
 		t.Fatalf("a refresh after the grace ran out: %v, want ErrLeaseExpired", err)
 	}
 }
@@ -78,13 +78,13 @@ func TestRefreshAfterATwinRevoked(t *testing.T) {
 	ctx := context.Background()
 	e := newLeaseEnv(t)
 	a1, a2 := e.open("a"), e.open("a")
-	_, err := a1.RegisterLease(ctx, "L", 10*time.Second)
+	_, err := a1.Leases().Register(ctx, "L", 10*time.Second)
 	ok(t, err)
-	_, err = a2.RegisterLease(ctx, "L", 10*time.Second)
+	_, err = a2.Leases().Register(ctx, "L", 10*time.Second)
 	ok(t, err)
-	_, err = a2.RevokeLease(ctx, "L")
+	_, err = a2.Leases().Revoke(ctx, "L")
 	ok(t, err)
-	if _, err := a1.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseEnded) || errors.Is(err, sharedconfig.ErrLeaseExpired) {
+	if _, err := a1.Leases().Refresh(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseEnded) || errors.Is(err, sharedconfig.ErrLeaseExpired) {
 		t.Fatalf("a refresh of a revoked lease: %v, want ErrLeaseEnded", err)
 	}
 	if _, held := a1.State().Lease("L"); held {
@@ -98,7 +98,7 @@ func TestRefreshOfALeaseNowAnothers(t *testing.T) {
 	ctx := context.Background()
 	e := newLeaseEnv(t)
 	a, b := e.open("a"), e.open("b")
-	_, err := a.RegisterLease(ctx, "L", 10*time.Second)
+	_, err := a.Leases().Register(ctx, "L", 10*time.Second)
 	ok(t, err)
 	ok(t, b.Refresh(ctx))
 	e.clock.Advance(8 * time.Second)
@@ -110,10 +110,10 @@ func TestRefreshOfALeaseNowAnothers(t *testing.T) {
 	if len(gone) != 1 {
 		t.Fatalf("ExpireDue ended %v, want [L]", gone)
 	}
-	_, err = b.RegisterLease(ctx, "L", 10*time.Second)
+	_, err = b.Leases().Register(ctx, "L", 10*time.Second)
 	ok(t, err)
 	mine, _ := b.State().Lease("L")
-	if _, err := a.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseHeld) {
+	if _, err := a.Leases().Refresh(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseHeld) {
 		t.Fatalf("a refresh of a lease another writer holds now: %v, want ErrLeaseHeld", err)
 	}
 	ok(t, b.Refresh(ctx))
@@ -153,12 +153,12 @@ func TestRefreshWhoseEntryACompactionCovered(t *testing.T) {
 	a, err := sharedconfig.Open(ctx, log, sharedconfig.Options{Holder: "a"})
 	ok(t, err)
 	sharedconfig.SetServerClock(a, e.clock.Now)
-	_, err = a.RegisterLease(ctx, "L", 10*time.Second)
+	_, err = a.Leases().Register(ctx, "L", 10*time.Second)
 	ok(t, err)
 	_, _, err = b.Put(ctx, "other", "x") // a's copy is behind
 	ok(t, err)
 	e.clock.Advance(4 * time.Second)
-	l, err := a.RefreshLease(ctx, "L")
+	l, err := a.Leases().Refresh(ctx, "L")
 	ok(t, err)
 	if !compacted {
 		t.Fatal("no compaction came between the refresh and its read back")
@@ -179,17 +179,17 @@ func TestTwinLeavesTheLeaseItDidNotRegister(t *testing.T) {
 	ctx := context.Background()
 	e := newLeaseEnv(t)
 	shell, twin := e.open("server-1"), e.open("server-1")
-	_, err := shell.RegisterLease(ctx, "L", 10*time.Second)
+	_, err := shell.Leases().Register(ctx, "L", 10*time.Second)
 	ok(t, err)
 	_, _, err = shell.PutWithLease(ctx, "/servers/1", "up", "L")
 	ok(t, err)
-	_, err = twin.RegisterLease(ctx, "M", 10*time.Second) // the twin's own
+	_, err = twin.Leases().Register(ctx, "M", 10*time.Second) // the twin's own
 	ok(t, err)
 
 	e.clock.Advance(8 * time.Second) // both are due for a refresh
 	before, _ := twin.State().Lease("L")
 	first, _ := twin.State().Lease("M")
-	stop := twin.KeepLeases(func(msg string) { t.Log("twin:", msg) })
+	stop := twin.Leases().Keep(func(msg string) { t.Log("twin:", msg) })
 	for end := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if m, _ := twin.State().Lease("M"); !m.Deadline.Equal(first.Deadline) {
 			break // refreshed; a refresh of L came first, in the same round
@@ -203,7 +203,7 @@ func TestTwinLeavesTheLeaseItDidNotRegister(t *testing.T) {
 		t.Fatalf("the twin's keeper refreshed a lease it did not register: deadline %v, was %v", l.Deadline, before.Deadline)
 	}
 
-	_, err = twin.RevokeHeld(ctx) // the twin's clean exit
+	_, err = twin.Leases().RevokeHeld(ctx) // the twin's clean exit
 	ok(t, err)
 	ok(t, shell.Refresh(ctx))
 	if v, _ := shell.Get("/servers/1"); v != "up" {
@@ -212,7 +212,7 @@ func TestTwinLeavesTheLeaseItDidNotRegister(t *testing.T) {
 	if _, held := shell.State().Lease("M"); held {
 		t.Fatal("the twin's exit left its own lease")
 	}
-	_, err = shell.RevokeHeld(ctx)
+	_, err = shell.Leases().RevokeHeld(ctx)
 	ok(t, err)
 	if _, held := shell.State().Lease("L"); held {
 		t.Fatal("the shell's exit left its lease")

@@ -174,15 +174,24 @@ func newLeaseClient(holder string) leaseClient {
 	return leaseClient{holder: holder}
 }
 
-// Holder names this process as a lease holder.
-func (c *Config) Holder() string { return c.leases.holder }
+// Leases is a config's lease side, c.Leases(): registering, refreshing and
+// revoking this process's leases, keeping them alive, and listing them.
+type Leases struct{ c *Config }
 
-// ServerNow estimates the server's clock from the times the log stored on
+// Leases returns the config's lease handle.
+func (c *Config) Leases() Leases { return Leases{c} }
+
+// Holder names this process as a lease holder (Options.Holder).
+func (ls Leases) Holder() string { return ls.c.leases.holder }
+
+// Now estimates the server's clock from the times the log stored on
 // the entries this process read (serverClock); the local clock only
 // measures the time since. It decides only when this process asks the log
 // for something (a refresh, an expiry); whether a lease expired is decided
 // by the time the log stores on the expiry entry.
-func (c *Config) ServerNow() time.Time {
+func (ls Leases) Now() time.Time { return ls.c.serverNow() }
+
+func (c *Config) serverNow() time.Time {
 	lt, ok := c.sync.LastLogTime()
 	c.leases.mu.Lock()
 	defer c.leases.mu.Unlock()
@@ -234,8 +243,9 @@ type LeaseInfo struct {
 	Mine bool
 }
 
-// Leases lists the leases of the local copy.
-func (c *Config) Leases() []LeaseInfo {
+// List lists the leases of the local copy.
+func (ls Leases) List() []LeaseInfo {
+	c := ls.c
 	st := c.State()
 	var out []LeaseInfo
 	for name, l := range st.Leases() {
@@ -245,10 +255,11 @@ func (c *Config) Leases() []LeaseInfo {
 	return out
 }
 
-// RegisterLease creates lease name held by this process with the given
+// Register creates lease name held by this process with the given
 // ttl, or renews it (with this ttl) if this process holds it already.
 // It returns ErrLeaseHeld if another writer holds it.
-func (c *Config) RegisterLease(ctx context.Context, name string, ttl time.Duration) (renewed bool, err error) {
+func (ls Leases) Register(ctx context.Context, name string, ttl time.Duration) (renewed bool, err error) {
+	c := ls.c
 	if err := checkLeaseName(name); err != nil {
 		return false, err
 	}
@@ -281,7 +292,7 @@ func (c *Config) RegisterLease(ctx context.Context, name string, ttl time.Durati
 	return f.existed, nil
 }
 
-// RefreshLease moves the deadline of lease name, which this process holds,
+// Refresh moves the deadline of lease name, which this process holds,
 // to its ttl from now by the server's clock, and returns the lease.
 //
 // When the local copy says this process holds the lease, the refresh is
@@ -292,7 +303,8 @@ func (c *Config) RegisterLease(ctx context.Context, name string, ttl time.Durati
 // lost theirs: refreshes cost those writers little (README, "Leases").
 // Otherwise the conditional path gives the answer of the latest state.
 // Then it compacts the config if that is due.
-func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
+func (ls Leases) Refresh(ctx context.Context, name string) (Lease, error) {
+	c := ls.c
 	l, err := c.refreshLease(ctx, name)
 	if err == nil {
 		c.compactIfDue(ctx)
@@ -300,7 +312,7 @@ func (c *Config) RefreshLease(ctx context.Context, name string) (Lease, error) {
 	return l, err
 }
 
-// refreshLease is RefreshLease without the compaction, for the keeper,
+// refreshLease is Refresh without the compaction, for the keeper,
 // whose next refresh must not wait for one.
 func (c *Config) refreshLease(ctx context.Context, name string) (Lease, error) {
 	reg := c.leases.registration(name)
@@ -356,9 +368,10 @@ func (c *Config) refreshed(after State, name string, reg uint64, before time.Tim
 	return l, nil
 }
 
-// RevokeLease ends lease name, which this process holds, and removes its
+// Revoke ends lease name, which this process holds, and removes its
 // keys, which it returns.
-func (c *Config) RevokeLease(ctx context.Context, name string) (keys []string, err error) {
+func (ls Leases) Revoke(ctx context.Context, name string) (keys []string, err error) {
+	c := ls.c
 	// Let go first, so that the keeper, refreshing it meanwhile, does not
 	// take its end for news.
 	kept, wasKept := c.leases.let(name)
@@ -388,12 +401,13 @@ func (c *Config) RevokeLease(ctx context.Context, name string) (keys []string, e
 // as a clean exit does; those its holder holds under another process's
 // registration are left alone. It returns the registrations it found lost
 // whose end was not reported yet.
-func (c *Config) RevokeHeld(ctx context.Context) ([]LostLease, error) {
+func (ls Leases) RevokeHeld(ctx context.Context) ([]LostLease, error) {
+	c := ls.c
 	held, lost := c.keptIn(c.State())
 	var errs []error
 	for _, name := range held {
 		k := c.leases.get(name)
-		_, err := c.RevokeLease(ctx, name)
+		_, err := ls.Revoke(ctx, name)
 		switch {
 		case lostBy(err):
 			// Ended before the revocation caught up with the log.
@@ -460,13 +474,13 @@ func (c *Config) PutWithLease(ctx context.Context, key, value, lease string) (ol
 }
 
 // expireDue writes an expiry for every lease that looks past its deadline
-// by ServerNow, and a witness (an expiry that is not yet due, which only
+// by serverNow, and a witness (an expiry that is not yet due, which only
 // records the log's time) for a lease about to fall due while the log has
 // been quiet, so that its expiry will be judged rather than forgiven (see
 // Lease.Watched). The log's time on each entry decides; this process's
 // clock only picks the moment to ask. It returns the leases that ended.
 func (c *Config) expireDue(ctx context.Context) ([]string, error) {
-	now := c.ServerNow()
+	now := c.serverNow()
 	// dueNow: l looks overdue, or about to fall due unwatched.
 	dueNow := func(l Lease) bool {
 		return l.Overdue(now) || (!l.Watched && now.After(l.Deadline.Add(-l.TTL/4)))
@@ -499,71 +513,4 @@ func (c *Config) expireDue(ctx context.Context) ([]string, error) {
 		}
 	}
 	return ended, errors.Join(errs...)
-}
-
-// leaseOpOf is a lease operation's wire form as an Op.
-func leaseOpOf(w wireOp) Op {
-	op := Op{Kind: w.Op, Lease: *w.Lease}
-	if w.Key != nil {
-		op.Key, op.Value = *w.Key, *w.Value
-	}
-	if w.Holder != nil {
-		op.Holder = *w.Holder
-	}
-	if w.TTLms != nil {
-		op.TTL = time.Duration(*w.TTLms) * time.Millisecond
-	}
-	if w.Registration != nil {
-		op.Registration = *w.Registration
-	}
-	return op
-}
-
-// endedLeases are the leases present before an entry and gone after it.
-func endedLeases(before, after State, us []statesync.Update[State]) []EndedLease {
-	var ended []EndedLease
-	for name := range before.Leases() {
-		if _, ok := after.Lease(name); ok {
-			continue
-		}
-		expired := slices.ContainsFunc(us, func(u statesync.Update[State]) bool { return u == expireLease{name} })
-		ended = append(ended, EndedLease{Lease: name, Keys: before.LeaseKeys(name), Expired: expired})
-	}
-	return ended
-}
-
-// changeWithLeases describes an entry as changeOf does, adding the leases
-// it ended.
-func changeWithLeases(a statesync.Applied[State]) Change {
-	ch := changeOf(a.Entry, a.Updates, a.Snapshot, a.Local)
-	if a.HasStates && !a.Entry.Snapshot && a.Entry.Foreign == "" {
-		ch.Ended = endedLeases(a.Before, a.After, a.Updates)
-	}
-	return ch
-}
-
-// endedUnder narrows the leases an entry ended to their keys under prefix,
-// and adds to ops the expiry or revocation that removed them: a watch of a
-// prefix sees a lease's end only when it removed keys there.
-func endedUnder(ended []EndedLease, ops []Op, us []statesync.Update[State], prefix string) ([]EndedLease, []Op) {
-	var kept []EndedLease
-	for _, e := range ended {
-		var keys []string
-		for _, k := range e.Keys {
-			if strings.HasPrefix(k, prefix) {
-				keys = append(keys, k)
-			}
-		}
-		if len(keys) == 0 {
-			continue
-		}
-		e.Keys = keys
-		kept = append(kept, e)
-		for _, op := range opsOf(us) {
-			if op.Lease == e.Lease && (op.Kind == "expire_lease" || op.Kind == "revoke_lease") {
-				ops = append(ops, op)
-			}
-		}
-	}
-	return kept, ops
 }

@@ -27,19 +27,29 @@ import (
 //
 // and one without leases is written as before, so older readers read it.
 
+// wireLeaseFields are the fields of an op that lease operations use;
+// entries written before leases lack them.
+type wireLeaseFields struct {
+	Lease  *string `json:"lease,omitempty"`
+	Holder *string `json:"holder,omitempty"`
+	TTLms  *int64  `json:"ttl_ms,omitempty"`
+	// Registration: refresh and revoke name the registration they are for.
+	Registration *uint64 `json:"registration,omitempty"`
+}
+
 func encodeLeaseOp(u statesync.Update[State]) (wireOp, bool) {
 	switch u := u.(type) {
 	case putWithLease:
-		return wireOp{Op: "put", Key: &u.Key, Value: &u.Value, Lease: &u.Lease}, true
+		return wireOp{Op: "put", Key: &u.Key, Value: &u.Value, wireLeaseFields: wireLeaseFields{Lease: &u.Lease}}, true
 	case registerLease:
 		ms := u.TTL.Milliseconds()
-		return wireOp{Op: "register_lease", Lease: &u.Lease, Holder: &u.Holder, TTLms: &ms}, true
+		return wireOp{Op: "register_lease", wireLeaseFields: wireLeaseFields{Lease: &u.Lease, Holder: &u.Holder, TTLms: &ms}}, true
 	case refreshLease:
-		return wireOp{Op: "refresh_lease", Lease: &u.Lease, Holder: &u.Holder, Registration: registrationOf(u.Registration)}, true
+		return wireOp{Op: "refresh_lease", wireLeaseFields: wireLeaseFields{Lease: &u.Lease, Holder: &u.Holder, Registration: registrationOf(u.Registration)}}, true
 	case revokeLease:
-		return wireOp{Op: "revoke_lease", Lease: &u.Lease, Holder: &u.Holder, Registration: registrationOf(u.Registration)}, true
+		return wireOp{Op: "revoke_lease", wireLeaseFields: wireLeaseFields{Lease: &u.Lease, Holder: &u.Holder, Registration: registrationOf(u.Registration)}}, true
 	case expireLease:
-		return wireOp{Op: "expire_lease", Lease: &u.Lease}, true
+		return wireOp{Op: "expire_lease", wireLeaseFields: wireLeaseFields{Lease: &u.Lease}}, true
 	}
 	return wireOp{}, false
 }

@@ -27,15 +27,15 @@ func TestLeaseSurvivesLeaderFailover(t *testing.T) {
 	holder, log := openFailoverConfig(t, urls, "holder")
 	other, _ := openFailoverConfig(t, urls, "other")
 	const ttl = 3 * time.Second
-	if _, err := holder.RegisterLease(ctx, "member", ttl); err != nil {
+	if _, err := holder.Leases().Register(ctx, "member", ttl); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := holder.PutWithLease(ctx, "/servers/1", "up", "member"); err != nil {
 		t.Fatal(err)
 	}
-	stopHolder := holder.KeepLeases(func(msg string) { t.Log("holder:", msg) })
+	stopHolder := holder.Leases().Keep(func(msg string) { t.Log("holder:", msg) })
 	defer stopHolder()
-	stopOther := other.KeepLeases(func(msg string) { t.Log("other:", msg) })
+	stopOther := other.Leases().Keep(func(msg string) { t.Log("other:", msg) })
 	defer stopOther()
 
 	info, err := log.Stream().Info(ctx)

@@ -31,7 +31,7 @@ func TestStaleRegistrantNeverTouchesTheNextRegistration(t *testing.T) {
 	}
 	a, b := open(), open()
 	const ttl = time.Second
-	_, err := a.RegisterLease(ctx, "L", ttl)
+	_, err := a.Leases().Register(ctx, "L", ttl)
 	ok(t, err)
 	_, _, err = a.PutWithLease(ctx, "/servers/1", "A-addr", "L")
 	ok(t, err)
@@ -39,7 +39,7 @@ func TestStaleRegistrantNeverTouchesTheNextRegistration(t *testing.T) {
 	bs := expireAndRegisterAgain(t, b, ttl)
 	stopped := time.Now() // b died
 
-	if _, err := a.RefreshLease(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseNotMine) {
+	if _, err := a.Leases().Refresh(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseNotMine) {
 		t.Fatalf("a's late refresh: %v, want ErrLeaseNotMine", err)
 	}
 	if l, _ := a.State().Lease("L"); l != bs {
@@ -48,7 +48,7 @@ func TestStaleRegistrantNeverTouchesTheNextRegistration(t *testing.T) {
 	if _, _, err := a.PutWithLease(ctx, "/servers/1", "A-again", "L"); !errors.Is(err, sharedconfig.ErrLeaseNotMine) {
 		t.Fatalf("a's put under b's registration: %v, want ErrLeaseNotMine", err)
 	}
-	lost, err := a.RevokeHeld(ctx)
+	lost, err := a.Leases().RevokeHeld(ctx)
 	ok(t, err)
 	if len(lost) != 1 || !strings.Contains(lost[0].String(), "registered again by another process of writer 'server-1'") {
 		t.Fatalf("a's exit reported %v, want the registration it lost", lost)
@@ -57,13 +57,13 @@ func TestStaleRegistrantNeverTouchesTheNextRegistration(t *testing.T) {
 	if v, _ := a.Get("/servers/1"); v != "B-addr" {
 		t.Fatalf("after a's late refresh, put and exit, /servers/1 is %q", v)
 	}
-	for _, l := range a.Leases() {
+	for _, l := range a.Leases().List() {
 		if l.Mine {
 			t.Fatalf("a calls %+v its own", l)
 		}
 	}
 
-	stopA := a.KeepLeases(func(msg string) { t.Log("a:", msg) })
+	stopA := a.Leases().Keep(func(msg string) { t.Log("a:", msg) })
 	defer stopA()
 	for ; ; time.Sleep(50 * time.Millisecond) {
 		ok(t, a.Refresh(ctx))
@@ -83,7 +83,7 @@ func TestStaleRegistrantNeverTouchesTheNextRegistration(t *testing.T) {
 func expireAndRegisterAgain(t *testing.T, b *sharedconfig.Config, ttl time.Duration) sharedconfig.Lease {
 	t.Helper()
 	ctx := context.Background()
-	stopB := b.KeepLeases(func(msg string) { t.Log("b:", msg) })
+	stopB := b.Leases().Keep(func(msg string) { t.Log("b:", msg) })
 	defer stopB()
 	for end := time.Now().Add(5 * ttl); ; time.Sleep(50 * time.Millisecond) {
 		ok(t, b.Refresh(ctx))
@@ -94,7 +94,7 @@ func expireAndRegisterAgain(t *testing.T, b *sharedconfig.Config, ttl time.Durat
 			t.Fatal("b did not expire a's lease")
 		}
 	}
-	_, err := b.RegisterLease(ctx, "L", ttl)
+	_, err := b.Leases().Register(ctx, "L", ttl)
 	ok(t, err)
 	_, _, err = b.PutWithLease(ctx, "/servers/1", "B-addr", "L")
 	ok(t, err)

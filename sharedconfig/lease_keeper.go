@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// KeepLeases runs in the background until stop is called: it refreshes the
+// Keep runs in the background until stop is called: it refreshes the
 // leases this process registered and holds (a third of their ttl after the
 // last refresh) and writes the expiry of any lease that falls due
 // (expireDue), so that leases of processes that died end without anyone
@@ -16,7 +16,8 @@ import (
 // held lease could not be refreshed for longer than its ttl and may have
 // expired, or that it has, or that this process no longer holds it
 // (LostLease).
-func (c *Config) KeepLeases(warn func(msg string)) (stop func()) {
+func (ls Leases) Keep(warn func(msg string)) (stop func()) {
+	c := ls.c
 	ctx, cancel := context.WithCancel(context.Background())
 	c.life.mu.Lock()
 	defer c.life.mu.Unlock()
@@ -149,7 +150,7 @@ type backoff struct {
 }
 
 func (k *keeper) round(ctx context.Context) {
-	now := k.c.ServerNow()
+	now := k.c.serverNow()
 	k.lapsedIn(now)
 	st := k.c.State()
 	held, lost := k.c.keptIn(st)
@@ -199,7 +200,7 @@ func (k *keeper) compactIfDue(ctx context.Context) {
 	if c.opts.Compaction.MaxEntries <= 0 || c.sync.EntriesSinceCompaction() < c.opts.Compaction.MaxEntries {
 		return
 	}
-	limit, now := keeperOpTimeout, c.ServerNow()
+	limit, now := keeperOpTimeout, c.serverNow()
 	for _, l := range k.seen {
 		limit = min(limit, l.Deadline.Add(-l.TTL*2/3).Sub(now))
 	}
@@ -251,7 +252,7 @@ func (k *keeper) refresh(ctx context.Context, name string, l Lease) bool {
 		// began, or already reported.
 	case lostBy(err):
 		// The registration ended: keptIn says so, with why, next round.
-	case errors.Is(err, ErrLeaseExpired) && (kept.lapsed || k.lapsed(l, k.c.ServerNow())):
+	case errors.Is(err, ErrLeaseExpired) && (kept.lapsed || k.lapsed(l, k.c.serverNow())):
 		k.tell(name, l, LostLease{Name: name, Lapsed: true}.String())
 	case errors.Is(err, ErrLeaseExpired):
 		k.tell(name, l, fmt.Sprintf("Lease '%s' has expired: %v", name, err))

@@ -23,12 +23,12 @@ func TestKeeperQuietAboutALeaseThisProcessRevoked(t *testing.T) {
 	var warnings []string
 	k := keeper{c: c, warn: func(msg string) { warnings = append(warnings, msg) }, lastOK: map[string]time.Time{}, slow: map[string]bool{}, seen: map[string]Lease{}, pulse: &pulse{}}
 	for _, name := range []string{"L", "M"} {
-		if _, err := c.RegisterLease(ctx, name, 10*time.Second); err != nil {
+		if _, err := c.Leases().Register(ctx, name, 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}
 	st := c.State() // the round's copy
-	if _, err := c.RevokeLease(ctx, "L"); err != nil {
+	if _, err := c.Leases().Revoke(ctx, "L"); err != nil {
 		t.Fatal(err)
 	}
 	l, _ := st.Lease("L")
@@ -42,7 +42,7 @@ func TestKeeperQuietAboutALeaseThisProcessRevoked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := twin.RegisterLease(ctx, "M", 10*time.Second); err != nil {
+	if _, err := twin.Leases().Register(ctx, "M", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	m, _ := st.Lease("M")
@@ -111,7 +111,7 @@ func TestKeeperRefreshDoesNotWaitForACompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := keeper{c: c, lastOK: map[string]time.Time{}, slow: map[string]bool{}, seen: map[string]Lease{}, pulse: &pulse{}}
-	if _, err := c.RegisterLease(ctx, "L", time.Second); err != nil {
+	if _, err := c.Leases().Register(ctx, "L", time.Second); err != nil {
 		t.Fatal(err)
 	}
 	l, _ := c.State().Lease("L")

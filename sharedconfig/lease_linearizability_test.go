@@ -409,15 +409,15 @@ func (cl *llClient) do(in llInput) (llOutput, error) {
 	case "putWithLease":
 		out.res.value, out.res.ok, err = c.PutWithLease(ctx, key, in.value, lease)
 	case "register":
-		out.res.ok, err = c.RegisterLease(ctx, lease, in.ttl)
+		out.res.ok, err = c.Leases().Register(ctx, lease, in.ttl)
 	case "refresh":
 		var l sharedconfig.Lease
-		if l, err = c.RefreshLease(ctx, lease); err == nil {
+		if l, err = c.Leases().Refresh(ctx, lease); err == nil {
 			out.res.lease = llLeaseOf(l, true)
 		}
 	case "revoke":
 		var keys []string
-		keys, err = c.RevokeLease(ctx, lease)
+		keys, err = c.Leases().Revoke(ctx, lease)
 		out.res.keys = strings.Join(keys, ",")
 	case "expire":
 		out.res.ended, err = sharedconfig.ExpireNow(ctx, c, lease)

@@ -24,7 +24,7 @@ func TestLeaseSurvivesServerRestart(t *testing.T) {
 	holder := openOn(t, holderConn, "lease-restart", sharedconfig.Options{Holder: "holder"})
 	other := openOn(t, jstest.Connect(t, srv), "lease-restart", sharedconfig.Options{Holder: "other"})
 	const ttl = 5 * time.Second
-	if _, err := holder.RegisterLease(ctx, "member", ttl); err != nil {
+	if _, err := holder.Leases().Register(ctx, "member", ttl); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := holder.PutWithLease(ctx, "/servers/1", "up", "member"); err != nil {
@@ -56,7 +56,7 @@ func TestLeaseSurvivesServerRestart(t *testing.T) {
 	// The holder, alive all along, refreshes and keeps its key, once it has
 	// reconnected (a write is not sent before).
 	waitConnected(opCtx, t, holderConn)
-	if _, err := holder.RefreshLease(opCtx, "member"); err != nil {
+	if _, err := holder.Leases().Refresh(opCtx, "member"); err != nil {
 		t.Fatalf("the holder's refresh after the restart: %v", err)
 	}
 	if err := other.Refresh(opCtx); err != nil {
@@ -73,11 +73,11 @@ func TestKeeperWarnsWhenItCannotRefresh(t *testing.T) {
 	ctx := context.Background()
 	srv := jstest.Server(t)
 	holder := openOn(t, jstest.Connect(t, srv), "lease-warn", sharedconfig.Options{Holder: "holder"})
-	if _, err := holder.RegisterLease(ctx, "member", time.Second); err != nil {
+	if _, err := holder.Leases().Register(ctx, "member", time.Second); err != nil {
 		t.Fatal(err)
 	}
 	warned := make(chan string, 10)
-	stop := holder.KeepLeases(func(msg string) { warned <- msg })
+	stop := holder.Leases().Keep(func(msg string) { warned <- msg })
 	defer stop()
 	srv.Shutdown()
 	select {

@@ -63,7 +63,7 @@ func leaseUnderSkew(t *testing.T, shift time.Duration) {
 	}
 	holder, watcher := open("holder"), open("watcher")
 	const ttl = 2 * time.Second
-	_, err := holder.RegisterLease(ctx, "member", ttl)
+	_, err := holder.Leases().Register(ctx, "member", ttl)
 	ok(t, err)
 	_, _, err = holder.PutWithLease(ctx, "/servers/1", "up", "member")
 	ok(t, err)
@@ -87,8 +87,8 @@ func leaseUnderSkew(t *testing.T, shift time.Duration) {
 	ok(t, watcher.Refresh(ctx))
 	checkServerNow(t, "the watcher, which never wrote", watcher, shift)
 
-	stopHolder := holder.KeepLeases(func(msg string) { t.Log("holder:", msg) })
-	stopWatcher := watcher.KeepLeases(func(msg string) { t.Log("watcher:", msg) })
+	stopHolder := holder.Leases().Keep(func(msg string) { t.Log("holder:", msg) })
+	stopWatcher := watcher.Leases().Keep(func(msg string) { t.Log("watcher:", msg) })
 	defer stopWatcher()
 	select {
 	case at := <-removed:
@@ -117,7 +117,7 @@ func leaseUnderSkew(t *testing.T, shift time.Duration) {
 // a second of the truth: the local clock moved by shift.
 func checkServerNow(t *testing.T, who string, c *sharedconfig.Config, shift time.Duration) {
 	t.Helper()
-	if off := c.ServerNow().Sub(time.Now().Add(shift)); off > time.Second || off < -time.Second {
+	if off := c.Leases().Now().Sub(time.Now().Add(shift)); off > time.Second || off < -time.Second {
 		t.Errorf("%s estimates the server's clock %s off", who, off)
 	}
 }

@@ -68,11 +68,11 @@ func ok(t *testing.T, err error) {
 func membership(t *testing.T, e *leaseEnv) (a, b *sharedconfig.Config) {
 	ctx := context.Background()
 	a, b = e.open("a"), e.open("b")
-	_, err := a.RegisterLease(ctx, "a", 10*time.Second)
+	_, err := a.Leases().Register(ctx, "a", 10*time.Second)
 	ok(t, err)
 	_, _, err = a.PutWithLease(ctx, "/servers/1", "one", "a")
 	ok(t, err)
-	_, err = b.RegisterLease(ctx, "b", 10*time.Second)
+	_, err = b.Leases().Register(ctx, "b", 10*time.Second)
 	ok(t, err)
 	_, _, err = b.PutWithLease(ctx, "/servers/2", "two", "b")
 	ok(t, err)
@@ -96,7 +96,7 @@ func TestLeaseExpiresInOneEntryWithoutItsHolder(t *testing.T) {
 	_ = a         // a is "killed": it does nothing from here on
 	for range 4 { // b stays alive; a does not refresh
 		e.clock.Advance(3 * time.Second)
-		_, err := b.RefreshLease(ctx, "b")
+		_, err := b.Leases().Refresh(ctx, "b")
 		ok(t, err)
 		if _, err := sharedconfig.ExpireDue(ctx, b); err != nil {
 			t.Fatal(err)
@@ -142,7 +142,7 @@ func TestLeaseEndHeardByWatchers(t *testing.T) {
 	sharedconfig.SetServerClock(w, e.clock.Now)
 	a, b := membership(t, e)
 	e.clock.Advance(6 * time.Second)
-	_, err = b.RefreshLease(ctx, "b")
+	_, err = b.Leases().Refresh(ctx, "b")
 	ok(t, err)
 	e.clock.Advance(5 * time.Second)
 	ok(t, w.Refresh(ctx)) // catching up: the expiry is not written yet
@@ -151,7 +151,7 @@ func TestLeaseEndHeardByWatchers(t *testing.T) {
 	if len(gone) != 1 || gone[0] != "a" {
 		t.Fatalf("ExpireDue ended %v, want [a]", gone)
 	}
-	_, err = b.RevokeLease(ctx, "b")
+	_, err = b.Leases().Revoke(ctx, "b")
 	ok(t, err)
 	ok(t, w.Refresh(ctx))
 	mu.Lock()
@@ -171,10 +171,10 @@ func TestLateRefreshDoesNotRevive(t *testing.T) {
 	e := newLeaseEnv(t)
 	a, b := membership(t, e)
 	e.clock.Advance(6 * time.Second)
-	_, err := b.RefreshLease(ctx, "b") // the log is alive in a's last half
+	_, err := b.Leases().Refresh(ctx, "b") // the log is alive in a's last half
 	ok(t, err)
 	e.clock.Advance(5 * time.Second) // a's deadline has passed
-	_, err = a.RefreshLease(ctx, "a")
+	_, err = a.Leases().Refresh(ctx, "a")
 	if !errors.Is(err, sharedconfig.ErrLeaseExpired) {
 		t.Fatalf("late refresh: %v, want ErrLeaseExpired", err)
 	}
@@ -204,14 +204,14 @@ func TestRefreshFromAStaleCopy(t *testing.T) {
 	a, err := sharedconfig.Open(ctx, e.log, sharedconfig.Options{Holder: "a", Trace: func(at statesync.Attempt) { tries = append(tries, at) }})
 	ok(t, err)
 	sharedconfig.SetServerClock(a, e.clock.Now)
-	_, err = a.RegisterLease(ctx, "a", 10*time.Second)
+	_, err = a.Leases().Register(ctx, "a", 10*time.Second)
 	ok(t, err)
 	b := e.open("b")
-	_, err = b.RegisterLease(ctx, "b", 10*time.Second) // a's copy is behind
+	_, err = b.Leases().Register(ctx, "b", 10*time.Second) // a's copy is behind
 	ok(t, err)
 	e.clock.Advance(4 * time.Second)
 	tries = nil
-	l, err := a.RefreshLease(ctx, "a")
+	l, err := a.Leases().Refresh(ctx, "a")
 	ok(t, err)
 	if want := e.clock.Now().Add(10 * time.Second); !l.Deadline.Equal(want) {
 		t.Fatalf("deadline after the refresh %v, want %v", l.Deadline, want)
@@ -224,7 +224,7 @@ func TestRefreshFromAStaleCopy(t *testing.T) {
 	}
 
 	e.clock.Advance(6 * time.Second)
-	_, err = b.RefreshLease(ctx, "b") // the log is alive as a's deadline nears
+	_, err = b.Leases().Refresh(ctx, "b") // the log is alive as a's deadline nears
 	ok(t, err)
 	e.clock.Advance(5 * time.Second)
 	gone, err := sharedconfig.ExpireDue(ctx, b)
@@ -235,7 +235,7 @@ func TestRefreshFromAStaleCopy(t *testing.T) {
 	if _, held := a.State().Lease("a"); !held {
 		t.Fatal("a's copy should still be stale here")
 	}
-	if _, err := a.RefreshLease(ctx, "a"); !errors.Is(err, sharedconfig.ErrLeaseEnded) {
+	if _, err := a.Leases().Refresh(ctx, "a"); !errors.Is(err, sharedconfig.ErrLeaseEnded) {
 		t.Fatalf("refresh of an ended lease: %v, want ErrLeaseEnded", err)
 	}
 	if _, held := a.State().Lease("a"); held {
@@ -258,7 +258,7 @@ func TestLeaseSurvivesSilence(t *testing.T) {
 		t.Fatal("a lease expired because the log was silent")
 	}
 	e.clock.Advance(1 * time.Second)
-	_, err = a.RefreshLease(ctx, "a") // the holder, back after the outage
+	_, err = a.Leases().Refresh(ctx, "a") // the holder, back after the outage
 	ok(t, err)
 	if v, _ := a.Get("/servers/1"); v != "one" {
 		t.Fatal("the key went")
@@ -286,11 +286,11 @@ func TestLeaseReplaysAgree(t *testing.T) {
 	_, _, err := a.Put(ctx, "/plain", "p")
 	ok(t, err)
 	e.clock.Advance(6 * time.Second)
-	_, err = b.RefreshLease(ctx, "b")
+	_, err = b.Leases().Refresh(ctx, "b")
 	ok(t, err)
 	ok(t, b.Compact(ctx)) // the snapshot carries leases, keys' leases, the clock
 	e.clock.Advance(5 * time.Second)
-	_, err = a.RefreshLease(ctx, "a") // late: refused alike by both replays
+	_, err = a.Leases().Refresh(ctx, "a") // late: refused alike by both replays
 	if !errors.Is(err, sharedconfig.ErrLeaseExpired) {
 		t.Fatal(err)
 	}
@@ -333,7 +333,7 @@ func TestStalePutIfAbsentAfterExpiry(t *testing.T) {
 	_, b := membership(t, e)
 	stale := e.open("stale") // has /servers/1 and will not refresh
 	e.clock.Advance(6 * time.Second)
-	_, err := b.RefreshLease(ctx, "b")
+	_, err := b.Leases().Refresh(ctx, "b")
 	ok(t, err)
 	e.clock.Advance(5 * time.Second)
 	_, err = sharedconfig.ExpireDue(ctx, b)
@@ -352,25 +352,25 @@ func TestLeaseErrorsAndDetach(t *testing.T) {
 	ctx := context.Background()
 	e := newLeaseEnv(t)
 	a, b := membership(t, e)
-	if _, err := b.RegisterLease(ctx, "a", time.Minute); !errors.Is(err, sharedconfig.ErrLeaseHeld) {
+	if _, err := b.Leases().Register(ctx, "a", time.Minute); !errors.Is(err, sharedconfig.ErrLeaseHeld) {
 		t.Fatalf("register a lease another holds: %v", err)
 	}
-	if _, err := b.RefreshLease(ctx, "a"); !errors.Is(err, sharedconfig.ErrLeaseHeld) {
+	if _, err := b.Leases().Refresh(ctx, "a"); !errors.Is(err, sharedconfig.ErrLeaseHeld) {
 		t.Fatalf("refresh a lease another holds: %v", err)
 	}
-	if _, err := b.RevokeLease(ctx, "a"); !errors.Is(err, sharedconfig.ErrLeaseHeld) {
+	if _, err := b.Leases().Revoke(ctx, "a"); !errors.Is(err, sharedconfig.ErrLeaseHeld) {
 		t.Fatalf("revoke a lease another holds: %v", err)
 	}
-	if _, err := a.RefreshLease(ctx, "nope"); !errors.Is(err, sharedconfig.ErrUnknownLease) {
+	if _, err := a.Leases().Refresh(ctx, "nope"); !errors.Is(err, sharedconfig.ErrUnknownLease) {
 		t.Fatalf("refresh an unknown lease: %v", err)
 	}
 	if _, _, err := a.PutWithLease(ctx, "k", "v", "nope"); !errors.Is(err, sharedconfig.ErrUnknownLease) {
 		t.Fatalf("put with an unknown lease: %v", err)
 	}
-	if _, err := a.RegisterLease(ctx, "x", 10*time.Millisecond); !errors.Is(err, sharedconfig.ErrBadTTL) {
+	if _, err := a.Leases().Register(ctx, "x", 10*time.Millisecond); !errors.Is(err, sharedconfig.ErrBadTTL) {
 		t.Fatalf("a ttl under 1s: %v", err)
 	}
-	renewed, err := a.RegisterLease(ctx, "a", 20*time.Second)
+	renewed, err := a.Leases().Register(ctx, "a", 20*time.Second)
 	ok(t, err)
 	if !renewed {
 		t.Fatal("registering a held lease again did not renew it")
@@ -378,7 +378,7 @@ func TestLeaseErrorsAndDetach(t *testing.T) {
 	// A renewal with a shorter ttl is a renewal too, though its deadline
 	// comes sooner.
 	e.clock.Advance(time.Second)
-	if renewed, err := a.RegisterLease(ctx, "a", 5*time.Second); err != nil || !renewed {
+	if renewed, err := a.Leases().Register(ctx, "a", 5*time.Second); err != nil || !renewed {
 		t.Fatalf("renewing with a shorter ttl: %v, %v", renewed, err)
 	}
 	if l, _ := a.State().Lease("a"); l.TTL != 5*time.Second {
@@ -387,7 +387,7 @@ func TestLeaseErrorsAndDetach(t *testing.T) {
 	// A plain put detaches the key; the lease's end leaves it.
 	_, _, err = a.Put(ctx, "/servers/1", "kept")
 	ok(t, err)
-	keys, err := a.RevokeLease(ctx, "a")
+	keys, err := a.Leases().Revoke(ctx, "a")
 	ok(t, err)
 	if len(keys) != 0 {
 		t.Fatalf("revoke removed %v", keys)
@@ -395,7 +395,7 @@ func TestLeaseErrorsAndDetach(t *testing.T) {
 	if v, _ := a.Get("/servers/1"); v != "kept" {
 		t.Fatal("the detached key went with the lease")
 	}
-	_, err = b.RevokeHeld(ctx)
+	_, err = b.Leases().RevokeHeld(ctx)
 	ok(t, err)
 	if _, ok := b.Get("/servers/2"); ok {
 		t.Fatal("RevokeHeld left b's key")
@@ -430,9 +430,9 @@ func TestWatchSeesLeaseEndsUnderItsPrefix(t *testing.T) {
 	_, _, err = a.PutWithLease(ctx, "/tasks/1", "t", "a")
 	ok(t, err)
 	e.clock.Advance(time.Second)
-	_, err = b.RefreshLease(ctx, "b")
+	_, err = b.Leases().Refresh(ctx, "b")
 	ok(t, err)
-	keys, err := a.RevokeLease(ctx, "a")
+	keys, err := a.Leases().Revoke(ctx, "a")
 	ok(t, err)
 	if len(keys) != 2 {
 		t.Fatalf("revoke removed %v", keys)

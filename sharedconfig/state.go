@@ -22,9 +22,8 @@ type Property struct {
 // update costs the same with 10 keys or 100,000, and a reader keeps a
 // consistent snapshot for as long as it holds one. The zero State is empty.
 type State struct {
-	root *node // the properties; nil when there are none (see tree.go)
-	// leases by name; nil until the first lease (see lease.go).
-	leases *immutable.SortedMap[string, Lease]
+	root   *node      // the properties; nil when there are none (see tree.go)
+	leases leaseTable // nil until the first lease (lease.go)
 }
 
 var stringComparer = immutable.NewComparer("")

@@ -33,19 +33,19 @@ func TestLiveHolderKeepsItsLeaseUnderContention(t *testing.T) {
 	holder := e.open(sharedconfig.Options{Holder: "holder"})
 	var mu sync.Mutex
 	var warnings []string
-	defer holder.KeepLeases(func(msg string) {
+	defer holder.Leases().Keep(func(msg string) {
 		mu.Lock()
 		defer mu.Unlock()
 		warnings = append(warnings, msg)
 	})()
-	must[bool](t)(holder.RegisterLease(ctx, "L", sharedconfig.MinLeaseTTL))
+	must[bool](t)(holder.Leases().Register(ctx, "L", sharedconfig.MinLeaseTTL))
 	if _, _, err := holder.PutWithLease(ctx, "/live", "yes", "L"); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	for i := range others {
 		c := e.open(sharedconfig.Options{Holder: fmt.Sprint("other", i)})
-		stop := c.KeepLeases(nil) // as every shell does: it expires what falls due
+		stop := c.Leases().Keep(nil) // as every shell does: it expires what falls due
 		wg.Go(func() {
 			defer stop()
 			putEach(t, c, fmt.Sprint("/other", i), each)
@@ -76,13 +76,13 @@ func TestLiveHolderKeepsItsLeaseUnderForgedWaits(t *testing.T) {
 	watcher := e.open(sharedconfig.Options{Holder: "watcher"})
 	var mu sync.Mutex
 	var warnings []string
-	defer holder.KeepLeases(func(msg string) {
+	defer holder.Leases().Keep(func(msg string) {
 		mu.Lock()
 		defer mu.Unlock()
 		warnings = append(warnings, msg)
 	})()
-	defer watcher.KeepLeases(nil)()
-	must[bool](t)(holder.RegisterLease(ctx, "L", sharedconfig.MinLeaseTTL))
+	defer watcher.Leases().Keep(nil)()
+	must[bool](t)(holder.Leases().Register(ctx, "L", sharedconfig.MinLeaseTTL))
 	if _, _, err := holder.PutWithLease(ctx, "/live", "yes", "L"); err != nil {
 		t.Fatal(err)
 	}
@@ -172,14 +172,14 @@ func TestKilledHoldersLeaseExpiresUnderForgedWaits(t *testing.T) {
 	holder := e.open(sharedconfig.Options{Holder: "killed"})
 	watcher := e.open(sharedconfig.Options{Holder: "watcher"})
 	start := time.Now()
-	must[bool](t)(holder.RegisterLease(ctx, "L", ttl))
+	must[bool](t)(holder.Leases().Register(ctx, "L", ttl))
 	if _, _, err := holder.PutWithLease(ctx, "/dead", "x", "L"); err != nil {
 		t.Fatal(err)
 	}
 	// The holder is killed: it never refreshes the lease. Words are forged
 	// from then on.
 	forgeWaits(t, e)
-	defer watcher.KeepLeases(nil)()
+	defer watcher.Leases().Keep(nil)()
 	for time.Since(start) < 2*ttl {
 		if err := watcher.Refresh(ctx); err != nil {
 			t.Fatal(err)

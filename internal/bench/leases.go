@@ -88,13 +88,13 @@ func (r *runner) besideProcesses(ctx context.Context, w int, leases bool) (write
 // alive until stop.
 func keepALease(ctx context.Context, holder *sharedconfig.Config, i int) (stop func(), err error) {
 	lease := fmt.Sprintf("lease-%d", i)
-	if _, err := holder.RegisterLease(ctx, lease, leaseTTL); err != nil {
+	if _, err := holder.Leases().Register(ctx, lease, leaseTTL); err != nil {
 		return nil, err
 	}
 	if _, _, err := holder.PutWithLease(ctx, "/members/"+strconv.Itoa(i), "up", lease); err != nil {
 		return nil, err
 	}
-	return holder.KeepLeases(nil), nil
+	return holder.Leases().Keep(nil), nil
 }
 
 // readEvery brings c's copy up to date every period until stop.

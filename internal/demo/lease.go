@@ -62,7 +62,7 @@ func (r *run) register(members []*member) error {
 	for _, m := range members {
 		what := fmt.Sprintf("REGISTER_LEASE %s , %s", m.lease, leaseTTL)
 		if err := r.doTraced(m.w, what, func(ctx context.Context, c *sharedconfig.Config) (string, error) {
-			_, err := c.RegisterLease(ctx, m.lease, leaseTTL)
+			_, err := c.Leases().Register(ctx, m.lease, leaseTTL)
 			return fmt.Sprintf("**** Lease '%s' registered with ttl %s, held by %s", m.lease, leaseTTL, m.w.name), err
 		}); err != nil {
 			return err
@@ -79,7 +79,7 @@ func (r *run) register(members []*member) error {
 		return err
 	}
 	for _, m := range members {
-		m.w.stopKeep = m.w.cfg.KeepLeases(nil)
+		m.w.stopKeep = m.w.cfg.Leases().Keep(nil)
 	}
 	r.say("  Each refreshes its lease a third of the ttl after the last refresh (an unconditional append),")
 	r.say("  and writes the expiry of any lease it sees past its deadline.")
@@ -146,7 +146,7 @@ func (r *run) leaveCleanly(ctx context.Context, watcher *writer, seen *watchLog,
 		alice.deadline, alice.deadlineFrom = l.Deadline, l.Deadline.Add(-l.TTL)
 	}
 	if err := r.doTraced(alice.w, "REVOKE_LEASE "+alice.lease, func(ctx context.Context, c *sharedconfig.Config) (string, error) {
-		keys, err := c.RevokeLease(ctx, alice.lease)
+		keys, err := c.Leases().Revoke(ctx, alice.lease)
 		return fmt.Sprintf("**** Lease '%s' revoked; removed %s", alice.lease, strings.Join(keys, ", ")), err
 	}); err != nil {
 		return err
