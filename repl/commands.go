@@ -3,6 +3,7 @@ package repl
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -261,8 +262,7 @@ func runReplace(ctx context.Context, sh *Shell, args []string) reply {
 
 func runReplaceIfRevision(ctx context.Context, sh *Shell, args []string) reply {
 	key, newValue := args[0], args[1]
-	n, _ := strconv.Atoi(args[2]) // checked: 1 or more
-	revision := uint64(n)
+	revision, _ := strconv.ParseUint(args[2], 10, 64) // checked: 1 or more
 	replaced, current, found, err := sh.cfg.ReplaceIfRevision(ctx, key, newValue, revision)
 	if err != nil {
 		return sh.failure(err)
@@ -396,7 +396,8 @@ const describedOps = 3
 func runLog(ctx context.Context, sh *Shell, args []string) reply {
 	n := 10
 	if len(args) == 1 {
-		n, _ = strconv.Atoi(args[0]) // checked
+		asked, _ := strconv.ParseUint(args[0], 10, 64) // checked
+		n = int(min(asked, math.MaxInt))
 	}
 	changes, err := sh.cfg.History(ctx, n)
 	if err != nil {
