@@ -373,10 +373,10 @@ func describeChange(ch sharedconfig.Change) (operation, arguments string) {
 		switch op.Kind {
 		case "put":
 			ops = append(ops, "PUT")
-			args = append(args, Quote(op.Key)+" , "+Quote(op.Value))
+			args = append(args, previewQuoted(op.Key)+" , "+previewQuoted(op.Value))
 		case "remove":
 			ops = append(ops, "REMOVE")
-			args = append(args, Quote(op.Key))
+			args = append(args, previewQuoted(op.Key))
 		default:
 			ops = append(ops, "CLEAR")
 		}
@@ -438,7 +438,8 @@ func runHistory(ctx context.Context, sh *Shell, args []string) reply {
 	t := &table{header: []string{"Revision", "Time", "Writer", "Value"}}
 	list := []fields{}
 	for _, kc := range changes {
-		value, f := "'"+shown(kc.Value)+"'", fields{"revision": kc.Revision, "writer": kc.Writer}
+		text, size := previewShown(kc.Value)
+		value, f := "'"+text+"'"+size, fields{"revision": kc.Revision, "writer": kc.Writer}
 		switch {
 		case kc.Removed:
 			value = "(removed" + removedWithLease(kc) + ")"
