@@ -156,8 +156,8 @@ func openExisting(cmd *cobra.Command, f *rootFlags, command string) (*session, e
 	_, err = jetstream.StatConfig(ctx, nc, f.scope, f.name)
 	cancel()
 	if errors.Is(err, jetstream.ErrNoConfig) {
+		answer(cmd, f, command, false, nil, 0, "!!!! "+noConfigLine(cmd.Context(), f, nc))
 		nc.Close()
-		answer(cmd, f, command, false, nil, 0, fmt.Sprintf("!!!! no config %s/%s on the server (list shows the configs; a PUT creates one)", f.scope, f.name))
 		return nil, &exitError{code: exitFailures}
 	}
 	if err != nil {
@@ -165,6 +165,20 @@ func openExisting(cmd *cobra.Command, f *rootFlags, command string) (*session, e
 		return nil, failed(cmd, f, command, err)
 	}
 	return f.openOn(cmd, nc, via)
+}
+
+// noConfigLine says that the config the flags name is not on the server,
+// and how to make it: a PUT, unless another program's stream takes its
+// subject, when no PUT can.
+func noConfigLine(ctx context.Context, f *rootFlags, nc *nats.Conn) string {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	owner, err := jetstream.SubjectTakenBy(ctx, nc, f.scope, f.name)
+	if err == nil && owner != "" {
+		return fmt.Sprintf("no config %s/%s on the server, and none can be made: stream %s, not sharedconfig's, takes its subject %s (take it out of that stream's subjects, or use another scope or name)",
+			f.scope, f.name, repl.Shown(owner), jetstream.Subject(f.scope, f.name))
+	}
+	return fmt.Sprintf("no config %s/%s on the server (list shows the configs; a PUT creates one)", f.scope, f.name)
 }
 
 func newExportCmd(f *rootFlags) *cobra.Command {
