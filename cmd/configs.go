@@ -57,8 +57,12 @@ func newListCmd(f *rootFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List every config on the server: scope, name, properties, revision, last change",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return listCommandFunc(cmd, f) },
+		Long: `List every config on the server: scope, name, properties, revision, last change.
+With --scope (-s), only the configs of that scope; with --name (-n), only those of that name.`,
+		Example: `  sharedconfig list
+  sharedconfig list -s prod`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return listCommandFunc(cmd, f) },
 	}
 }
 
@@ -77,6 +81,7 @@ func listCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 	if err != nil {
 		return failed(cmd, f, "LIST", err)
 	}
+	configs, which := listed(cmd, f, configs)
 	rows := [][]string{}
 	list := []map[string]any{}
 	for _, c := range configs {
@@ -103,11 +108,29 @@ func listCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 		list = append(list, item)
 	}
 	answer(cmd, f, "LIST", true, map[string]any{"configs": list}, 0,
-		fmt.Sprintf("**** %s on %s", repl.Counted(len(configs), "config", "configs"), nc.ConnectedUrlRedacted()))
+		fmt.Sprintf("**** %s%s on %s", repl.Counted(len(configs), "config", "configs"), which, nc.ConnectedUrlRedacted()))
 	if f.output == "text" && len(rows) > 0 {
 		repl.PrintTable(cmd.OutOrStdout(), []string{"Scope", "Name", "Properties", "Revision", "Last change"}, rows)
 	}
 	return nil
+}
+
+// listed is the configs of the scope and the name the flags give, if they
+// give them, and how the answer's first line says which: " in scope prod".
+func listed(cmd *cobra.Command, f *rootFlags, configs []jetstream.ConfigInfo) ([]jetstream.ConfigInfo, string) {
+	byScope, byName := cmd.Flags().Changed("scope"), cmd.Flags().Changed("name")
+	configs = slices.DeleteFunc(configs, func(c jetstream.ConfigInfo) bool {
+		return byScope && c.Scope != f.scope || byName && c.Name != f.name
+	})
+	switch {
+	case byScope && byName:
+		return configs, fmt.Sprintf(" named %s/%s", f.scope, f.name)
+	case byScope:
+		return configs, " in scope " + f.scope
+	case byName:
+		return configs, " named " + f.name
+	}
+	return configs, ""
 }
 
 // countProperties reads a config to count its properties; a config that
