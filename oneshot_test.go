@@ -184,6 +184,36 @@ func TestListEmptyConfig(t *testing.T) {
 	}
 }
 
+// When another program's stream takes a config's subject, a PUT cannot
+// create the config, and a read that finds no config says so, naming that
+// stream, rather than that a PUT creates one.
+func TestNoConfigWhoseSubjectAnotherStreamTakes(t *testing.T) {
+	srv := jstest.Server(t)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := natsjs.New(nc)
+	if _, err := js.CreateStream(context.Background(), natsjs.StreamConfig{Name: "GRAB", Subjects: []string{"sharedconfig.grab.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runShell(t, "", "--server", srv.ClientURL(), "-s", "grab", "put", "k", "v"); code == 0 || !strings.Contains(stderr, "stream GRAB") {
+		t.Fatalf("put: exit %d, %q; want a failure naming stream GRAB", code, stderr)
+	}
+	for _, args := range [][]string{{"get", "k"}, {"export"}, {"-o", "json", "get", "k"}} {
+		stdout, stderr, code := runShell(t, "", append([]string{"--server", srv.ClientURL(), "-s", "grab"}, args...)...)
+		got := stdout + stderr
+		if code != 1 || strings.Contains(got, "a PUT creates one") || !strings.Contains(got, "stream GRAB, not sharedconfig's, takes its subject sharedconfig.grab.someConfig") || strings.Count(got, "\n") != 1 {
+			t.Errorf("%v: exit %d, %q; want one line naming stream GRAB, with exit status 1", args, code, got)
+		}
+	}
+	// Another scope has no such stream: a PUT creates its config.
+	if _, stderr, _ := runShell(t, "", "--server", srv.ClientURL(), "-s", "free", "get", "k"); !strings.Contains(stderr, "a PUT creates one") {
+		t.Errorf("get in a free scope: %q; want the hint that a PUT creates the config", stderr)
+	}
+}
+
 // An import killed (kill -9) while it writes its snapshot's chunks leaves
 // the config as it was: the unfinished run holds no state, for a fresh
 // process and for the next write.

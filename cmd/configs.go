@@ -57,8 +57,12 @@ func newListCmd(f *rootFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List every config on the server: scope, name, properties, revision, last change",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return listCommandFunc(cmd, f) },
+		Long: `List every config on the server: scope, name, properties, revision, last change.
+With --scope (-s), only the configs of that scope; with --name (-n), only those of that name.`,
+		Example: `  sharedconfig list
+  sharedconfig list -s prod`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return listCommandFunc(cmd, f) },
 	}
 }
 
@@ -77,6 +81,7 @@ func listCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 	if err != nil {
 		return failed(cmd, f, "LIST", err)
 	}
+	configs, which := listed(cmd, f, configs)
 	rows := [][]string{}
 	list := []map[string]any{}
 	for _, c := range configs {
@@ -103,11 +108,29 @@ func listCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 		list = append(list, item)
 	}
 	answer(cmd, f, "LIST", true, map[string]any{"configs": list}, 0,
-		fmt.Sprintf("**** %s on %s", repl.Counted(len(configs), "config", "configs"), nc.ConnectedUrlRedacted()))
+		fmt.Sprintf("**** %s%s on %s", repl.Counted(len(configs), "config", "configs"), which, nc.ConnectedUrlRedacted()))
 	if f.output == "text" && len(rows) > 0 {
 		repl.PrintTable(cmd.OutOrStdout(), []string{"Scope", "Name", "Properties", "Revision", "Last change"}, rows)
 	}
 	return nil
+}
+
+// listed is the configs of the scope and the name the flags give, if they
+// give them, and how the answer's first line says which: " in scope prod".
+func listed(cmd *cobra.Command, f *rootFlags, configs []jetstream.ConfigInfo) ([]jetstream.ConfigInfo, string) {
+	byScope, byName := cmd.Flags().Changed("scope"), cmd.Flags().Changed("name")
+	configs = slices.DeleteFunc(configs, func(c jetstream.ConfigInfo) bool {
+		return byScope && c.Scope != f.scope || byName && c.Name != f.name
+	})
+	switch {
+	case byScope && byName:
+		return configs, fmt.Sprintf(" named %s/%s", f.scope, f.name)
+	case byScope:
+		return configs, " in scope " + f.scope
+	case byName:
+		return configs, " named " + f.name
+	}
+	return configs, ""
 }
 
 // countProperties reads a config to count its properties; a config that
@@ -156,8 +179,8 @@ func openExisting(cmd *cobra.Command, f *rootFlags, command string) (*session, e
 	_, err = jetstream.StatConfig(ctx, nc, f.scope, f.name)
 	cancel()
 	if errors.Is(err, jetstream.ErrNoConfig) {
+		answer(cmd, f, command, false, nil, 0, "!!!! "+noConfigLine(cmd.Context(), f, nc))
 		nc.Close()
-		answer(cmd, f, command, false, nil, 0, fmt.Sprintf("!!!! no config %s/%s on the server (list shows the configs; a PUT creates one)", f.scope, f.name))
 		return nil, &exitError{code: exitFailures}
 	}
 	if err != nil {
@@ -165,6 +188,20 @@ func openExisting(cmd *cobra.Command, f *rootFlags, command string) (*session, e
 		return nil, failed(cmd, f, command, err)
 	}
 	return f.openOn(cmd, nc, via)
+}
+
+// noConfigLine says that the config the flags name is not on the server,
+// and how to make it: a PUT, unless another program's stream takes its
+// subject, when no PUT can.
+func noConfigLine(ctx context.Context, f *rootFlags, nc *nats.Conn) string {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	owner, err := jetstream.SubjectTakenBy(ctx, nc, f.scope, f.name)
+	if err == nil && owner != "" {
+		return fmt.Sprintf("no config %s/%s on the server, and none can be made: stream %s, not sharedconfig's, takes its subject %s (take it out of that stream's subjects, or use another scope or name)",
+			f.scope, f.name, repl.Shown(owner), jetstream.Subject(f.scope, f.name))
+	}
+	return fmt.Sprintf("no config %s/%s on the server (list shows the configs; a PUT creates one)", f.scope, f.name)
 }
 
 func newExportCmd(f *rootFlags) *cobra.Command {

@@ -108,3 +108,21 @@ func DeleteConfig(ctx context.Context, nc *nats.Conn, scope, name string) error 
 	}
 	return nil
 }
+
+// SubjectTakenBy names the stream, not sharedconfig's, that takes the
+// subject of scope/name, and so keeps the config from being created; ""
+// if no stream does.
+func SubjectTakenBy(ctx context.Context, nc *nats.Conn, scope, name string) (string, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return "", err
+	}
+	owner, err := js.StreamNameBySubject(ctx, Subject(scope, name))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", describeJSError(err)
+	}
+	return owner, nil
+}

@@ -3,6 +3,7 @@ package repl
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -261,8 +262,7 @@ func runReplace(ctx context.Context, sh *Shell, args []string) reply {
 
 func runReplaceIfRevision(ctx context.Context, sh *Shell, args []string) reply {
 	key, newValue := args[0], args[1]
-	n, _ := strconv.Atoi(args[2]) // checked: 1 or more
-	revision := uint64(n)
+	revision, _ := strconv.ParseUint(args[2], 10, 64) // checked: 1 or more
 	replaced, current, found, err := sh.cfg.ReplaceIfRevision(ctx, key, newValue, revision)
 	if err != nil {
 		return sh.failure(err)
@@ -373,10 +373,10 @@ func describeChange(ch sharedconfig.Change) (operation, arguments string) {
 		switch op.Kind {
 		case "put":
 			ops = append(ops, "PUT")
-			args = append(args, Quote(op.Key)+" , "+Quote(op.Value))
+			args = append(args, previewQuoted(op.Key)+" , "+previewQuoted(op.Value))
 		case "remove":
 			ops = append(ops, "REMOVE")
-			args = append(args, Quote(op.Key))
+			args = append(args, previewQuoted(op.Key))
 		default:
 			ops = append(ops, "CLEAR")
 		}
@@ -396,7 +396,8 @@ const describedOps = 3
 func runLog(ctx context.Context, sh *Shell, args []string) reply {
 	n := 10
 	if len(args) == 1 {
-		n, _ = strconv.Atoi(args[0]) // checked
+		asked, _ := strconv.ParseUint(args[0], 10, 64) // checked
+		n = int(min(asked, math.MaxInt))
 	}
 	changes, err := sh.cfg.History(ctx, n)
 	if err != nil {
@@ -437,7 +438,8 @@ func runHistory(ctx context.Context, sh *Shell, args []string) reply {
 	t := &table{header: []string{"Revision", "Time", "Writer", "Value"}}
 	list := []fields{}
 	for _, kc := range changes {
-		value, f := "'"+shown(kc.Value)+"'", fields{"revision": kc.Revision, "writer": kc.Writer}
+		text, size := previewShown(kc.Value)
+		value, f := "'"+text+"'"+size, fields{"revision": kc.Revision, "writer": kc.Writer}
 		switch {
 		case kc.Removed:
 			value = "(removed" + removedWithLease(kc) + ")"

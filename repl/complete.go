@@ -53,7 +53,8 @@ func (sh *Shell) Complete(before string) []Suggestion {
 			if strings.ContainsAny(k, " ,\"") || !printable(k) {
 				continue // completion replaces one word; such keys are typed quoted
 			}
-			out = append(out, Suggestion{k, shown(p.Value)}) // the menu shows it
+			text, size := previewShown(p.Value) // the menu shows it
+			out = append(out, Suggestion{k, text + size})
 			if len(out) == 50 {
 				break
 			}

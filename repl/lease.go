@@ -142,7 +142,7 @@ func nonNil(s []string) []string {
 func quoteAll(keys []string) string {
 	q := make([]string, len(keys))
 	for i, k := range keys {
-		q[i] = Quote(k)
+		q[i] = previewQuoted(k)
 	}
 	return strings.Join(q, ", ")
 }
@@ -151,7 +151,7 @@ func quoteAll(keys []string) string {
 func describeLeaseOp(op sharedconfig.Op) (operation, arguments string, ok bool) {
 	switch op.Kind {
 	case "put":
-		return "PUT_WITH_LEASE", Quote(op.Key) + " , " + Quote(op.Value) + " , " + Quote(op.Lease), op.Lease != ""
+		return "PUT_WITH_LEASE", previewQuoted(op.Key) + " , " + previewQuoted(op.Value) + " , " + Quote(op.Lease), op.Lease != ""
 	case "register_lease":
 		return "REGISTER_LEASE", Quote(op.Lease) + " , " + op.TTL.String() + " by " + Quote(op.Holder), true
 	case "refresh_lease":

@@ -1,6 +1,8 @@
 package repl
 
 import (
+	"errors"
+	"math"
 	"strconv"
 	"strings"
 
@@ -15,7 +17,7 @@ const (
 	keyParam    kind = iota // a key: never empty; completion offers keys
 	prefixParam             // the start of keys, maybe empty; completion offers keys
 	valueParam              // any text
-	countParam              // a whole number, 1 or more
+	countParam              // a whole number, 1 or more, that fits a uint64
 	choiceParam             // one of choices, ignoring case
 	leaseParam              // a lease's name: never empty; completion offers leases
 	ttlParam                // a lease's ttl: a duration or a number of seconds
@@ -141,7 +143,9 @@ func (c *command) checkArgs(args []string) (reply, bool) {
 				return refuse("%s takes a ttl such as 10s or a number of seconds, from 1s to 24h: '%s'", c.name, a), true
 			}
 		case countParam:
-			if v, err := strconv.Atoi(a); err != nil || v < 1 {
+			if v, err := strconv.ParseUint(a, 10, 64); errors.Is(err, strconv.ErrRange) {
+				return refuse("%s takes a %s, from 1 to %d: '%s'", c.name, p.noun, uint64(math.MaxUint64), a), true
+			} else if err != nil || v < 1 {
 				return refuse("%s takes a %s, 1 or more: '%s'", c.name, p.noun, a), true
 			}
 		case choiceParam:
