@@ -13,7 +13,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
