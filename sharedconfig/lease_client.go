@@ -402,7 +402,8 @@ func (ls Leases) Revoke(ctx context.Context, name string) (keys []string, err er
 // whose end was not reported yet.
 func (ls Leases) RevokeHeld(ctx context.Context) ([]LostLease, error) {
 	c := ls.c
-	held, lost := c.keptIn(c.State())
+	st, now := c.State(), c.serverNow()
+	held, lost := c.keptIn(st)
 	var errs []error
 	for _, name := range held {
 		k := c.leases.get(name)
@@ -410,15 +411,29 @@ func (ls Leases) RevokeHeld(ctx context.Context) ([]LostLease, error) {
 		switch {
 		case lostBy(err):
 			// Ended before the revocation caught up with the log.
-			if !k.told {
-				l, ok := c.State().Lease(name)
-				lost = append(lost, LostLease{Name: name, Lapsed: k.lapsed, Now: l, Exists: ok, holder: c.leases.holder})
+			l, ok := c.State().Lease(name)
+			gone := LostLease{Name: name, Lapsed: k.lapsed, Now: l, Exists: ok, holder: c.leases.holder}
+			if !k.told && !endedRevoking(st, now, gone) {
+				lost = append(lost, gone)
 			}
 		case err != nil:
 			errs = append(errs, fmt.Errorf("revoking lease '%s': %w", name, err))
 		}
 	}
 	return lost, errors.Join(errs...)
+}
+
+// endedRevoking: lost, live in st at now (the copy and the server's clock
+// RevokeHeld began with), ended while RevokeHeld revoked it. Before its
+// deadline only this process ends its registration (an expiry waits for
+// the deadline; a revocation names the registration), so it expired after
+// this process stopped keeping it alive in order to end it: a revocation
+// can wait for its turn among many writers longer than the ttl left. Its
+// end is the one the revocation was for. Registered again by another
+// process of this writer is news: it lives on, with its keys.
+func endedRevoking(st State, now time.Time, lost LostLease) bool {
+	l, ok := st.Lease(lost.Name)
+	return ok && !l.Overdue(now) && !(lost.Exists && lost.Now.Holder == lost.holder)
 }
 
 // lostBy: err says that this process's registration had ended.

@@ -1,0 +1,112 @@
+package sharedconfig_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
+)
+
+// gatedLog holds up its next append, once armed, until released: a write
+// that waits (for its turn among many writers, say) while the log moves on.
+type gatedLog struct {
+	*memlog.Log
+	armed   atomic.Bool
+	held    chan struct{} // closed when an append is held up
+	release chan struct{}
+}
+
+func newGatedLog(l *memlog.Log) *gatedLog {
+	return &gatedLog{Log: l, held: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *gatedLog) hold() {
+	if g.armed.CompareAndSwap(true, false) {
+		close(g.held)
+		<-g.release
+	}
+}
+
+func (g *gatedLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
+	g.hold()
+	return g.Log.Append(ctx, expected, data)
+}
+
+func (g *gatedLog) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
+	g.hold()
+	return g.Log.AppendAfter(ctx, last, data)
+}
+
+// fallDue has b see lease name, registered at the clock's time with a 2s
+// ttl, fall due: a witness in the last quarter of its ttl, then the expiry.
+func fallDue(t *testing.T, e *leaseEnv, b *sharedconfig.Config, name string) {
+	t.Helper()
+	ctx := context.Background()
+	ok(t, b.Refresh(ctx))
+	e.clock.Advance(1600 * time.Millisecond)
+	_, err := sharedconfig.ExpireDue(ctx, b)
+	ok(t, err)
+	e.clock.Advance(time.Second)
+	ended, err := sharedconfig.ExpireDue(ctx, b)
+	ok(t, err)
+	if len(ended) != 1 || ended[0] != name {
+		t.Fatalf("b's expiries ended %q, want %s", ended, name)
+	}
+}
+
+// A process that quits stops keeping its leases alive, then revokes them.
+// A revocation held up past the lease's deadline (among 16 writers, waiting
+// for its turn) finds the lease expired: it ended because this process was
+// ending it, which is no news to tell. A lease that had ended before the
+// process began to revoke it is news, and is told.
+func TestRevokeHeldQuietAboutALeaseThatExpiresWhileRevoked(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	gate := newGatedLog(e.log)
+	a, err := sharedconfig.Open(ctx, gate, sharedconfig.Options{Holder: "a"})
+	ok(t, err)
+	sharedconfig.SetServerClock(a, e.clock.Now)
+	b := e.open("b")
+	_, err = a.Leases().Register(ctx, "L", 2*time.Second)
+	ok(t, err)
+	_, _, err = a.PutWithLease(ctx, "k", "v", "L")
+	ok(t, err)
+
+	gate.armed.Store(true)
+	type result struct {
+		lost []sharedconfig.LostLease
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		lost, err := a.Leases().RevokeHeld(ctx)
+		done <- result{lost, err}
+	}()
+	<-gate.held
+	fallDue(t, e, b, "L")
+	close(gate.release)
+	r := <-done
+	ok(t, r.err)
+	for _, l := range r.lost {
+		t.Errorf("RevokeHeld told of a lease that expired while it revoked it: %s", l)
+	}
+	if _, ok := a.Get("k"); ok {
+		t.Fatal("the key under the lease outlived it")
+	}
+
+	// M ends before a begins to revoke it (a's copy, not refreshed, still
+	// shows it held): that is told.
+	_, err = a.Leases().Register(ctx, "M", 2*time.Second)
+	ok(t, err)
+	fallDue(t, e, b, "M")
+	lost, err := a.Leases().RevokeHeld(ctx)
+	ok(t, err)
+	want := "Lease 'M' has ended (it expired or was revoked); it is no longer held"
+	if len(lost) != 1 || lost[0].String() != want {
+		t.Fatalf("RevokeHeld told %q, want %q", lost, want)
+	}
+}
