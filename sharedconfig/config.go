@@ -16,6 +16,9 @@
 // (export.go). An entry another program published is stepped over; one that
 // claims to be sharedconfig's and does not decode leaves the config readable
 // at its last good state, which Repair writes past the damage (repair.go).
+//
+// Leases (Config.Leases) registers, keeps alive and revokes this process's
+// leases, under which keys live only as long as their holder (lease*.go).
 package sharedconfig
 
 import (
@@ -144,7 +147,7 @@ type configLife struct {
 
 // Close stops what the config runs in the background and waits for it to
 // end: lease keepers, follows and watches, and its hearing of other
-// writers' turns. It revokes nothing (see RevokeHeld) and does not close
+// writers' turns. It revokes nothing (see Leases.RevokeHeld) and does not close
 // the log, which the caller opened. The local copy stays readable. Closing
 // again does nothing.
 func (c *Config) Close() {
