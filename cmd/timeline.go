@@ -18,8 +18,9 @@ func newTimelineCmd(f *rootFlags) *cobra.Command {
 		Short: "Draw a config's recorded log as a timeline: who wrote what, when",
 		Long: `timeline draws the config's log as the demo draws its runs: one lane per
 writer named in the log, each entry where it landed, the stream revision by
-revision, and the leases the config holds. The log keeps only the appends
-that landed: refused tries are not in it ('sharedconfig demo' shows them).`,
+revision, the leases the config holds and those the entries end. The log
+keeps only the appends that landed: refused tries are not in it
+('sharedconfig demo' shows them).`,
 		Example: `  sharedconfig timeline -s myScope -n myConfig
   sharedconfig timeline --html config.html`,
 		Args: cobra.NoArgs,

@@ -251,3 +251,36 @@ func TestDestroyedConfigIsNoCleanUpError(t *testing.T) {
 		t.Errorf("the run ended with %v: the clean-up took the config already gone for an error", err)
 	}
 }
+
+// The lease scenario's config destroyed while its watcher waits for bob's
+// lease to end stops the run at once, saying so, rather than when its
+// patience (4 ttls and the timeout) runs out.
+func TestLeaseRunStopsWhenItsConfigIsDestroyed(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	dial := func(context.Context) (*nats.Conn, error) {
+		return localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
+	}
+	steps := 0
+	var out bytes.Buffer
+	start := time.Now()
+	_, err := demo.Run(context.Background(), "lease", demo.Options{
+		Dial: dial, Out: &out, Writers: 2, Speed: 100, Scope: "demo", Timeout: 10 * time.Second,
+		Step: func() error {
+			if steps++; steps != 3 { // before step 4: the watcher waits
+				return nil
+			}
+			configs, err := jetstream.ListConfigs(context.Background(), nc)
+			for _, c := range configs {
+				err = errors.Join(err, jetstream.DeleteConfig(context.Background(), nc, c.Scope, c.Name))
+			}
+			return err
+		},
+	})
+	if err == nil || !strings.Contains(err.Error(), "was destroyed by another process") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("the run ended with %v after %s, want one line saying its config was destroyed\n%s", err, time.Since(start), out.String())
+	}
+	if !strings.Contains(err.Error(), "demo/lease-") {
+		t.Errorf("%v does not name the config", err)
+	}
+}

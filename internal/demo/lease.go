@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/internal/timeline"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 // leaseTTL is the members' lease ttl: the shortest a lease may have, so
@@ -35,8 +37,8 @@ func lease(ctx context.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	seen := &watchLog{changed: make(chan struct{}, 1)}
-	stopWatch, err := watcher.cfg.Watch("/servers/", seen.add, nil)
+	seen := &watchLog{config: r.o.Scope + "/" + config, changed: make(chan struct{}, 1)}
+	stopWatch, err := watcher.cfg.Watch("/servers/", seen.add, seen.failed)
 	if err != nil {
 		return err
 	}
@@ -181,9 +183,32 @@ func endedLease(ch sharedconfig.Change, name string) *sharedconfig.EndedLease {
 
 // watchLog keeps what a watch heard, for the scenario to wait on.
 type watchLog struct {
+	config  string // scope/name, as the demo's lines name it
 	mu      sync.Mutex
 	changes []sharedconfig.Change
+	lost    error // the config was destroyed: nothing more will come
 	changed chan struct{}
+}
+
+// failed is the watch's onError: a config destroyed under the demo ends
+// its waits; other failures are retried by the watch.
+func (wl *watchLog) failed(err error) {
+	if !errors.Is(err, statesync.ErrDeleted) && !errors.Is(err, statesync.ErrReplaced) {
+		return
+	}
+	wl.mu.Lock()
+	if wl.lost == nil {
+		wl.lost = err
+	}
+	wl.mu.Unlock()
+	wl.signal()
+}
+
+func (wl *watchLog) signal() {
+	select {
+	case wl.changed <- struct{}{}:
+	default:
+	}
 }
 
 // add is the watch's callback: it must not block.
@@ -191,10 +216,7 @@ func (wl *watchLog) add(ch sharedconfig.Change) {
 	wl.mu.Lock()
 	wl.changes = append(wl.changes, ch)
 	wl.mu.Unlock()
-	select {
-	case wl.changed <- struct{}{}:
-	default:
-	}
+	wl.signal()
 }
 
 // waitFor returns the first change heard that match accepts.
@@ -209,7 +231,13 @@ func (wl *watchLog) waitFor(ctx context.Context, patience time.Duration, match f
 				return ch, nil
 			}
 		}
+		lost := wl.lost
 		wl.mu.Unlock()
+		if errors.Is(lost, statesync.ErrReplaced) {
+			return sharedconfig.Change{}, fmt.Errorf("%s was destroyed and created again by another process", wl.config)
+		} else if lost != nil {
+			return sharedconfig.Change{}, fmt.Errorf("%s was destroyed by another process", wl.config)
+		}
 		select {
 		case <-wl.changed:
 		case <-timer.C:

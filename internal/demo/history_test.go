@@ -1,0 +1,90 @@
+package demo_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sharedconfig/sharedconfig/internal/demo"
+	"github.com/sharedconfig/sharedconfig/internal/timeline"
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+)
+
+// A timeline drawn from a log shows the leases the log shows ending, up to
+// their end, as well as those the config holds: each bar from the entry
+// that last set its deadline (a registration, a refresh, or a snapshot
+// that holds it) to that deadline.
+func TestTimelineFromHistoryDrawsEndedLeases(t *testing.T) {
+	srv := jstest.Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	log, err := jetstream.OpenLog(ctx, jstest.Connect(t, srv), "tl", "cfg", jetstream.LogOptions{Writer: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := sharedconfig.Open(ctx, log, sharedconfig.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cfg.Close()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One lease known from the snapshot a compaction wrote, one from its
+	// registration and refresh after it.
+	_, err = cfg.RegisterLease(ctx, "compacted", 2*time.Hour)
+	must(err)
+	must(cfg.Compact(ctx))
+	compacted, _ := cfg.State().Lease("compacted")
+	_, err = cfg.RegisterLease(ctx, "refreshed", time.Hour)
+	must(err)
+	_, err = cfg.RefreshLease(ctx, "refreshed")
+	must(err)
+	refreshed, _ := cfg.State().Lease("refreshed")
+	_, err = cfg.RevokeLease(ctx, "refreshed")
+	must(err)
+	_, err = cfg.RevokeLease(ctx, "compacted")
+	must(err)
+	_, err = cfg.RegisterLease(ctx, "held", time.Hour)
+	must(err)
+	changes, err := cfg.History(ctx, 100)
+	must(err)
+	tl := demo.FromHistory("tl/cfg", changes, cfg.State())
+
+	revokeOf := func(lease string) sharedconfig.Change {
+		t.Helper()
+		for _, ch := range changes {
+			for _, op := range ch.Ops {
+				if op.Kind == "revoke_lease" && op.Lease == lease {
+					return ch
+				}
+			}
+		}
+		t.Fatalf("no revocation of %s in the history", lease)
+		return sharedconfig.Change{}
+	}
+	byName := map[string]timeline.Lease{}
+	for _, l := range tl.Leases {
+		byName[l.Name] = l
+	}
+	if len(tl.Leases) != 3 {
+		t.Fatalf("leases drawn: %+v; want refreshed, compacted (both revoked) and held", tl.Leases)
+	}
+	for name, was := range map[string]sharedconfig.Lease{"refreshed": refreshed, "compacted": compacted} {
+		l, revoke := byName[name], revokeOf(name)
+		if !l.From.Equal(was.Deadline.Add(-was.TTL)) || !l.Deadline.Equal(was.Deadline) {
+			t.Errorf("%s: from %s to %s; want to its deadline %s, from %s before", name, l.From, l.Deadline, was.Deadline, was.TTL)
+		}
+		if l.Ended.IsZero() || !l.Ended.Equal(revoke.Time) || l.EndedAt != revoke.Revision || l.Expired || tl.Lanes[l.Lane] != was.Holder || tl.Lanes[l.EndedBy] != "w" {
+			t.Errorf("%s: %+v; want held by %s, revoked at r%d by w (lanes %q)", name, l, was.Holder, revoke.Revision, tl.Lanes)
+		}
+	}
+	if l := byName["held"]; !l.Ended.IsZero() {
+		t.Errorf("held: %+v; want it drawn as held", l)
+	}
+}
