@@ -193,6 +193,7 @@ func TestListEmptyConfig(t *testing.T) {
 // create the config, and a read that finds no config says so, naming that
 // stream, rather than that a PUT creates one.
 func TestNoConfigWhoseSubjectAnotherStreamTakes(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
