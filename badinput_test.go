@@ -21,6 +21,7 @@ import (
 // Values over the server's max payload and bytes that are not UTF-8: one
 // clear line each, nothing written, and the shell goes on.
 func TestBadValues(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	p := startREPL(t, "p", "--server", srv.ClientURL(), "--scope", "bad")
 	p.wantExit = 1
@@ -40,6 +41,7 @@ func TestBadValues(t *testing.T) {
 // subject) is stepped over: reads and writes go on. (Damaged entries, which
 // do stop writes, are in testdata/script/damage.txtar.)
 func TestGarbageInTheStream(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	p := startREPL(t, "p", "--server", srv.ClientURL(), "--scope", "garbage")
 	p.send("PUT k, v")
@@ -64,6 +66,7 @@ func TestGarbageInTheStream(t *testing.T) {
 }
 
 func TestIncompatibleStream(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
@@ -83,6 +86,7 @@ func TestIncompatibleStream(t *testing.T) {
 }
 
 func TestNoJetStream(t *testing.T) {
+	t.Parallel()
 	s := jstest.NATS(t, &server.Options{})
 	_, stderr, code := runShell(t, "GET k\n", "--server", s.ClientURL())
 	if code != 2 || !strings.Contains(stderr, "does not have JetStream enabled") || !strings.Contains(stderr, "(start nats-server with -js)") {
@@ -92,6 +96,7 @@ func TestNoJetStream(t *testing.T) {
 
 // No secret appears in STATUS or in errors.
 func TestNoSecretsShown(t *testing.T) {
+	t.Parallel()
 	s := jstest.NATS(t, &server.Options{JetStream: true, Username: "alice", Password: "pa55word"})
 	hostPort := strings.TrimPrefix(s.ClientURL(), "nats://")
 	stdout, stderr, code := runShell(t, "STATUS\n", "--server", "nats://alice:pa55word@"+hostPort)
@@ -111,6 +116,7 @@ func TestNoSecretsShown(t *testing.T) {
 // On a cluster a config's stream has 3 replicas by default, and the shell
 // carries on when a node goes away.
 func TestShellOnACluster(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a 3-node cluster")
 	}
@@ -135,6 +141,7 @@ func TestShellOnACluster(t *testing.T) {
 // A data directory of another user is refused, by the shell and by the
 // server, before anything is read or started there.
 func TestDataDirOfAnotherUser(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "theirs")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 // On a terminal, destroy asks, and only a yes deletes.
 func TestDestroyAsksOnTerminal(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	args := []string{"--server", srv.ClientURL(), "-s", "asked"}
 	if _, stderr, code := runShell(t, "PUT k, v\n", args...); code != 0 {

@@ -11,12 +11,14 @@ import (
 // committed one green), unless NO_COLOR is set; through a pipe it is plain
 // (testdata/script/demo.txtar).
 func TestDemoColoursOnATerminal(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	for _, noColour := range []bool{false, true} {
+		var env []string
 		if noColour {
-			t.Setenv("NO_COLOR", "1")
+			env = []string{"NO_COLOR=1"}
 		}
-		p := startPTY(t, "demo", "race", "--speed", "100", "--server", srv.ClientURL())
+		p := startPTYEnv(t, env, "demo", "race", "--speed", "100", "--server", srv.ClientURL())
 		if code := p.wait(); code != 0 {
 			t.Fatalf("exit status %d", code)
 		}

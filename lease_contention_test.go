@@ -19,6 +19,7 @@ import (
 // other writers; 16 when not a number): it starts that many processes for
 // tens of seconds, too much for every run on a shared 2-core machine.
 func TestLiveHolderKeepsItsLeaseAmongWriterProcesses(t *testing.T) {
+	t.Parallel()
 	others, puts := contentionScenario(t)
 	args := membershipServer(t)
 	onConfig := func(writer string) []string { return args(writer, "--name", "contended") }

@@ -13,6 +13,7 @@ import (
 // longer holds the lease, does not call the new registration its own, and
 // neither puts under it nor revokes it on QUIT.
 func TestStoppedHolderLeavesTheNextRegistrationAlone(t *testing.T) {
+	t.Parallel()
 	args := membershipServer(t)
 	a, b := reregisteredWhileStopped(t, args)
 	a.send("LEASES")
@@ -38,6 +39,7 @@ func TestStoppedHolderLeavesTheNextRegistrationAlone(t *testing.T) {
 // (kill -9): the shell that lost its registration does not keep the dead
 // one alive, so a follower sees it expire within the ttl and 2 seconds.
 func TestStoppedHolderDoesNotKeepTheNextRegistrationAlive(t *testing.T) {
+	t.Parallel()
 	args := membershipServer(t)
 	a, b := reregisteredWhileStopped(t, args)
 	follower := startREPL(t, "follower", args("watcher", "--follow")...)

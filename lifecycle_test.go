@@ -71,6 +71,7 @@ func (h *heard) take(t *testing.T, nc *nats.Conn) []string {
 // Commands that only read say nothing to the config's writers: no hello,
 // no subscription left to answer. A write does (so the listening works).
 func TestReadOnlyCommandsSayNothingToWriters(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	nc := jstest.Connect(t, srv)
 	args := func(more ...string) []string {
@@ -157,6 +158,7 @@ func stopProcess(t *testing.T, c *exec.Cmd) {
 // changed, and does not land when the server comes back on the same port
 // and store: nothing is sent behind the user's back.
 func TestNoWriteBehindTheUsersBack(t *testing.T) {
+	t.Parallel()
 	listen, dir := fmt.Sprintf("127.0.0.1:%d", freePort(t)), t.TempDir()
 	server := startServerProcessAt(t, listen, dir)
 	args := []string{"--server", "nats://" + listen, "--scope", "late", "--timeout", "3s"}
@@ -209,6 +211,7 @@ func noRaceExitSleep() []string {
 // and hold a lease whose keeper is waiting for the server, a watch, and a
 // member holding its key.
 func TestExitIsQuickWhenTheServerHangs(t *testing.T) {
+	t.Parallel()
 	url, server := startServerProcess(t)
 	args := func(writer string, more ...string) []string {
 		return append([]string{"--server", url, "--scope", "hang", "--writer", writer}, more...)
@@ -230,8 +233,7 @@ func TestExitIsQuickWhenTheServerHangs(t *testing.T) {
 	member.wantExit = -1
 	untilLine(t, watch, "/member")
 	// Ctrl-D in a terminal.
-	t.Setenv("GORACE", strings.TrimPrefix(noRaceExitSleep()[0], "GORACE="))
-	tty := startPTY(t, args("tty", "--follow")...)
+	tty := startPTYEnv(t, noRaceExitSleep(), args("tty", "--follow")...)
 	tty.waitFor("someConfig > ", 1)
 	tty.paste("REGISTER_LEASE tty, 3s\r")
 	tty.waitFor("**** Lease 'tty' registered", 1)

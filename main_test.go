@@ -17,6 +17,7 @@ import (
 // A server that goes away mid-session: commands fail with one line each, the
 // shell stays up, and commands work again once the server is back.
 func TestServerGoesAway(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
 	if err != nil {
@@ -55,6 +56,7 @@ func TestServerGoesAway(t *testing.T) {
 // TestWalkthrough runs the original documentation's two-process walkthrough
 // with two processes on one server.
 func TestWalkthrough(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	args := []string{"--server", srv.ClientURL(), "--scope", "walkthrough"}
 	p1, p2 := startREPL(t, "p1", args...), startREPL(t, "p2", args...)
@@ -103,6 +105,7 @@ func TestWalkthrough(t *testing.T) {
 // With the local server started by the first shell, closing that shell does
 // not disturb the second: its next command works at once.
 func TestClosingFirstShellKeepsSecond(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	env := []string{"NATS_URL=", "SHAREDCONFIG_LOCAL_PORT=" + strconv.Itoa(freePort(t)), "XDG_DATA_HOME=" + data}
 	p1 := startREPLEnv(t, "p1", env)
@@ -127,6 +130,7 @@ func TestClosingFirstShellKeepsSecond(t *testing.T) {
 // one on the same data directory, as a new shell would, and go on: each
 // sees the other's writes.
 func TestSurvivorsRestartLocalServer(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	dir := filepath.Join(data, "sharedconfig")
 	env := []string{"NATS_URL=", "SHAREDCONFIG_LOCAL_PORT=" + strconv.Itoa(freePort(t)), "XDG_DATA_HOME=" + data}
@@ -166,6 +170,7 @@ func TestSurvivorsRestartLocalServer(t *testing.T) {
 // stderr (server.log, for the auto-started one): here, a client refused by
 // a private server.
 func TestServerLogsErrors(t *testing.T) {
+	t.Parallel()
 	listen := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	srv := startREPL(t, "server", "server", "--private", "--listen", listen, "--data-dir", t.TempDir())
 	t.Cleanup(func() { srv.cmd.Process.Signal(syscall.SIGTERM) })

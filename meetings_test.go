@@ -185,6 +185,7 @@ type meetings struct {
 }
 
 func TestMeetings(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes for several seconds")
 	}

@@ -24,6 +24,7 @@ import (
 // The build line README gives must build the binary it names: not into a
 // package's folder (./sharedconfig is one), and somewhere git ignores.
 func TestReadmeBuildLine(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +53,7 @@ func TestReadmeBuildLine(t *testing.T) {
 // STATUS names the shell's own process, so that an example can stop it
 // (under go run, the pid of go is not the shell's).
 func TestStatusShowsPid(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	p := startREPL(t, "p", "--server", srv.ClientURL(), "--scope", "pid")
 	p.send("STATUS")
@@ -67,6 +69,7 @@ func TestStatusShowsPid(t *testing.T) {
 // with no newline added when stdout is not a terminal: $(...) and files
 // get exactly what was put.
 func TestGetValueOnlyIsByteExact(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	args := []string{"--server", srv.ClientURL(), "--scope", "raw"}
 	value := "two\nlines, \"quoted\"\ttabbed\n"
@@ -127,6 +130,7 @@ func exportedProps(t *testing.T, args []string) map[string]string {
 // (more than one entry of the server) lands whole, and a fresh process
 // exports the same keys and values.
 func TestBigExportImportsBack(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	src := []string{"--server", srv.ClientURL(), "--scope", "big", "-n", "src"}
 	dst := []string{"--server", srv.ClientURL(), "--scope", "big", "-n", "dst"}
@@ -159,6 +163,7 @@ func TestBigExportImportsBack(t *testing.T) {
 // interrupted first open) has no revision: list -o json leaves it out and
 // says why, rather than a revision 0 no entry has.
 func TestListEmptyConfig(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
@@ -188,6 +193,7 @@ func TestListEmptyConfig(t *testing.T) {
 // create the config, and a read that finds no config says so, naming that
 // stream, rather than that a PUT creates one.
 func TestNoConfigWhoseSubjectAnotherStreamTakes(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
@@ -218,6 +224,7 @@ func TestNoConfigWhoseSubjectAnotherStreamTakes(t *testing.T) {
 // the config as it was: the unfinished run holds no state, for a fresh
 // process and for the next write.
 func TestBigImportKilledMidwayChangesNothing(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	args := []string{"--server", srv.ClientURL(), "--scope", "big", "-n", "killed"}
 	if _, stderr, code := runShell(t, "", append(args, "put", "before", "1")...); code != 0 {

@@ -31,9 +31,20 @@ type ptyShell struct {
 
 func startPTY(t *testing.T, args ...string) *ptyShell {
 	t.Helper()
-	return startPTYCmd(t, exec.Command(os.Args[0], args...))
+	return startPTYEnv(t, nil, args...)
 }
 
+// startPTYEnv starts a shell on a terminal with env added to the test's
+// environment (tests that run in parallel cannot change their own).
+func startPTYEnv(t *testing.T, env []string, args ...string) *ptyShell {
+	t.Helper()
+	c := exec.Command(os.Args[0], args...)
+	c.Env = env
+	return startPTYCmd(t, c)
+}
+
+// startPTYCmd runs c on a terminal, its environment (c.Env) added to the
+// test's.
 func startPTYCmd(t *testing.T, c *exec.Cmd) *ptyShell {
 	t.Helper()
 	master, slave, err := pty.Open()
@@ -46,7 +57,7 @@ func startPTYCmd(t *testing.T, c *exec.Cmd) *ptyShell {
 	if master, err = pollable(master); err != nil {
 		t.Fatal(err)
 	}
-	c.Env = append(os.Environ(), runMainEnv+"=1", "TERM=xterm")
+	c.Env = append(append(os.Environ(), runMainEnv+"=1", "TERM=xterm"), c.Env...)
 	c.Stdin, c.Stdout, c.Stderr = slave, slave, slave
 	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	if err := c.Start(); err != nil {

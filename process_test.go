@@ -8,12 +8,15 @@ package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -58,6 +61,7 @@ func (l leakChecked) Run() int {
 	}
 	defer os.RemoveAll(state)
 	os.Setenv("XDG_STATE_HOME", state)
+	moreInParallel()
 	code := l.m.Run()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
@@ -66,6 +70,19 @@ func (l leakChecked) Run() int {
 		}
 	}
 	return code
+}
+
+// moreInParallel lets 4 tests per CPU run at once unless -parallel is
+// given: the tests here mostly wait for other processes (shells, servers,
+// lease ttls), so GOMAXPROCS at a time, go test's default, leaves the CPUs
+// idle.
+func moreInParallel() {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
+	}
 }
 
 func freePort(t interface{ Fatal(...any) }) int {

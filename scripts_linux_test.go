@@ -14,6 +14,7 @@ import (
 // On a terminal, get --raw ends the value with a newline (the prompt would
 // follow it on its line) and escapes what would drive the terminal.
 func TestGetValueOnlyOnTerminal(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	args := []string{"--server", srv.ClientURL(), "-s", "rawterm"}
 	if _, stderr, code := runShell(t, "", append(args, "put", "k", "red \x1b[31mtext")...); code != 0 {
@@ -34,11 +35,12 @@ func TestGetValueOnlyOnTerminal(t *testing.T) {
 // are kept for the next session (Up), but not lines that hold a password,
 // and with --no-history none.
 func TestTerminalPromptHistoryAndCtrlC(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	state := t.TempDir()
-	t.Setenv("XDG_STATE_HOME", state)
+	env := []string{"XDG_STATE_HOME=" + state}
 	args := []string{"--server", srv.ClientURL(), "-s", "demo"}
-	p := startPTY(t, args...)
+	p := startPTYEnv(t, env, args...)
 	p.waitFor("demo/someConfig > ", 1)
 	p.typeKeys("PUT a, 1\r")
 	p.waitFor("**** Property 'a' added with value '1'", 1)
@@ -66,7 +68,7 @@ func TestTerminalPromptHistoryAndCtrlC(t *testing.T) {
 		t.Errorf("history file: %v, %v; want mode 0600", info.Mode(), err)
 	}
 
-	p = startPTY(t, args...)
+	p = startPTYEnv(t, env, args...)
 	p.waitFor("demo/someConfig > ", 1)
 	for range 2 { // Up twice: QUIT, then PUT a, 1
 		p.paste("\x1b[A") // one write: one key
@@ -84,7 +86,7 @@ func TestTerminalPromptHistoryAndCtrlC(t *testing.T) {
 		t.Errorf("history file %q, want %q", b, want)
 	}
 
-	p = startPTY(t, append(args, "--no-history")...)
+	p = startPTYEnv(t, env, append(args, "--no-history")...)
 	p.waitFor("demo/someConfig > ", 1)
 	p.typeKeys("GET a\r")
 	p.waitFor("is '1'", 1)
@@ -100,6 +102,7 @@ func TestTerminalPromptHistoryAndCtrlC(t *testing.T) {
 // On the default scope the prompt is the config's name alone, as the
 // original's.
 func TestTerminalPromptDefaultScope(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	p := startPTY(t, "--server", srv.ClientURL())
 	p.waitFor("someConfig > ", 1)

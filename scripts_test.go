@@ -26,6 +26,7 @@ import (
 // reachable through NATS_URL (and $SERVER), and a free port in $FREEPORT for
 // scripts that start servers of their own.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {

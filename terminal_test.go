@@ -17,6 +17,7 @@ import (
 )
 
 func TestTerminal(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	for _, way := range []struct {
 		name, keys string
@@ -58,6 +59,7 @@ func TestTerminal(t *testing.T) {
 }
 
 func TestTerminalSIGTERM(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "tty")
 	before, err := term.GetState(int(p.slave.Fd()))
@@ -85,6 +87,7 @@ func TestTerminalSIGTERM(t *testing.T) {
 // In follow mode, a change made elsewhere prints above the prompt, and the
 // line being typed is drawn again below it, intact.
 func TestTerminalFollowPrintsAbove(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttyfollow", "--follow")
 	p.waitFor("someConfig > ", 1)
@@ -123,6 +126,7 @@ func TestTerminalFollowPrintsAbove(t *testing.T) {
 // WATCH prefix prints changes under the prefix above the prompt, as follow
 // mode does, and nothing of other keys.
 func TestTerminalWatchPrintsAbove(t *testing.T) {
+	t.Parallel()
 	srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -167,6 +171,7 @@ func TestTerminalWatchPrintsAbove(t *testing.T) {
 // A paste of several lines runs each line in order, as if typed: go-prompt
 // on its own takes one read as one key, and ran none of them.
 func TestTerminalPaste(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttypaste")
 	before, err := term.GetState(int(p.slave.Fd()))
@@ -192,6 +197,7 @@ func TestTerminalPaste(t *testing.T) {
 // command, says whether the change may have been made, and the shell stays.
 // Keys typed while a command runs, Ctrl-D among them, are kept for after it.
 func TestTerminalCtrlCAndTypeAhead(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: dir})
 	if err != nil {
@@ -257,6 +263,7 @@ func TestTerminalCtrlCAndTypeAhead(t *testing.T) {
 // fails). Its goodbye cannot be written to a terminal that is gone: exit
 // status 1, as for any output that cannot be written.
 func TestTerminalHangUp(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	for _, tc := range []struct{ scope, sh string }{
 		{"hup", `exec "$0" "$@"`},

@@ -43,6 +43,7 @@ func clusterLog(t *testing.T, name string) ([]*jstest.Node, *jetstream.Log) {
 // reported as made, and made once; it was reported failed with 10158
 // "duplicate message id is in process".
 func TestWriteWhileFollowersRestart(t *testing.T) {
+	t.Parallel()
 	nodes, l := clusterLog(t, "followers")
 	leader, followers := streamLeader(t, nodes, l)
 	// The writer talks to the leader only, which keeps running.
@@ -125,6 +126,7 @@ func streamLeader(t *testing.T, nodes []*jstest.Node, l *jetstream.Log) (leader 
 // waits for the election, saying so, instead of failing: here the nodes come
 // back while it waits.
 func TestOpenWaitsForALeader(t *testing.T) {
+	t.Parallel()
 	nodes, l := clusterLog(t, "election")
 	// The survivor is a follower: once the leader and the other follower
 	// are down, nobody can answer for the stream until they are back.

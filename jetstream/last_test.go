@@ -102,6 +102,7 @@ func TestLastRevisionWithoutMessagesOrAfterAForeignOne(t *testing.T) {
 // through one server is seen at once through another, whichever replica
 // is behind.
 func TestLastRevisionOnR3IsTheLeaders(t *testing.T) {
+	t.Parallel()
 	nodes, w := clusterLog(t, "lastrev")
 	ctx := context.Background()
 	scope, name, _ := jetstream.ParseStreamName(w.Name())

@@ -52,6 +52,7 @@ func openOther(t *testing.T, nc *nats.Conn, l *jetstream.Log) *jetstream.Log {
 }
 
 func TestLogConformance(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	nc := jstest.Connect(t, srv)
 	logtest.Run(t, func(t *testing.T) statesync.Log { return openLog(t, nc) })
@@ -107,6 +108,7 @@ func openConsumerLog(t *testing.T, nc *nats.Conn) *jetstream.Log {
 }
 
 func TestLogConformanceConsumerPath(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	nc := jstest.Connect(t, srv)
 	logtest.Run(t, func(t *testing.T) statesync.Log { return openConsumerLog(t, nc) })
@@ -395,6 +397,7 @@ func TestConnectFailsFast(t *testing.T) {
 
 // Reads leave no consumers behind: the server allows 1,000 per stream.
 func TestReadsLeaveNoConsumers(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	l := openConsumerLog(t, jstest.Connect(t, srv))
 	ctx := context.Background()

@@ -63,6 +63,7 @@ func scriptPublish(l *jetstream.Log, tries ...try) *int {
 // a conflict, or ErrUnknownOutcome; never a plain failure of a write that
 // was made (Issue 11: a PUT reported failed with 10158 had been written).
 func TestAmbiguousPublishOutcomes(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	nc := jstest.Connect(t, srv)
 	lost := try{store: true, err: context.DeadlineExceeded} // landed, answer lost

@@ -289,6 +289,7 @@ func TestCompactionPolicy(t *testing.T) {
 
 // 8 synchronizers on separate connections, 250 increments each.
 func TestConcurrentCounter(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	const writers, each = 8, 250
 	var wg sync.WaitGroup
@@ -386,6 +387,7 @@ func TestCompactionRacingWriters(t *testing.T) {
 }
 
 func TestLargeStateCompacts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t)
 	c := e.open(sharedconfig.Options{})

@@ -13,6 +13,7 @@ import (
 // lease stays due: the keeper backs off rather than append a refresh every
 // tick. (Issue 19.12: 51 entries in 10 s with a ttl of 3 s, against 9.)
 func TestKeeperBacksOffOnADamagedConfig(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t)
 	holder := e.open(sharedconfig.Options{Holder: "holder"})

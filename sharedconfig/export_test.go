@@ -172,6 +172,7 @@ func bigProps(n int) map[string]string {
 // take the snapshot's revision, in the writer and in a fresh process, and a
 // watcher hears each key it set.
 func TestBigImportIsOneSnapshot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t)
 	a, b := e.open(sharedconfig.Options{}), e.open(sharedconfig.Options{})
@@ -220,6 +221,7 @@ func TestBigImportIsOneSnapshot(t *testing.T) {
 // forever: a writer that never stops can starve a big import (see
 // docs/consistency.md), which the deadline turns into a failure.
 func TestBigImportLosesNoConcurrentWrite(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	e := newEnv(t)

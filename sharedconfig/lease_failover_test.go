@@ -18,6 +18,7 @@ import (
 // Deadlines are the timestamps stored in the log, which the new leader
 // keeps; an election longer than the ttl is a silence, which gives grace.
 func TestLeaseSurvivesLeaderFailover(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a 3-node cluster")
 	}

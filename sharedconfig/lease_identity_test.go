@@ -20,6 +20,7 @@ import (
 // it lost instead of revoking b's. a's keeper does not keep b's lease
 // alive: it expires within the ttl and 2 seconds of b's death.
 func TestStaleRegistrantNeverTouchesTheNextRegistration(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := jstest.Server(t)
 	open := func() *sharedconfig.Config {

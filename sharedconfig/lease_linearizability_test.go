@@ -751,6 +751,7 @@ func llNextAcknowledged(in llInput, later []llRecord) uint64 {
 }
 
 func TestLeasesLinearizableOneServer(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	llRun(t, func() (*nats.Conn, error) {
 		return localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
@@ -760,6 +761,7 @@ func TestLeasesLinearizableOneServer(t *testing.T) {
 // The server stops for longer than every ttl: deadlines pass while the log
 // is silent, and the model holds the leases to the grace rule.
 func TestLeasesLinearizableAcrossServerRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	srv := jstest.ServerAt(t, dir, "127.0.0.1:0")
 	url := srv.ClientURL()

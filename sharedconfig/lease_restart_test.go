@@ -16,6 +16,7 @@ import (
 // the first entry after the silence gives a fresh ttl rather than judging a
 // deadline nobody could meet.
 func TestLeaseSurvivesServerRestart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	srv := jstest.ServerAt(t, dir, "127.0.0.1:0")
@@ -70,6 +71,7 @@ func TestLeaseSurvivesServerRestart(t *testing.T) {
 // A holder that cannot reach the server for longer than its lease's ttl
 // hears, once, that the lease may have expired.
 func TestKeeperWarnsWhenItCannotRefresh(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := jstest.Server(t)
 	holder := openOn(t, jstest.Connect(t, srv), "lease-warn", sharedconfig.Options{Holder: "holder"})

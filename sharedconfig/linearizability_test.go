@@ -331,6 +331,7 @@ func lzDo(c *sharedconfig.Config, in lzInput) (lzOutput, error) {
 }
 
 func TestLinearizableOneServer(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	lzRun(t, func() (*nats.Conn, error) {
 		return localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
@@ -338,6 +339,7 @@ func TestLinearizableOneServer(t *testing.T) {
 }
 
 func TestLinearizableAcrossServerRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	srv := jstest.ServerAt(t, dir, "127.0.0.1:0")
 	url := srv.ClientURL()
@@ -352,6 +354,7 @@ func TestLinearizableAcrossServerRestart(t *testing.T) {
 }
 
 func TestLinearizableWithConnectionsCut(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	p := jstest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
 	cuts := make(chan struct{})
@@ -370,6 +373,7 @@ func TestLinearizableWithConnectionsCut(t *testing.T) {
 // A 3-node cluster, the config's stream replicated 3 times, and its leader
 // killed mid-run and brought back.
 func TestLinearizableClusterLeaderKilled(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a 3-node cluster")
 	}
