@@ -136,7 +136,7 @@ func incrementUntilDone(ctx context.Context, cfg *sharedconfig.Config, who strin
 			meetingsSay("mixed %s counter %q is not EPOCH:N", who, cur)
 			return
 		case e != epoch:
-			meetingsSay("mixed %s counter %q beside epoch %q at revision %d", who, cur, epoch, cfg.Revision())
+			meetingsSay("mixed %s counter %q beside epoch %q at revision %d", who, cur, epoch, cfg.State().Revision())
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}

@@ -510,7 +510,7 @@ func runCompact(ctx context.Context, sh *Shell, _ []string) reply {
 	if err := sh.cfg.Compact(ctx); err != nil {
 		return sh.failure(err)
 	}
-	rev := sh.cfg.Revision()
+	rev := sh.cfg.State().Revision()
 	return answer(say("Compacted: the snapshot at revision %d replaces the history before it", rev), fields{"snapshot_revision": rev})
 }
 
@@ -539,7 +539,7 @@ func runWatch(_ context.Context, sh *Shell, args []string) reply {
 	if err := sh.setWatch(true, prefix); err != nil {
 		return sh.failure(err)
 	}
-	rev := sh.cfg.Revision()
+	rev := sh.cfg.State().Revision()
 	f := fields{"watching": true, "prefix": prefix, "from_revision": rev}
 	if prefix == "" {
 		return answer(say("Watching every key from revision %d (FOLLOW ON)", rev), f)

@@ -1,7 +1,7 @@
 // Package sharedconfig is a key/value configuration shared by many processes:
 // Pravega's SharedConfig sample, on the statesync synchronizer.
 //
-// Reads (Get, GetAll) use the local copy and do no I/O: they may be stale
+// Reads (Get, State) use the local copy and do no I/O: they may be stale
 // until Refresh or the process's next write, as in the original. Every write
 // is a conditional append that lands only if the writer's copy was the
 // latest; otherwise the writer catches up and decides again. Unlike the
@@ -125,7 +125,7 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	if err := c.sync.Initialize(ctx, snapshotUpdate{State{}}); err != nil {
 		var entryErr *statesync.EntryError
 		if _, ok := c.sync.State(); ok && errors.As(err, &entryErr) {
-			return c, &DamagedError{Entry: entryErr, GoodRevision: c.Revision()}
+			return c, &DamagedError{Entry: entryErr, GoodRevision: c.State().Revision()}
 		}
 		c.Close()
 		return nil, err
@@ -163,16 +163,11 @@ func (c *Config) Close() {
 	c.sync.Close()
 }
 
-// State is the local copy: no I/O.
+// State is the local copy, at its revision (State.Revision): no I/O.
 func (c *Config) State() State {
 	st, _ := c.sync.State()
+	st.Value.revision = st.Revision
 	return st.Value
-}
-
-// Revision is the revision of the local copy.
-func (c *Config) Revision() uint64 {
-	st, _ := c.sync.State()
-	return st.Revision
 }
 
 // entriesSinceCompaction is the history a new reader would replay after the

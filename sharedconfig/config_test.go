@@ -282,8 +282,8 @@ func TestCompactionPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	reader := e.open(sharedconfig.Options{})
-	if v, _ := reader.Get("k"); v != "24" || reader.Revision() != last {
-		t.Fatalf("a new reader sees k=%q at %d, want 24 at %d", v, reader.Revision(), last)
+	if v, _ := reader.Get("k"); v != "24" || reader.State().Revision() != last {
+		t.Fatalf("a new reader sees k=%q at %d, want 24 at %d", v, reader.State().Revision(), last)
 	}
 }
 

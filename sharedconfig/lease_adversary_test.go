@@ -31,12 +31,12 @@ func TestTwinRefreshOfARegistrationItDidNotMake(t *testing.T) {
 	_, err = b.Leases().Register(ctx, "b", 10*time.Second) // the log is alive in L's last half
 	ok(t, err)
 	e.clock.Advance(5 * time.Second) // L is past its deadline; nobody expired it yet
-	rev := b.Revision()
+	rev := b.State().Revision()
 	if _, err := a2.Leases().Refresh(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseNotMine) {
 		t.Fatalf("a twin's refresh: %v, want ErrLeaseNotMine", err)
 	}
-	if a2.Revision() != rev {
-		t.Fatalf("a twin's refused refresh wrote: the log is at %d, was %d", a2.Revision(), rev)
+	if a2.State().Revision() != rev {
+		t.Fatalf("a twin's refused refresh wrote: the log is at %d, was %d", a2.State().Revision(), rev)
 	}
 	gone, err := sharedconfig.ExpireDue(ctx, b)
 	ok(t, err)

@@ -398,7 +398,7 @@ func (cl *llClient) do(in llInput) (llOutput, error) {
 		out.res.keyLease = p.Lease
 		l, ok := st.Lease(lease)
 		out.res.lease = llLeaseOf(l, ok)
-		out.rev = c.Revision()
+		out.rev = c.State().Revision()
 		return out, nil
 	case "put":
 		out.res.value, out.res.ok, err = c.Put(ctx, key, in.value)

@@ -124,8 +124,8 @@ func BenchmarkCatchUp(b *testing.B) {
 			b.Fatal(err)
 		}
 		ours += time.Since(start)
-		if c.Revision() != last {
-			b.Fatalf("caught up to %d, want %d", c.Revision(), last)
+		if c.State().Revision() != last {
+			b.Fatalf("caught up to %d, want %d", c.State().Revision(), last)
 		}
 	}
 	reportRatio(b, ours, anchor, "catch-up", "raw-ordered-consumer")

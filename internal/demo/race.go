@@ -80,7 +80,7 @@ func race(ctx context.Context, r *run) error {
 			return err
 		}
 		v, _ := w.cfg.Get("color")
-		r.say("  %s's copy is at revision %d: color = '%s'", w.name, w.cfg.Revision(), v)
+		r.say("  %s's copy is at revision %d: color = '%s'", w.name, w.cfg.State().Revision(), v)
 	}
 	if err := r.nextStep("alice replaces white with red; her copy is current, so her append lands"); err != nil {
 		return err
@@ -128,7 +128,7 @@ func (r *run) agree(ctx context.Context, ws []*writer, key string) error {
 			return err
 		}
 		v, _ := w.cfg.Get(key)
-		r.say("  %s: %s = '%s' at revision %d", w.name, key, v, w.cfg.Revision())
+		r.say("  %s: %s = '%s' at revision %d", w.name, key, v, w.cfg.State().Revision())
 	}
 	tape, err := r.tape(ctx, ws[0])
 	r.res.Timeline.Tape = tape
