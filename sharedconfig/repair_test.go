@@ -86,7 +86,7 @@ func TestDamagedEntryOpensReadOnlyAndRepairs(t *testing.T) {
 	if v, _ := d.Get("k"); v != "good" {
 		t.Fatalf("read-only state: k = %q, want good", v)
 	}
-	if _, _, err := d.Put(ctx, "k", "new"); err == nil {
+	if _, err := d.Put(ctx, "k", "new"); err == nil {
 		t.Fatal("a write past the damage landed")
 	}
 	h := must[[]sharedconfig.Change](t)(d.History(ctx, 3))

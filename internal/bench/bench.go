@@ -295,7 +295,7 @@ func (r *runner) putLatency(ctx context.Context) ([]Row, error) {
 				continue
 			}
 			start := time.Now()
-			if _, _, err := c.Put(ctx, "key", "value"); err != nil {
+			if _, err := c.Put(ctx, "key", "value"); err != nil {
 				return nil, err
 			}
 			ours = append(ours, time.Since(start))
@@ -384,12 +384,12 @@ func (r *runner) stateSize(ctx context.Context) ([]Row, error) {
 		r.progress("PUT with a large state", i, r.o.Ops)
 		k := key(i % 10)
 		start := time.Now()
-		if _, _, err := small.Put(ctx, k, "v"); err != nil {
+		if _, err := small.Put(ctx, k, "v"); err != nil {
 			return nil, err
 		}
 		s = append(s, time.Since(start))
 		start = time.Now()
-		if _, _, err := large.Put(ctx, k, "v"); err != nil {
+		if _, err := large.Put(ctx, k, "v"); err != nil {
 			return nil, err
 		}
 		l = append(l, time.Since(start))
@@ -577,7 +577,7 @@ func (r *runner) openPutters(ctx context.Context, name string, w int) (func(i in
 		}
 	}
 	return func(i int) (int, error) {
-		if _, _, err := configs[i].Put(ctx, "key", strconv.Itoa(i)); err != nil {
+		if _, err := configs[i].Put(ctx, "key", strconv.Itoa(i)); err != nil {
 			return 0, err
 		}
 		return int(tries[i].Load()), nil

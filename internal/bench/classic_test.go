@@ -50,7 +50,7 @@ func BenchmarkPut(b *testing.B) {
 		}
 		last = ack.Sequence
 		start = time.Now()
-		if _, _, err := c.Put(ctx, "key", "value"); err != nil {
+		if _, err := c.Put(ctx, "key", "value"); err != nil {
 			b.Fatal(err)
 		}
 		ours += time.Since(start)
@@ -72,12 +72,12 @@ func BenchmarkPutStateSize(b *testing.B) {
 		k := key(i % 10)
 		i++
 		start := time.Now()
-		if _, _, err := small.Put(ctx, k, "v"); err != nil {
+		if _, err := small.Put(ctx, k, "v"); err != nil {
 			b.Fatal(err)
 		}
 		anchor += time.Since(start)
 		start = time.Now()
-		if _, _, err := large.Put(ctx, k, "v"); err != nil {
+		if _, err := large.Put(ctx, k, "v"); err != nil {
 			b.Fatal(err)
 		}
 		ours += time.Since(start)

@@ -146,8 +146,9 @@ func refresh(r *run) func(c *sharedconfig.Config) error {
 // putAnswer is PUT key, value with the original's answer.
 func putAnswer(key, value string) answerFunc {
 	return func(ctx context.Context, c *sharedconfig.Config) (string, error) {
-		old, existed, err := c.Put(ctx, key, value)
-		if !existed {
+		r, err := c.Put(ctx, key, value)
+		old := r.Previous.Value
+		if !r.Existed {
 			return fmt.Sprintf("**** Property '%s' added with value '%s'", key, value), err
 		}
 		return fmt.Sprintf("**** Property '%s' updated from: '%s' to: '%s'", key, old, value), err
@@ -157,8 +158,8 @@ func putAnswer(key, value string) answerFunc {
 // replaceAnswer is REPLACE key, value, current with the original's answer.
 func replaceAnswer(key, value, current string) answerFunc {
 	return func(ctx context.Context, c *sharedconfig.Config) (string, error) {
-		ok, err := c.ReplaceIfValue(ctx, key, current, value)
-		if !ok {
+		r, err := c.Replace(ctx, key, value, sharedconfig.IfValue(current))
+		if !r.Written {
 			return fmt.Sprintf("!!!! Property '%s' was NOT replaced -- current value did not match given value '%s'", key, current), err
 		}
 		return fmt.Sprintf("**** Property '%s' had value '%s', now replaced with new value '%s'", key, current, value), err
