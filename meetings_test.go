@@ -88,7 +88,7 @@ func runMeetingsWorker(ctx context.Context, cfg *sharedconfig.Config, id string)
 	lease := "lease-" + id
 	opCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	if _, err := cfg.Leases().Register(opCtx, lease, 2*time.Second); err == nil {
-		_, _, _ = cfg.PutWithLease(opCtx, "member/"+id, "alive", lease)
+		_, _ = cfg.Put(opCtx, "member/"+id, "alive", sharedconfig.WithLease(lease))
 	}
 	cancel()
 	var wg sync.WaitGroup
@@ -136,16 +136,16 @@ func incrementUntilDone(ctx context.Context, cfg *sharedconfig.Config, who strin
 			meetingsSay("mixed %s counter %q is not EPOCH:N", who, cur)
 			return
 		case e != epoch:
-			meetingsSay("mixed %s counter %q beside epoch %q at revision %d", who, cur, epoch, cfg.Revision())
+			meetingsSay("mixed %s counter %q beside epoch %q at revision %d", who, cur, epoch, cfg.State().Revision())
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
 		next := fmt.Sprintf("%s:%d", e, n+1)
 		opCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		replaced, err := cfg.ReplaceIfValue(opCtx, "counter", cur, next)
+		r, err := cfg.Replace(opCtx, "counter", next, sharedconfig.IfValue(cur))
 		cancel()
 		switch {
-		case err == nil && replaced:
+		case err == nil && r.Written:
 			meetingsSay("ack %s %d", e, n+1)
 		case err == nil:
 			// Refused: the counter had moved on; the update caught up.

@@ -302,7 +302,7 @@ func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bo
 	if err != nil {
 		return failed(cmd, f, "IMPORT", err)
 	}
-	rev := s.cfg.Revision()
+	rev := s.cfg.State().Revision()
 	result := map[string]any{"added": r.Added, "updated": r.Updated, "unchanged": r.Unchanged, "removed": r.Removed}
 	if len(parsed.Leased) > 0 {
 		result["leased_"+leased] = len(parsed.Leased)

@@ -188,12 +188,13 @@ func (sh *Shell) failure(err error) reply {
 
 func runPut(ctx context.Context, sh *Shell, args []string) reply {
 	key, value := args[0], args[1]
-	old, existed, err := sh.cfg.Put(ctx, key, value)
+	r, err := sh.cfg.Put(ctx, key, value)
 	if err != nil {
 		return sh.failure(err)
 	}
-	f := fields{"key": key, "value": value, "existed": existed}
-	if existed {
+	old := r.Previous.Value
+	f := fields{"key": key, "value": value, "existed": r.Existed}
+	if r.Existed {
 		f["previous"] = old
 		return answer(say("Property '%s' updated from: '%s' to: '%s'", key, old, value), f)
 	}
@@ -202,11 +203,12 @@ func runPut(ctx context.Context, sh *Shell, args []string) reply {
 
 func runPutIfAbsent(ctx context.Context, sh *Shell, args []string) reply {
 	key, value := args[0], args[1]
-	existing, existed, err := sh.cfg.PutIfAbsent(ctx, key, value)
+	r, err := sh.cfg.Put(ctx, key, value, sharedconfig.IfAbsent())
 	if err != nil {
 		return sh.failure(err)
 	}
-	if existed {
+	if !r.Written {
+		existing := r.Previous.Value
 		return answer(say("Property '%s' exists with value '%s'", key, existing), fields{"key": key, "added": false, "existing": existing})
 	}
 	return answer(say("Property '%s' added with value '%s'", key, value), fields{"key": key, "value": value, "added": true})
@@ -216,21 +218,22 @@ func runRemove(ctx context.Context, sh *Shell, args []string) reply {
 	key := args[0]
 	if len(args) == 2 {
 		current := args[1]
-		removed, err := sh.cfg.RemoveIfValue(ctx, key, current)
+		r, err := sh.cfg.Remove(ctx, key, sharedconfig.IfValue(current))
 		if err != nil {
 			return sh.failure(err)
 		}
-		f := fields{"key": key, "expected": current, "removed": removed}
-		if removed {
+		f := fields{"key": key, "expected": current, "removed": r.Written}
+		if r.Written {
 			return answer(say("Property '%s' is removed -- old value was '%s'", key, current), f)
 		}
 		return answer(warn("Property '%s' was NOT removed -- current value did not match given value '%s'", key, current), f)
 	}
-	old, existed, err := sh.cfg.Remove(ctx, key)
+	r, err := sh.cfg.Remove(ctx, key)
 	if err != nil {
 		return sh.failure(err)
 	}
-	if existed {
+	if r.Written {
+		old := r.Previous.Value
 		return answer(say("Property '%s' is removed -- old value was '%s'", key, old), fields{"key": key, "removed": true, "previous": old})
 	}
 	return answer(say("Property '%s' is undefined; nothing to remove", key), fields{"key": key, "removed": false})
@@ -240,21 +243,22 @@ func runReplace(ctx context.Context, sh *Shell, args []string) reply {
 	key, newValue := args[0], args[1]
 	if len(args) == 3 {
 		current := args[2]
-		replaced, err := sh.cfg.ReplaceIfValue(ctx, key, current, newValue)
+		r, err := sh.cfg.Replace(ctx, key, newValue, sharedconfig.IfValue(current))
 		if err != nil {
 			return sh.failure(err)
 		}
-		f := fields{"key": key, "value": newValue, "expected": current, "replaced": replaced}
-		if replaced {
+		f := fields{"key": key, "value": newValue, "expected": current, "replaced": r.Written}
+		if r.Written {
 			return answer(say("Property '%s' had value '%s', now replaced with new value '%s'", key, current, newValue), f)
 		}
 		return answer(warn("Property '%s' was NOT replaced -- current value did not match given value '%s'", key, current), f)
 	}
-	old, existed, err := sh.cfg.Replace(ctx, key, newValue)
+	r, err := sh.cfg.Replace(ctx, key, newValue)
 	if err != nil {
 		return sh.failure(err)
 	}
-	if existed {
+	if r.Written {
+		old := r.Previous.Value
 		return answer(say("Property '%s' had value '%s', now replaced with new value '%s'", key, old, newValue), fields{"key": key, "value": newValue, "replaced": true, "previous": old})
 	}
 	return answer(say("Property '%s' is undefined", key), fields{"key": key, "replaced": false})
@@ -263,10 +267,11 @@ func runReplace(ctx context.Context, sh *Shell, args []string) reply {
 func runReplaceIfRevision(ctx context.Context, sh *Shell, args []string) reply {
 	key, newValue := args[0], args[1]
 	revision, _ := strconv.ParseUint(args[2], 10, 64) // checked: 1 or more
-	replaced, current, found, err := sh.cfg.ReplaceIfRevision(ctx, key, newValue, revision)
+	r, err := sh.cfg.Replace(ctx, key, newValue, sharedconfig.IfRevision(revision))
 	if err != nil {
 		return sh.failure(err)
 	}
+	replaced, current, found := r.Written, r.Previous, r.Existed
 	f := fields{"key": key, "value": newValue, "expected_revision": revision, "replaced": replaced, "found": found}
 	switch {
 	case replaced:
@@ -510,7 +515,7 @@ func runCompact(ctx context.Context, sh *Shell, _ []string) reply {
 	if err := sh.cfg.Compact(ctx); err != nil {
 		return sh.failure(err)
 	}
-	rev := sh.cfg.Revision()
+	rev := sh.cfg.State().Revision()
 	return answer(say("Compacted: the snapshot at revision %d replaces the history before it", rev), fields{"snapshot_revision": rev})
 }
 
@@ -539,7 +544,7 @@ func runWatch(_ context.Context, sh *Shell, args []string) reply {
 	if err := sh.setWatch(true, prefix); err != nil {
 		return sh.failure(err)
 	}
-	rev := sh.cfg.Revision()
+	rev := sh.cfg.State().Revision()
 	f := fields{"watching": true, "prefix": prefix, "from_revision": rev}
 	if prefix == "" {
 		return answer(say("Watching every key from revision %d (FOLLOW ON)", rev), f)

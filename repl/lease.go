@@ -120,10 +120,11 @@ func runLeases(_ context.Context, sh *Shell, _ []string) reply {
 
 func runPutWithLease(ctx context.Context, sh *Shell, args []string) reply {
 	key, value, lease := args[0], args[1], args[2]
-	old, existed, err := sh.cfg.PutWithLease(ctx, key, value, lease)
+	r, err := sh.cfg.Put(ctx, key, value, sharedconfig.WithLease(lease))
 	if err != nil {
 		return sh.leaseFailure(lease, err)
 	}
+	old, existed := r.Previous.Value, r.Existed
 	f := fields{"key": key, "value": value, "lease": lease, "existed": existed}
 	if existed {
 		f["previous"] = old

@@ -67,10 +67,10 @@ func TestScriptWritesRunAheadWithTheirOwnAnswers(t *testing.T) {
 	if ahead.Failures() != len(bad) || one.Failures() != len(bad) {
 		t.Errorf("failures %d run ahead, %d one at a time; want %d", ahead.Failures(), one.Failures(), len(bad))
 	}
-	if ahead.cfg.Revision() >= one.cfg.Revision() {
-		t.Errorf("run ahead, the writes took %d entries; one at a time %d: none landed together", ahead.cfg.Revision(), one.cfg.Revision())
+	if ahead.cfg.State().Revision() >= one.cfg.State().Revision() {
+		t.Errorf("run ahead, the writes took %d entries; one at a time %d: none landed together", ahead.cfg.State().Revision(), one.cfg.State().Revision())
 	}
-	t.Logf("entries: %d run ahead, %d one at a time", ahead.cfg.Revision(), one.cfg.Revision())
+	t.Logf("entries: %d run ahead, %d one at a time", ahead.cfg.State().Revision(), one.cfg.State().Revision())
 }
 
 // A program that writes a line and waits for its answer before the next

@@ -70,10 +70,10 @@ func openWithEverythingRunning(t *testing.T, nc *nats.Conn, other *sharedconfig.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := c.Put(ctx, "a", "1"); err != nil {
+	if _, err := c.Put(ctx, "a", "1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := other.Put(ctx, "b", "2"); err != nil {
+	if _, err := other.Put(ctx, "b", "2"); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Refresh(ctx); err != nil {

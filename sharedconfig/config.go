@@ -1,14 +1,17 @@
 // Package sharedconfig is a key/value configuration shared by many processes:
 // Pravega's SharedConfig sample, on the statesync synchronizer.
 //
-// Reads (Get, GetAll) use the local copy and do no I/O: they may be stale
+// Reads (Get, State) use the local copy and do no I/O: they may be stale
 // until Refresh or the process's next write, as in the original. Every write
 // is a conditional append that lands only if the writer's copy was the
-// latest; otherwise the writer catches up and decides again. Unlike the
-// original, a conditional operation that decides not to write (a
-// put-if-absent on an existing key, a remove or replace whose value or
-// revision does not match, a clear of an empty config) checks that its copy was current, so
-// its answer was true of the shared config at some instant during the call.
+// latest; otherwise the writer catches up and decides again. The writes
+// are Put, Replace, Remove and Clear; the original's conditional ones are
+// options (write.go): Put with IfAbsent, Replace or Remove with IfValue or
+// IfRevision, Put with WithLease. Unlike the original, a write that decides
+// not to write (a put-if-absent on an existing key, a remove or replace
+// whose value or revision does not match, a clear of an empty config)
+// checks that its copy was current, so its answer was true of the shared
+// config at some instant during the call.
 //
 // Besides the operations: History and KeyHistory read the log back as
 // changes (LOG, HISTORY), and Options.Changed is told of each change as it
@@ -36,8 +39,8 @@ import (
 // CompactionPolicy says when a process writes a snapshot and drops the
 // history before it.
 type CompactionPolicy struct {
-	// RemovesBeforeCompaction: compact after this many Remove and
-	// RemoveIfValue calls by this process, whether or not they removed
+	// RemovesBeforeCompaction: compact after this many Remove calls by
+	// this process, conditional or not, whether or not they removed
 	// anything (the original's rule, with 5). 0 turns the rule off.
 	RemovesBeforeCompaction int
 	// CompactOnClear: compact after every Clear (the original's rule).
@@ -128,7 +131,7 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	if err := c.sync.Initialize(ctx, snapshotUpdate{State{}}); err != nil {
 		var entryErr *statesync.EntryError
 		if _, ok := c.sync.State(); ok && errors.As(err, &entryErr) {
-			return c, &DamagedError{Entry: entryErr, GoodRevision: c.Revision()}
+			return c, &DamagedError{Entry: entryErr, GoodRevision: c.State().Revision()}
 		}
 		c.Close()
 		return nil, err
@@ -166,16 +169,11 @@ func (c *Config) Close() {
 	c.sync.Close()
 }
 
-// State is the local copy: no I/O.
+// State is the local copy, at its revision (State.Revision): no I/O.
 func (c *Config) State() State {
 	st, _ := c.sync.State()
+	st.Value.revision = st.Revision
 	return st.Value
-}
-
-// Revision is the revision of the local copy.
-func (c *Config) Revision() uint64 {
-	st, _ := c.sync.State()
-	return st.Revision
 }
 
 // entriesSinceCompaction is the history a new reader would replay after the
@@ -260,104 +258,6 @@ func (c *Config) Compact(ctx context.Context) error {
 }
 
 type updates = []statesync.Update[State]
-
-// previous is what an operation found: a value and whether the key had one.
-type previous struct {
-	value  string
-	exists bool
-}
-
-// Put sets key to value and returns the value it replaced, if any.
-func (c *Config) Put(ctx context.Context, key, value string) (old string, existed bool, err error) {
-	p, err := update(ctx, c, func(s State) (updates, previous) {
-		old, ok := s.Get(key)
-		return updates{putUpdate{key, value}}, previous{old, ok}
-	}, key, value)
-	return p.value, p.exists, err
-}
-
-// PutIfAbsent sets key to value only if key has no value, and otherwise
-// returns the value it has.
-func (c *Config) PutIfAbsent(ctx context.Context, key, value string) (existing string, existed bool, err error) {
-	p, err := update(ctx, c, func(s State) (updates, previous) {
-		if old, ok := s.Get(key); ok {
-			return nil, previous{old, true}
-		}
-		return updates{putUpdate{key, value}}, previous{}
-	}, key, value)
-	return p.value, p.exists, err
-}
-
-// Remove deletes key and returns the value it had, if any.
-func (c *Config) Remove(ctx context.Context, key string) (old string, existed bool, err error) {
-	p, err := update(ctx, c, func(s State) (updates, previous) {
-		old, ok := s.Get(key)
-		if !ok {
-			return nil, previous{}
-		}
-		return updates{removeUpdate{key}}, previous{old, true}
-	}, key)
-	if err == nil {
-		c.countRemove(ctx)
-	}
-	return p.value, p.exists, err
-}
-
-// RemoveIfValue deletes key only if its value is value.
-func (c *Config) RemoveIfValue(ctx context.Context, key, value string) (removed bool, err error) {
-	removed, err = update(ctx, c, func(s State) (updates, bool) {
-		if old, ok := s.Get(key); !ok || old != value {
-			return nil, false
-		}
-		return updates{removeUpdate{key}}, true
-	}, key, value)
-	if err == nil {
-		c.countRemove(ctx)
-	}
-	return removed, err
-}
-
-// Replace sets key to value only if key has a value, and returns that value.
-func (c *Config) Replace(ctx context.Context, key, value string) (old string, existed bool, err error) {
-	p, err := update(ctx, c, func(s State) (updates, previous) {
-		old, ok := s.Get(key)
-		if !ok {
-			return nil, previous{}
-		}
-		return updates{putUpdate{key, value}}, previous{old, true}
-	}, key, value)
-	return p.value, p.exists, err
-}
-
-// ReplaceIfValue sets key to newValue only if its value is currentValue.
-func (c *Config) ReplaceIfValue(ctx context.Context, key, currentValue, newValue string) (replaced bool, err error) {
-	return update(ctx, c, func(s State) (updates, bool) {
-		if old, ok := s.Get(key); !ok || old != currentValue {
-			return nil, false
-		}
-		return updates{putUpdate{key, newValue}}, true
-	}, key, currentValue, newValue)
-}
-
-// ReplaceIfRevision sets key to newValue only if the key was last set at
-// revision (as Lookup tells; etcd calls it mod_revision),
-// and returns the property the decision was made on: the one replaced, or
-// the one that did not match. found is false if key has no value; nothing is
-// then written.
-func (c *Config) ReplaceIfRevision(ctx context.Context, key, newValue string, revision uint64) (replaced bool, current Property, found bool, err error) {
-	type decision struct {
-		replaced, found bool
-		current         Property
-	}
-	d, err := update(ctx, c, func(s State) (updates, decision) {
-		p, ok := s.Lookup(key)
-		if !ok || p.Revision != revision {
-			return nil, decision{false, ok, p}
-		}
-		return updates{putUpdate{key, newValue}}, decision{true, true, p}
-	}, key, newValue)
-	return d.replaced, d.current, d.found, err
-}
 
 // Clear deletes every key of the shared config, even when the local copy
 // looks empty, and returns how many there were.

@@ -82,21 +82,39 @@ type answer struct {
 	ok    bool
 }
 
-// answers returns a function that turns an operation's results into an
-// answer, failing the test on an error.
-func answers(t *testing.T) func(string, bool, error) answer {
-	return func(v string, ok bool, err error) answer {
+// answers returns a function that turns a write's result into an answer
+// (the previous value, and whether there was one), failing the test on an
+// error.
+func answers(t *testing.T) func(sharedconfig.WriteResult, error) answer {
+	return func(r sharedconfig.WriteResult, err error) answer {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return answer{v, ok}
+		return answer{r.Previous.Value, r.Existed}
+	}
+}
+
+// previous is what a write found: the value, and whether the key had one.
+func previous(r sharedconfig.WriteResult, err error) (string, bool, error) {
+	return r.Previous.Value, r.Existed, err
+}
+
+// written returns a function that says whether a write wrote, failing the
+// test on an error.
+func written(t *testing.T) func(sharedconfig.WriteResult, error) bool {
+	return func(r sharedconfig.WriteResult, err error) bool {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Written
 	}
 }
 
 func put(t *testing.T, c *sharedconfig.Config, key, value string) {
 	t.Helper()
-	if _, _, err := c.Put(context.Background(), key, value); err != nil {
+	if _, err := c.Put(context.Background(), key, value); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -118,11 +136,11 @@ func TestOperations(t *testing.T) {
 	if _, ok := c.Get("nope"); ok {
 		t.Error("Get of an absent key found it")
 	}
-	if got := ans(c.PutIfAbsent(ctx, "a", "3")); got != (answer{"2", true}) {
-		t.Errorf("PutIfAbsent existing = %v", got)
+	if got := ans(c.Put(ctx, "a", "3", sharedconfig.IfAbsent())); got != (answer{"2", true}) {
+		t.Errorf("Put IfAbsent existing = %v", got)
 	}
-	if got := ans(c.PutIfAbsent(ctx, "b", "x")); got != (answer{"", false}) {
-		t.Errorf("PutIfAbsent new = %v", got)
+	if got := ans(c.Put(ctx, "b", "x", sharedconfig.IfAbsent())); got != (answer{"", false}) {
+		t.Errorf("Put IfAbsent new = %v", got)
 	}
 	if got := ans(c.Replace(ctx, "a", "4")); got != (answer{"2", true}) {
 		t.Errorf("Replace existing = %v", got)
@@ -133,20 +151,20 @@ func TestOperations(t *testing.T) {
 	if _, ok := c.Get("nope"); ok {
 		t.Error("Replace of an absent key created it")
 	}
-	if ok := must[bool](t)(c.ReplaceIfValue(ctx, "a", "wrong", "5")); ok {
-		t.Error("ReplaceIfValue with a wrong value replaced")
+	if ok := written(t)(c.Replace(ctx, "a", "5", sharedconfig.IfValue("wrong"))); ok {
+		t.Error("Replace IfValue with a wrong value replaced")
 	}
-	if ok := must[bool](t)(c.ReplaceIfValue(ctx, "nope", "", "5")); ok {
-		t.Error("ReplaceIfValue of an absent key replaced")
+	if ok := written(t)(c.Replace(ctx, "nope", "5", sharedconfig.IfValue(""))); ok {
+		t.Error("Replace IfValue of an absent key replaced")
 	}
-	if ok := must[bool](t)(c.ReplaceIfValue(ctx, "a", "4", "5")); !ok {
-		t.Error("ReplaceIfValue with the right value did not replace")
+	if ok := written(t)(c.Replace(ctx, "a", "5", sharedconfig.IfValue("4"))); !ok {
+		t.Error("Replace IfValue with the right value did not replace")
 	}
-	if ok := must[bool](t)(c.RemoveIfValue(ctx, "a", "4")); ok {
-		t.Error("RemoveIfValue with a wrong value removed")
+	if ok := written(t)(c.Remove(ctx, "a", sharedconfig.IfValue("4"))); ok {
+		t.Error("Remove IfValue with a wrong value removed")
 	}
-	if ok := must[bool](t)(c.RemoveIfValue(ctx, "a", "5")); !ok {
-		t.Error("RemoveIfValue with the right value did not remove")
+	if ok := written(t)(c.Remove(ctx, "a", sharedconfig.IfValue("5"))); !ok {
+		t.Error("Remove IfValue with the right value did not remove")
 	}
 	if got := ans(c.Remove(ctx, "b")); got != (answer{"x", true}) {
 		t.Errorf("Remove existing = %v", got)
@@ -156,6 +174,59 @@ func TestOperations(t *testing.T) {
 	}
 	checkOrderAndClear(t, c)
 
+}
+
+// TestWriteOptions: each condition refuses a write it does not allow, and
+// options that can never write are refused before anything is appended.
+func TestWriteOptions(t *testing.T) {
+	ctx := context.Background()
+	c := newEnv(t).open(sharedconfig.Options{})
+	put(t, c, "k", "v1")
+	rev := c.State().Revision()
+	refused := []struct {
+		name  string
+		write func() (sharedconfig.WriteResult, error)
+	}{
+		{"Put IfAbsent of a set key", func() (sharedconfig.WriteResult, error) { return c.Put(ctx, "k", "x", sharedconfig.IfAbsent()) }},
+		{"Put IfValue of another value", func() (sharedconfig.WriteResult, error) { return c.Put(ctx, "k", "x", sharedconfig.IfValue("v0")) }},
+		{"Put IfValue of an absent key", func() (sharedconfig.WriteResult, error) { return c.Put(ctx, "new", "x", sharedconfig.IfValue("")) }},
+		{"Put IfRevision of another revision", func() (sharedconfig.WriteResult, error) { return c.Put(ctx, "k", "x", sharedconfig.IfRevision(rev+1)) }},
+		{"Remove IfRevision of another revision", func() (sharedconfig.WriteResult, error) { return c.Remove(ctx, "k", sharedconfig.IfRevision(rev-1)) }},
+		{"Replace IfValue and IfRevision, the revision wrong", func() (sharedconfig.WriteResult, error) {
+			return c.Replace(ctx, "k", "x", sharedconfig.IfValue("v1"), sharedconfig.IfRevision(rev+1))
+		}},
+	}
+	for _, w := range refused {
+		if r, err := w.write(); err != nil || r.Written || !r.Existed && w.name != "Put IfValue of an absent key" {
+			t.Errorf("%s = %+v, %v; want not written", w.name, r, err)
+		}
+	}
+	never := []struct {
+		name  string
+		write func() (sharedconfig.WriteResult, error)
+	}{
+		{"Replace IfAbsent", func() (sharedconfig.WriteResult, error) { return c.Replace(ctx, "k", "x", sharedconfig.IfAbsent()) }},
+		{"Remove IfAbsent", func() (sharedconfig.WriteResult, error) { return c.Remove(ctx, "k", sharedconfig.IfAbsent()) }},
+		{"Put IfAbsent IfValue", func() (sharedconfig.WriteResult, error) {
+			return c.Put(ctx, "k", "x", sharedconfig.IfAbsent(), sharedconfig.IfValue("v1"))
+		}},
+		{"Remove WithLease", func() (sharedconfig.WriteResult, error) { return c.Remove(ctx, "k", sharedconfig.WithLease("L")) }},
+		{"Replace IfValue not UTF-8", func() (sharedconfig.WriteResult, error) {
+			return c.Replace(ctx, "k", "x", sharedconfig.IfValue("\xff"))
+		}},
+	}
+	for _, w := range never {
+		if r, err := w.write(); err == nil || r.Written {
+			t.Errorf("%s = %+v, %v; want an error", w.name, r, err)
+		}
+	}
+	if last, err := c.Log().LastRevision(ctx); err != nil || last != rev {
+		t.Fatalf("refused writes appended: the log is at %d (%v), was %d", last, err, rev)
+	}
+	r, err := c.Put(ctx, "k", "v2", sharedconfig.IfValue("v1"), sharedconfig.IfRevision(rev))
+	if err != nil || !r.Written || r.Previous != (sharedconfig.Property{Value: "v1", Revision: rev}) {
+		t.Fatalf("Put IfValue IfRevision, both right = %+v, %v", r, err)
+	}
 }
 
 // checkOrderAndClear: the state iterates in key order, with a prefix too,
@@ -188,7 +259,7 @@ func checkOrderAndClear(t *testing.T, c *sharedconfig.Config) {
 	if c.State().Len() != 0 {
 		t.Errorf("after Clear: %v", contents(c))
 	}
-	if _, _, err := c.Put(ctx, "k\xff", "v"); !errors.Is(err, sharedconfig.ErrNotUTF8) {
+	if _, err := c.Put(ctx, "k\xff", "v"); !errors.Is(err, sharedconfig.ErrNotUTF8) {
 		t.Errorf("Put of a non-UTF-8 key: %v", err)
 	}
 }
@@ -203,8 +274,8 @@ func TestStaleCopyAnswersAreTrue(t *testing.T) {
 
 	put(t, fresh, "k", "v1")
 	// stale has not seen k.
-	if got := ans(stale.PutIfAbsent(ctx, "k", "mine")); got != (answer{"v1", true}) {
-		t.Errorf("stale PutIfAbsent = %v, want the existing v1", got)
+	if got := ans(stale.Put(ctx, "k", "mine", sharedconfig.IfAbsent())); got != (answer{"v1", true}) {
+		t.Errorf("stale Put IfAbsent = %v, want the existing v1", got)
 	}
 	put(t, fresh, "k", "v2")
 	if got := ans(stale.Put(ctx, "k", "v3")); got != (answer{"v2", true}) {
@@ -219,12 +290,12 @@ func TestStaleCopyAnswersAreTrue(t *testing.T) {
 		t.Errorf("stale Remove of a key it has not seen = %v, want removed x", got)
 	}
 	put(t, fresh, "r", "x")
-	if ok := must[bool](t)(stale.RemoveIfValue(ctx, "r", "x")); !ok {
-		t.Error("stale RemoveIfValue with the shared value did not remove")
+	if ok := written(t)(stale.Remove(ctx, "r", sharedconfig.IfValue("x"))); !ok {
+		t.Error("stale Remove IfValue with the shared value did not remove")
 	}
 	put(t, fresh, "q", "new")
-	if ok := must[bool](t)(stale.ReplaceIfValue(ctx, "q", "new", "newer")); !ok {
-		t.Error("stale ReplaceIfValue with the shared value did not replace")
+	if ok := written(t)(stale.Replace(ctx, "q", "newer", sharedconfig.IfValue("new"))); !ok {
+		t.Error("stale Replace IfValue with the shared value did not replace")
 	}
 
 	// CLEAR from a copy that looks empty still clears the shared config.
@@ -253,14 +324,14 @@ func TestCompactionPolicy(t *testing.T) {
 		put(t, c, fmt.Sprint(i), "v")
 	}
 	for i := range 4 {
-		if _, _, err := c.Remove(ctx, fmt.Sprint(i)); err != nil {
+		if _, err := c.Remove(ctx, fmt.Sprint(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := sharedconfig.EntriesSinceCompaction(c); n != 8 {
 		t.Fatalf("entries after 4 puts and 4 removes = %d, want 8", n)
 	}
-	must[bool](t)(c.RemoveIfValue(ctx, "none", "x")) // the fifth remove, though it removes nothing
+	written(t)(c.Remove(ctx, "none", sharedconfig.IfValue("x"))) // the fifth remove, though it removes nothing
 	if n := sharedconfig.EntriesSinceCompaction(c); n != 0 {
 		t.Fatalf("entries after the fifth remove = %d, want 0 (compacted)", n)
 	}
@@ -282,8 +353,8 @@ func TestCompactionPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	reader := e.open(sharedconfig.Options{})
-	if v, _ := reader.Get("k"); v != "24" || reader.Revision() != last {
-		t.Fatalf("a new reader sees k=%q at %d, want 24 at %d", v, reader.Revision(), last)
+	if v, _ := reader.Get("k"); v != "24" || reader.State().Revision() != last {
+		t.Fatalf("a new reader sees k=%q at %d, want 24 at %d", v, reader.State().Revision(), last)
 	}
 }
 
@@ -343,7 +414,7 @@ func TestCompactionRacingWriters(t *testing.T) {
 		c := e.open(sharedconfig.Options{})
 		wg.Go(func() {
 			for i := range each {
-				if _, _, err := c.Put(context.Background(), fmt.Sprintf("w%d/%03d", w, i), fmt.Sprint(i)); err != nil {
+				if _, err := c.Put(context.Background(), fmt.Sprintf("w%d/%03d", w, i), fmt.Sprint(i)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -396,14 +467,14 @@ func TestLargeStateCompacts(t *testing.T) {
 	for i := range 80 { // 80 × 64 KiB = 5 MiB, over the 1 MiB max payload
 		k := fmt.Sprintf("key%02d", i)
 		want[k] = value + k
-		if _, _, err := c.Put(ctx, k, want[k]); err != nil {
+		if _, err := c.Put(ctx, k, want[k]); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := c.Compact(ctx); err != nil {
 		t.Fatalf("compacting 5 MiB: %v", err)
 	}
-	if _, _, err := c.Put(ctx, "after", "x"); err != nil {
+	if _, err := c.Put(ctx, "after", "x"); err != nil {
 		t.Fatal(err)
 	}
 	want["after"] = "x"
@@ -421,7 +492,7 @@ func TestServerRestart(t *testing.T) {
 	a := openOn(t, nc, "restart", sharedconfig.Options{})
 	ncB := jstest.Connect(t, srv)
 	b := openOn(t, ncB, "restart", sharedconfig.Options{})
-	if _, _, err := a.Put(ctx, "k", "before"); err != nil {
+	if _, err := a.Put(ctx, "k", "before"); err != nil {
 		t.Fatal(err)
 	}
 	srv.Shutdown()
@@ -432,7 +503,7 @@ func TestServerRestart(t *testing.T) {
 	opCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	waitConnected(opCtx, t, nc, ncB)
-	old, _, err := b.Put(opCtx, "k", "after")
+	old, _, err := previous(b.Put(opCtx, "k", "after"))
 	if err != nil || old != "before" {
 		t.Fatalf("Put after restart = %q, %v; want the old value before", old, err)
 	}
@@ -461,7 +532,7 @@ func TestGarbageEntry(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	c := e.open(sharedconfig.Options{})
-	if _, _, err := c.Put(ctx, "k", "good"); err != nil {
+	if _, err := c.Put(ctx, "k", "good"); err != nil {
 		t.Fatal(err)
 	}
 	nc := jstest.Connect(t, e.srv)
@@ -489,7 +560,7 @@ func TestGarbageEntry(t *testing.T) {
 		if v, _ := c.Get("k"); v != "good" {
 			t.Fatalf("reads after garbage: %q, want the last good value", v)
 		}
-		if _, _, err := c.Put(ctx, "k", "new"); !errors.As(err, &entryErr) {
+		if _, err := c.Put(ctx, "k", "new"); !errors.As(err, &entryErr) {
 			t.Fatalf("a write past garbage: %v; want it refused with the entry error", err)
 		}
 		// The next case starts on a clean config.

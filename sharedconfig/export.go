@@ -69,7 +69,7 @@ func (c *Config) Export(scope, name string) Exported {
 type ImportFile struct {
 	Props map[string]string
 	// Leased maps each key the file marks as attached to a lease (an
-	// export of a key put with PutWithLease) to its lease.
+	// export of a key put WithLease) to its lease.
 	Leased map[string]string
 }
 

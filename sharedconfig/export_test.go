@@ -232,7 +232,7 @@ func TestBigImportLosesNoConcurrentWrite(t *testing.T) {
 	go func() {
 		defer close(written)
 		for i := range n {
-			if _, _, err := b.Put(ctx, fmt.Sprintf("w.%d", i), "x"); err != nil {
+			if _, err := b.Put(ctx, fmt.Sprintf("w.%d", i), "x"); err != nil {
 				t.Error(err)
 			}
 			time.Sleep(10 * time.Millisecond)

@@ -284,7 +284,7 @@ type Status struct {
 
 // Status reads the log's last revision and describes the local copy.
 func (c *Config) Status(ctx context.Context) (Status, error) {
-	st := Status{Stream: c.Log().Name(), Revision: c.Revision(), EntriesSinceCompaction: c.entriesSinceCompaction()}
+	st := Status{Stream: c.Log().Name(), Revision: c.State().Revision(), EntriesSinceCompaction: c.entriesSinceCompaction()}
 	state := c.State()
 	st.Properties = state.Len()
 	for k, p := range state.All() {

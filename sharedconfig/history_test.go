@@ -34,7 +34,7 @@ func TestHistory(t *testing.T) {
 	c := newEnv(t).open(sharedconfig.Options{})
 	put(t, c, "a", "1")
 	put(t, c, "b", "2")
-	if _, _, err := c.Remove(ctx, "a"); err != nil {
+	if _, err := c.Remove(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
 	chs, err := c.History(ctx, 10)
@@ -67,7 +67,7 @@ func TestKeyHistory(t *testing.T) {
 	put(t, c, "k", "1")
 	put(t, c, "other", "x")
 	put(t, c, "k", "2")
-	if _, _, err := c.Remove(ctx, "k"); err != nil {
+	if _, err := c.Remove(ctx, "k"); err != nil {
 		t.Fatal(err)
 	}
 	put(t, c, "k", "3")

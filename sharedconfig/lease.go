@@ -25,7 +25,7 @@ import (
 //	lease_clock.go   the server's clock, estimated from the log's times
 //	lease_change.go  leases in a config's changes (History, Watch)
 
-// Lease is a named lease: keys attached to it (PutWithLease) live as long
+// Lease is a named lease: keys attached to it (Put WithLease) live as long
 // as its holder keeps refreshing it. Deadlines are in the log's time (the
 // time the server stored the entry that set them), never a client's.
 type Lease struct {

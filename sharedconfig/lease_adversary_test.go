@@ -31,12 +31,12 @@ func TestTwinRefreshOfARegistrationItDidNotMake(t *testing.T) {
 	_, err = b.Leases().Register(ctx, "b", 10*time.Second) // the log is alive in L's last half
 	ok(t, err)
 	e.clock.Advance(5 * time.Second) // L is past its deadline; nobody expired it yet
-	rev := b.Revision()
+	rev := b.State().Revision()
 	if _, err := a2.Leases().Refresh(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseNotMine) {
 		t.Fatalf("a twin's refresh: %v, want ErrLeaseNotMine", err)
 	}
-	if a2.Revision() != rev {
-		t.Fatalf("a twin's refused refresh wrote: the log is at %d, was %d", a2.Revision(), rev)
+	if a2.State().Revision() != rev {
+		t.Fatalf("a twin's refused refresh wrote: the log is at %d, was %d", a2.State().Revision(), rev)
 	}
 	gone, err := sharedconfig.ExpireDue(ctx, b)
 	ok(t, err)
@@ -155,7 +155,7 @@ func TestRefreshWhoseEntryACompactionCovered(t *testing.T) {
 	sharedconfig.SetServerClock(a, e.clock.Now)
 	_, err = a.Leases().Register(ctx, "L", 10*time.Second)
 	ok(t, err)
-	_, _, err = b.Put(ctx, "other", "x") // a's copy is behind
+	_, err = b.Put(ctx, "other", "x") // a's copy is behind
 	ok(t, err)
 	e.clock.Advance(4 * time.Second)
 	l, err := a.Leases().Refresh(ctx, "L")
@@ -181,7 +181,7 @@ func TestTwinLeavesTheLeaseItDidNotRegister(t *testing.T) {
 	shell, twin := e.open("server-1"), e.open("server-1")
 	_, err := shell.Leases().Register(ctx, "L", 10*time.Second)
 	ok(t, err)
-	_, _, err = shell.PutWithLease(ctx, "/servers/1", "up", "L")
+	_, err = shell.Put(ctx, "/servers/1", "up", sharedconfig.WithLease("L"))
 	ok(t, err)
 	_, err = twin.Leases().Register(ctx, "M", 10*time.Second) // the twin's own
 	ok(t, err)

@@ -456,35 +456,14 @@ func (c *Config) held(s State, name string, reg uint64) (Lease, error) {
 	return l, nil
 }
 
-// PutWithLease sets key to value attached to lease, which this process
-// holds: the key goes when the lease ends. It returns the value it
-// replaced, if any.
-func (c *Config) PutWithLease(ctx context.Context, key, value, lease string) (old string, existed bool, err error) {
-	type found struct {
-		err error
-		previous
-	}
+// leaseHeld is the check a write WithLease makes on the state it decides
+// on: that this process holds lease, by the registration it knows.
+func (c *Config) leaseHeld(lease string) func(State) error {
 	reg := c.leases.registration(lease)
-	f, after, err := updateAt(ctx, c, func(s State) (updates, found) {
+	return func(s State) error {
 		_, err := c.held(s, lease, reg)
-		if err != nil {
-			return nil, found{err: err}
-		}
-		old, had := s.Get(key)
-		return updates{putWithLease{key, value, lease}}, found{previous: previous{old, had}}
-	}, key, value, lease)
-	if err == nil {
-		err = f.err
+		return err
 	}
-	if err != nil {
-		return "", false, err
-	}
-	// Judged on the state the entry made: later entries (another writer's
-	// put, this process's own keeper) do not count.
-	if p, ok := after.Lookup(key); !ok || p.Lease != lease || p.Value != value {
-		return "", false, fmt.Errorf("lease '%s': %w", lease, ErrLeaseExpired)
-	}
-	return f.value, f.exists, nil
 }
 
 // expireDue writes an expiry for every lease that looks past its deadline

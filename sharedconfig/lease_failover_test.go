@@ -31,7 +31,7 @@ func TestLeaseSurvivesLeaderFailover(t *testing.T) {
 	if _, err := holder.Leases().Register(ctx, "member", ttl); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := holder.PutWithLease(ctx, "/servers/1", "up", "member"); err != nil {
+	if _, err := holder.Put(ctx, "/servers/1", "up", sharedconfig.WithLease("member")); err != nil {
 		t.Fatal(err)
 	}
 	stopHolder := holder.Leases().Keep(func(msg string) { t.Log("holder:", msg) })

@@ -34,7 +34,7 @@ func TestStaleRegistrantNeverTouchesTheNextRegistration(t *testing.T) {
 	const ttl = time.Second
 	_, err := a.Leases().Register(ctx, "L", ttl)
 	ok(t, err)
-	_, _, err = a.PutWithLease(ctx, "/servers/1", "A-addr", "L")
+	_, err = a.Put(ctx, "/servers/1", "A-addr", sharedconfig.WithLease("L"))
 	ok(t, err)
 
 	bs := expireAndRegisterAgain(t, b, ttl)
@@ -46,7 +46,7 @@ func TestStaleRegistrantNeverTouchesTheNextRegistration(t *testing.T) {
 	if l, _ := a.State().Lease("L"); l != bs {
 		t.Fatalf("a's late refresh made b's lease %+v, was %+v", l, bs)
 	}
-	if _, _, err := a.PutWithLease(ctx, "/servers/1", "A-again", "L"); !errors.Is(err, sharedconfig.ErrLeaseNotMine) {
+	if _, err := a.Put(ctx, "/servers/1", "A-again", sharedconfig.WithLease("L")); !errors.Is(err, sharedconfig.ErrLeaseNotMine) {
 		t.Fatalf("a's put under b's registration: %v, want ErrLeaseNotMine", err)
 	}
 	lost, err := a.Leases().RevokeHeld(ctx)
@@ -97,7 +97,7 @@ func expireAndRegisterAgain(t *testing.T, b *sharedconfig.Config, ttl time.Durat
 	}
 	_, err := b.Leases().Register(ctx, "L", ttl)
 	ok(t, err)
-	_, _, err = b.PutWithLease(ctx, "/servers/1", "B-addr", "L")
+	_, err = b.Put(ctx, "/servers/1", "B-addr", sharedconfig.WithLease("L"))
 	ok(t, err)
 	l, _ := b.State().Lease("L")
 	return l

@@ -398,16 +398,16 @@ func (cl *llClient) do(in llInput) (llOutput, error) {
 		out.res.keyLease = p.Lease
 		l, ok := st.Lease(lease)
 		out.res.lease = llLeaseOf(l, ok)
-		out.rev = c.Revision()
+		out.rev = st.Revision()
 		return out, nil
 	case "put":
-		out.res.value, out.res.ok, err = c.Put(ctx, key, in.value)
+		out.res.value, out.res.ok, err = previous(c.Put(ctx, key, in.value))
 	case "putIfAbsent":
-		out.res.value, out.res.ok, err = c.PutIfAbsent(ctx, key, in.value)
+		out.res.value, out.res.ok, err = previous(c.Put(ctx, key, in.value, sharedconfig.IfAbsent()))
 	case "remove":
-		out.res.value, out.res.ok, err = c.Remove(ctx, key)
+		out.res.value, out.res.ok, err = previous(c.Remove(ctx, key))
 	case "putWithLease":
-		out.res.value, out.res.ok, err = c.PutWithLease(ctx, key, in.value, lease)
+		out.res.value, out.res.ok, err = previous(c.Put(ctx, key, in.value, sharedconfig.WithLease(lease)))
 	case "register":
 		out.res.ok, err = c.Leases().Register(ctx, lease, in.ttl)
 	case "refresh":

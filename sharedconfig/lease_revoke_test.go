@@ -73,7 +73,7 @@ func TestRevokeHeldQuietAboutALeaseThatExpiresWhileRevoked(t *testing.T) {
 	b := e.open("b")
 	_, err = a.Leases().Register(ctx, "L", 2*time.Second)
 	ok(t, err)
-	_, _, err = a.PutWithLease(ctx, "k", "v", "L")
+	_, err = a.Put(ctx, "k", "v", sharedconfig.WithLease("L"))
 	ok(t, err)
 
 	gate.armed.Store(true)

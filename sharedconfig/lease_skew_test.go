@@ -65,9 +65,9 @@ func leaseUnderSkew(t *testing.T, shift time.Duration) {
 	const ttl = 2 * time.Second
 	_, err := holder.Leases().Register(ctx, "member", ttl)
 	ok(t, err)
-	_, _, err = holder.PutWithLease(ctx, "/servers/1", "up", "member")
+	_, err = holder.Put(ctx, "/servers/1", "up", sharedconfig.WithLease("member"))
 	ok(t, err)
-	_, _, err = holder.Put(ctx, "plain", "x")
+	_, err = holder.Put(ctx, "plain", "x")
 	ok(t, err)
 	checkServerNow(t, "the holder, after a plain PUT", holder, shift)
 

@@ -70,11 +70,11 @@ func membership(t *testing.T, e *leaseEnv) (a, b *sharedconfig.Config) {
 	a, b = e.open("a"), e.open("b")
 	_, err := a.Leases().Register(ctx, "a", 10*time.Second)
 	ok(t, err)
-	_, _, err = a.PutWithLease(ctx, "/servers/1", "one", "a")
+	_, err = a.Put(ctx, "/servers/1", "one", sharedconfig.WithLease("a"))
 	ok(t, err)
 	_, err = b.Leases().Register(ctx, "b", 10*time.Second)
 	ok(t, err)
-	_, _, err = b.PutWithLease(ctx, "/servers/2", "two", "b")
+	_, err = b.Put(ctx, "/servers/2", "two", sharedconfig.WithLease("b"))
 	ok(t, err)
 	return a, b
 }
@@ -178,7 +178,7 @@ func TestLateRefreshDoesNotRevive(t *testing.T) {
 	if !errors.Is(err, sharedconfig.ErrLeaseExpired) {
 		t.Fatalf("late refresh: %v, want ErrLeaseExpired", err)
 	}
-	_, _, err = a.PutWithLease(ctx, "/servers/1b", "x", "a")
+	_, err = a.Put(ctx, "/servers/1b", "x", sharedconfig.WithLease("a"))
 	if !errors.Is(err, sharedconfig.ErrLeaseExpired) {
 		t.Fatalf("late put with lease: %v, want ErrLeaseExpired", err)
 	}
@@ -283,7 +283,7 @@ func TestLeaseReplaysAgree(t *testing.T) {
 	ctx := context.Background()
 	e := newLeaseEnv(t)
 	a, b := membership(t, e)
-	_, _, err := a.Put(ctx, "/plain", "p")
+	_, err := a.Put(ctx, "/plain", "p")
 	ok(t, err)
 	e.clock.Advance(6 * time.Second)
 	_, err = b.Leases().Refresh(ctx, "b")
@@ -341,7 +341,7 @@ func TestStalePutIfAbsentAfterExpiry(t *testing.T) {
 	if _, ok := stale.Get("/servers/1"); !ok {
 		t.Fatal("the stale copy was supposed to be stale")
 	}
-	_, existed, err := stale.PutIfAbsent(ctx, "/servers/1", "new")
+	_, existed, err := previous(stale.Put(ctx, "/servers/1", "new", sharedconfig.IfAbsent()))
 	ok(t, err)
 	if existed {
 		t.Fatal("PUT_IF_ABSENT decided on the stale copy, where the expired key lives on")
@@ -364,7 +364,7 @@ func TestLeaseErrorsAndDetach(t *testing.T) {
 	if _, err := a.Leases().Refresh(ctx, "nope"); !errors.Is(err, sharedconfig.ErrUnknownLease) {
 		t.Fatalf("refresh an unknown lease: %v", err)
 	}
-	if _, _, err := a.PutWithLease(ctx, "k", "v", "nope"); !errors.Is(err, sharedconfig.ErrUnknownLease) {
+	if _, err := a.Put(ctx, "k", "v", sharedconfig.WithLease("nope")); !errors.Is(err, sharedconfig.ErrUnknownLease) {
 		t.Fatalf("put with an unknown lease: %v", err)
 	}
 	if _, err := a.Leases().Register(ctx, "x", 10*time.Millisecond); !errors.Is(err, sharedconfig.ErrBadTTL) {
@@ -385,7 +385,7 @@ func TestLeaseErrorsAndDetach(t *testing.T) {
 		t.Fatalf("the renewed lease has ttl %s", l.TTL)
 	}
 	// A plain put detaches the key; the lease's end leaves it.
-	_, _, err = a.Put(ctx, "/servers/1", "kept")
+	_, err = a.Put(ctx, "/servers/1", "kept")
 	ok(t, err)
 	keys, err := a.Leases().Revoke(ctx, "a")
 	ok(t, err)
@@ -427,7 +427,7 @@ func TestWatchSeesLeaseEndsUnderItsPrefix(t *testing.T) {
 	ok(t, err)
 	defer stop()
 	a, b := membership(t, e)
-	_, _, err = a.PutWithLease(ctx, "/tasks/1", "t", "a")
+	_, err = a.Put(ctx, "/tasks/1", "t", sharedconfig.WithLease("a"))
 	ok(t, err)
 	e.clock.Advance(time.Second)
 	_, err = b.Leases().Refresh(ctx, "b")

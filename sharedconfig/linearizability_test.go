@@ -302,6 +302,7 @@ func lzDo(c *sharedconfig.Config, in lzInput) (lzOutput, error) {
 	defer cancel()
 	k := lzKeys[in.key]
 	var out lzOutput
+	var r sharedconfig.WriteResult
 	var err error
 	switch in.op {
 	case "get":
@@ -309,21 +310,26 @@ func lzDo(c *sharedconfig.Config, in lzInput) (lzOutput, error) {
 			out.value, out.ok = c.Get(k)
 		}
 	case "put":
-		out.value, out.ok, err = c.Put(ctx, k, in.value)
+		r, err = c.Put(ctx, k, in.value)
+		out.value, out.ok = r.Previous.Value, r.Existed
 	case "putIfAbsent":
-		out.value, out.ok, err = c.PutIfAbsent(ctx, k, in.value)
+		r, err = c.Put(ctx, k, in.value, sharedconfig.IfAbsent())
+		out.value, out.ok = r.Previous.Value, r.Existed
 	case "remove":
-		out.value, out.ok, err = c.Remove(ctx, k)
+		r, err = c.Remove(ctx, k)
+		out.value, out.ok = r.Previous.Value, r.Existed
 	case "removeIfValue":
-		out.ok, err = c.RemoveIfValue(ctx, k, in.value)
+		r, err = c.Remove(ctx, k, sharedconfig.IfValue(in.value))
+		out.ok = r.Written
 	case "replace":
-		out.value, out.ok, err = c.Replace(ctx, k, in.value)
+		r, err = c.Replace(ctx, k, in.value)
+		out.value, out.ok = r.Previous.Value, r.Existed
 	case "replaceIfValue":
-		out.ok, err = c.ReplaceIfValue(ctx, k, in.expected, in.value)
+		r, err = c.Replace(ctx, k, in.value, sharedconfig.IfValue(in.expected))
+		out.ok = r.Written
 	case "replaceIfRevision":
-		var cur sharedconfig.Property
-		out.ok, cur, out.found, err = c.ReplaceIfRevision(ctx, k, in.value, in.revision)
-		out.value = cur.Value
+		r, err = c.Replace(ctx, k, in.value, sharedconfig.IfRevision(in.revision))
+		out.ok, out.value, out.found = r.Written, r.Previous.Value, r.Existed
 	case "clear":
 		out.n, err = c.Clear(ctx)
 	}

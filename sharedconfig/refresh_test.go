@@ -19,7 +19,7 @@ func TestRefreshWithNothingPendingIsOneRequest(t *testing.T) {
 	e := newEnv(t)
 	c, other := e.open(sharedconfig.Options{}), e.open(sharedconfig.Options{})
 	ctx := context.Background()
-	if _, _, err := c.Put(ctx, "k", "v1"); err != nil {
+	if _, err := c.Put(ctx, "k", "v1"); err != nil {
 		t.Fatal(err)
 	}
 	watcher := jstest.Connect(t, e.srv)
@@ -47,7 +47,7 @@ func TestRefreshWithNothingPendingIsOneRequest(t *testing.T) {
 	if len(got) != 1 || !strings.HasPrefix(got[0], "$JS.API.DIRECT.GET.") {
 		t.Fatalf("REFRESH with nothing pending made the requests %q; want one direct get", got)
 	}
-	if _, _, err := other.Put(ctx, "k", "v2"); err != nil {
+	if _, err := other.Put(ctx, "k", "v2"); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Refresh(ctx); err != nil {

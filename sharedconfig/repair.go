@@ -47,7 +47,7 @@ func (p RepairPlan) Damaged() bool {
 // PlanRepair lists the entries after the local copy's revision, decoded
 // where they decode.
 func (c *Config) PlanRepair(ctx context.Context) (RepairPlan, error) {
-	p := RepairPlan{GoodRevision: c.Revision()}
+	p := RepairPlan{GoodRevision: c.State().Revision()}
 	var err error
 	if p.LastRevision, err = c.Log().LastRevision(ctx); err != nil {
 		return p, err

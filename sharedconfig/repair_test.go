@@ -46,8 +46,8 @@ func TestForeignEntryIsSteppedOver(t *testing.T) {
 	if err := c.Refresh(ctx); err != nil {
 		t.Fatalf("Refresh over a foreign entry: %v", err)
 	}
-	if c.Revision() != rev {
-		t.Fatalf("revision %d after the foreign entry %d", c.Revision(), rev)
+	if c.State().Revision() != rev {
+		t.Fatalf("revision %d after the foreign entry %d", c.State().Revision(), rev)
 	}
 	if last := changes[len(changes)-1]; last.Revision != rev || !strings.Contains(last.Foreign, "not a sharedconfig entry") {
 		t.Fatalf("the watcher heard %+v; want the foreign entry %d and why it was skipped", last, rev)
@@ -86,7 +86,7 @@ func TestDamagedEntryOpensReadOnlyAndRepairs(t *testing.T) {
 	if v, _ := d.Get("k"); v != "good" {
 		t.Fatalf("read-only state: k = %q, want good", v)
 	}
-	if _, _, err := d.Put(ctx, "k", "new"); err == nil {
+	if _, err := d.Put(ctx, "k", "new"); err == nil {
 		t.Fatal("a write past the damage landed")
 	}
 	h := must[[]sharedconfig.Change](t)(d.History(ctx, 3))
@@ -105,8 +105,8 @@ func TestDamagedEntryOpensReadOnlyAndRepairs(t *testing.T) {
 		t.Fatalf("a repair on a stale plan: %v", err)
 	}
 	rev := must[uint64](t)(d.Repair(ctx, plan))
-	if rev != later+1 || d.Revision() != rev {
-		t.Fatalf("repaired at %d, local copy at %d; want %d", rev, d.Revision(), later+1)
+	if rev != later+1 || d.State().Revision() != rev {
+		t.Fatalf("repaired at %d, local copy at %d; want %d", rev, d.State().Revision(), later+1)
 	}
 	put(t, d, "k", "after")
 	if err := c.Refresh(ctx); err != nil {

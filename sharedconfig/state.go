@@ -24,7 +24,15 @@ type Property struct {
 type State struct {
 	root   *node      // the properties; nil when there are none (see tree.go)
 	leases leaseTable // nil until the first lease (lease.go)
+	// revision is the log's revision this state is at, as Pravega's
+	// Revisioned state carries its own (set by Config.State).
+	revision uint64
 }
+
+// Revision is the revision of the log this state is at: the last entry it
+// takes in. It is 0 for a state that comes from no log (Set, a snapshot
+// inside a Change).
+func (s State) Revision() uint64 { return s.revision }
 
 var stringComparer = immutable.NewComparer("")
 

@@ -39,7 +39,7 @@ func TestLiveHolderKeepsItsLeaseUnderContention(t *testing.T) {
 		warnings = append(warnings, msg)
 	})()
 	must[bool](t)(holder.Leases().Register(ctx, "L", sharedconfig.MinLeaseTTL))
-	if _, _, err := holder.PutWithLease(ctx, "/live", "yes", "L"); err != nil {
+	if _, err := holder.Put(ctx, "/live", "yes", sharedconfig.WithLease("L")); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -83,12 +83,12 @@ func TestLiveHolderKeepsItsLeaseUnderForgedWaits(t *testing.T) {
 	})()
 	defer watcher.Leases().Keep(nil)()
 	must[bool](t)(holder.Leases().Register(ctx, "L", sharedconfig.MinLeaseTTL))
-	if _, _, err := holder.PutWithLease(ctx, "/live", "yes", "L"); err != nil {
+	if _, err := holder.Put(ctx, "/live", "yes", sharedconfig.WithLease("L")); err != nil {
 		t.Fatal(err)
 	}
 	forgeWaits(t, e)
 	for start := time.Now(); time.Since(start) < 4*sharedconfig.MinLeaseTTL; {
-		if _, _, err := holder.Put(ctx, "/holder", "x"); err != nil {
+		if _, err := holder.Put(ctx, "/holder", "x"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,7 +107,7 @@ func putEach(t *testing.T, c *sharedconfig.Config, key string, n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for i := range n {
-		if _, _, err := c.Put(ctx, key, fmt.Sprint(i)); err != nil {
+		if _, err := c.Put(ctx, key, fmt.Sprint(i)); err != nil {
 			t.Error(err)
 			return
 		}
@@ -152,7 +152,7 @@ func TestForgedWaitsDoNotHoldBackAPut(t *testing.T) {
 	var took []time.Duration
 	for i := range 5 {
 		start := time.Now()
-		if _, _, err := c.Put(ctx, "k", fmt.Sprint(i)); err != nil {
+		if _, err := c.Put(ctx, "k", fmt.Sprint(i)); err != nil {
 			t.Fatal(err)
 		}
 		took = append(took, time.Since(start).Round(time.Millisecond/10))
@@ -173,7 +173,7 @@ func TestKilledHoldersLeaseExpiresUnderForgedWaits(t *testing.T) {
 	watcher := e.open(sharedconfig.Options{Holder: "watcher"})
 	start := time.Now()
 	must[bool](t)(holder.Leases().Register(ctx, "L", ttl))
-	if _, _, err := holder.PutWithLease(ctx, "/dead", "x", "L"); err != nil {
+	if _, err := holder.Put(ctx, "/dead", "x", sharedconfig.WithLease("L")); err != nil {
 		t.Fatal(err)
 	}
 	// The holder is killed: it never refreshes the lease. Words are forged

@@ -73,10 +73,10 @@ func TestWatchShowsOnlyChangesUnderItsPrefix(t *testing.T) {
 	}
 	defer stop()
 
-	put(t, writer, "other", "1")                              // 2
-	put(t, writer, "app.x", "a")                              // 3
-	put(t, writer, "apps", "no")                              // 4
-	if _, _, err := writer.Remove(ctx, "app.x"); err != nil { // 5
+	put(t, writer, "other", "1")                           // 2
+	put(t, writer, "app.x", "a")                           // 3
+	put(t, writer, "apps", "no")                           // 4
+	if _, err := writer.Remove(ctx, "app.x"); err != nil { // 5
 		t.Fatal(err)
 	}
 	put(t, writer, "app.y", "b")                 // 6
@@ -124,7 +124,7 @@ func TestWatchThroughASnapshot(t *testing.T) {
 	put(t, watched, "app.kept", "k") // the watcher's copy: app.gone, app.kept
 	put(t, writer, "app.new", "2")
 	put(t, writer, "other", "3")
-	if _, _, err := writer.Remove(ctx, "app.gone"); err != nil {
+	if _, err := writer.Remove(ctx, "app.gone"); err != nil {
 		t.Fatal(err)
 	}
 	if err := writer.Compact(ctx); err != nil { // 7: the history before is dropped
@@ -190,23 +190,23 @@ func TestReplaceIfRevision(t *testing.T) {
 	if p.Revision != 2 {
 		t.Fatalf("k set at %d, want 2", p.Revision)
 	}
-	replaced, cur, found, err := c.ReplaceIfRevision(ctx, "k", "v2", 1)
+	replaced, cur, found, err := replaceIfRevision(ctx, c, "k", "v2", 1)
 	if err != nil || replaced || !found || cur != (sharedconfig.Property{Value: "v1", Revision: 2}) {
-		t.Fatalf("ReplaceIfRevision on a wrong revision = %v, %+v, %v, %v", replaced, cur, found, err)
+		t.Fatalf("Replace IfRevision on a wrong revision = %v, %+v, %v, %v", replaced, cur, found, err)
 	}
-	replaced, cur, found, err = c.ReplaceIfRevision(ctx, "k", "v2", 2)
+	replaced, cur, found, err = replaceIfRevision(ctx, c, "k", "v2", 2)
 	if err != nil || !replaced || !found || cur != (sharedconfig.Property{Value: "v1", Revision: 2}) {
-		t.Fatalf("ReplaceIfRevision on the right revision = %v, %+v, %v, %v", replaced, cur, found, err)
+		t.Fatalf("Replace IfRevision on the right revision = %v, %+v, %v, %v", replaced, cur, found, err)
 	}
 	if p, _ := c.State().Lookup("k"); p != (sharedconfig.Property{Value: "v2", Revision: 3}) {
 		t.Fatalf("after the replace k = %+v", p)
 	}
-	replaced, _, found, err = c.ReplaceIfRevision(ctx, "nope", "x", 3)
+	replaced, _, found, err = replaceIfRevision(ctx, c, "nope", "x", 3)
 	if err != nil || replaced || found {
-		t.Fatalf("ReplaceIfRevision of an absent key = %v, %v, %v", replaced, found, err)
+		t.Fatalf("Replace IfRevision of an absent key = %v, %v, %v", replaced, found, err)
 	}
 	if _, ok := c.Get("nope"); ok {
-		t.Fatal("ReplaceIfRevision of an absent key created it")
+		t.Fatal("Replace IfRevision of an absent key created it")
 	}
 
 	// A stale copy decides on the latest state: it neither refuses a
@@ -214,22 +214,22 @@ func TestReplaceIfRevision(t *testing.T) {
 	stale := e.open(sharedconfig.Options{})
 	fresh := e.open(sharedconfig.Options{})
 	put(t, fresh, "k", "v3") // revision 4; stale still has k at 3
-	replaced, cur, _, err = stale.ReplaceIfRevision(ctx, "k", "mine", 3)
+	replaced, cur, _, err = replaceIfRevision(ctx, stale, "k", "mine", 3)
 	if err != nil || replaced || cur.Revision != 4 {
-		t.Fatalf("stale ReplaceIfRevision on an old revision = %v, %+v, %v", replaced, cur, err)
+		t.Fatalf("stale Replace IfRevision on an old revision = %v, %+v, %v", replaced, cur, err)
 	}
 	put(t, fresh, "k", "v4") // revision 5
-	replaced, cur, _, err = stale.ReplaceIfRevision(ctx, "k", "mine", 5)
+	replaced, cur, _, err = replaceIfRevision(ctx, stale, "k", "mine", 5)
 	if err != nil || !replaced || cur.Value != "v4" {
-		t.Fatalf("stale ReplaceIfRevision on the latest revision = %v, %+v, %v", replaced, cur, err)
+		t.Fatalf("stale Replace IfRevision on the latest revision = %v, %+v, %v", replaced, cur, err)
 	}
 	// Revisions survive compaction: snapshots keep them.
 	if err := fresh.Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
 	late := e.open(sharedconfig.Options{})
-	if replaced, _, _, err := late.ReplaceIfRevision(ctx, "k", "after", 6); err != nil || !replaced {
-		t.Fatalf("ReplaceIfRevision after a compaction = %v, %v", replaced, err)
+	if replaced, _, _, err := replaceIfRevision(ctx, late, "k", "after", 6); err != nil || !replaced {
+		t.Fatalf("Replace IfRevision after a compaction = %v, %v", replaced, err)
 	}
 }
 
@@ -248,7 +248,7 @@ func TestReplaceIfRevisionConcurrentWriters(t *testing.T) {
 			for done := 0; done < each; {
 				p, _ := c.State().Lookup("n")
 				n, _ := strconv.Atoi(p.Value)
-				replaced, _, _, err := c.ReplaceIfRevision(ctx, "n", strconv.Itoa(n+1), p.Revision)
+				replaced, _, _, err := replaceIfRevision(ctx, c, "n", strconv.Itoa(n+1), p.Revision)
 				if err != nil {
 					t.Error(err)
 					return
@@ -267,4 +267,11 @@ func TestReplaceIfRevisionConcurrentWriters(t *testing.T) {
 	if v, _ := c.Get("n"); v != strconv.Itoa(writers*each) {
 		t.Fatalf("n = %s, want %d", v, writers*each)
 	}
+}
+
+// replaceIfRevision is Replace with IfRevision, its result spelled out:
+// whether it replaced, the property it decided on, and whether there was one.
+func replaceIfRevision(ctx context.Context, c *sharedconfig.Config, key, value string, revision uint64) (bool, sharedconfig.Property, bool, error) {
+	r, err := c.Replace(ctx, key, value, sharedconfig.IfRevision(revision))
+	return r.Written, r.Previous, r.Existed, err
 }

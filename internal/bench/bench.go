@@ -267,7 +267,7 @@ func (r *runner) putLatency(ctx context.Context) ([]Row, error) {
 	}
 	publish := rawPublisher(ctx, nc, name)
 	var ours, raw, again []time.Duration
-	last := c.Revision()
+	last := c.State().Revision()
 	// Each round runs the three in a random order, so that none always
 	// follows another (what came just before shifts a tail here).
 	order, shuffle := []int{0, 1, 2}, rand.New(rand.NewPCG(1, 2))
@@ -295,11 +295,11 @@ func (r *runner) putLatency(ctx context.Context) ([]Row, error) {
 				continue
 			}
 			start := time.Now()
-			if _, _, err := c.Put(ctx, "key", "value"); err != nil {
+			if _, err := c.Put(ctx, "key", "value"); err != nil {
 				return nil, err
 			}
 			ours = append(ours, time.Since(start))
-			last = c.Revision()
+			last = c.State().Revision()
 		}
 	}
 	return putLatencyRows(ours, raw, again), nil
@@ -363,7 +363,7 @@ func writeSnapshot(ctx context.Context, c *sharedconfig.Config, n int) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.Log().Compact(ctx, c.Revision(), data)
+	_, err = c.Log().Compact(ctx, c.State().Revision(), data)
 	return err
 }
 
@@ -384,12 +384,12 @@ func (r *runner) stateSize(ctx context.Context) ([]Row, error) {
 		r.progress("PUT with a large state", i, r.o.Ops)
 		k := key(i % 10)
 		start := time.Now()
-		if _, _, err := small.Put(ctx, k, "v"); err != nil {
+		if _, err := small.Put(ctx, k, "v"); err != nil {
 			return nil, err
 		}
 		s = append(s, time.Since(start))
 		start = time.Now()
-		if _, _, err := large.Put(ctx, k, "v"); err != nil {
+		if _, err := large.Put(ctx, k, "v"); err != nil {
 			return nil, err
 		}
 		l = append(l, time.Since(start))
@@ -577,7 +577,7 @@ func (r *runner) openPutters(ctx context.Context, name string, w int) (func(i in
 		}
 	}
 	return func(i int) (int, error) {
-		if _, _, err := configs[i].Put(ctx, "key", strconv.Itoa(i)); err != nil {
+		if _, err := configs[i].Put(ctx, "key", strconv.Itoa(i)); err != nil {
 			return 0, err
 		}
 		return int(tries[i].Load()), nil
@@ -750,8 +750,8 @@ func (r *runner) catchUp(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 	ours := time.Since(start)
-	if joined.Revision() != last {
-		return nil, fmt.Errorf("caught up to %d, want %d", joined.Revision(), last)
+	if joined.State().Revision() != last {
+		return nil, fmt.Errorf("caught up to %d, want %d", joined.State().Revision(), last)
 	}
 	return []Row{row(fmt.Sprintf("catch-up of %d entries", r.o.Entries), "ms", ms(ours), ms(raw), "raw ordered consumer").atMost(1.3)}, nil
 }

@@ -50,7 +50,7 @@ func BenchmarkPut(b *testing.B) {
 		}
 		last = ack.Sequence
 		start = time.Now()
-		if _, _, err := c.Put(ctx, "key", "value"); err != nil {
+		if _, err := c.Put(ctx, "key", "value"); err != nil {
 			b.Fatal(err)
 		}
 		ours += time.Since(start)
@@ -72,12 +72,12 @@ func BenchmarkPutStateSize(b *testing.B) {
 		k := key(i % 10)
 		i++
 		start := time.Now()
-		if _, _, err := small.Put(ctx, k, "v"); err != nil {
+		if _, err := small.Put(ctx, k, "v"); err != nil {
 			b.Fatal(err)
 		}
 		anchor += time.Since(start)
 		start = time.Now()
-		if _, _, err := large.Put(ctx, k, "v"); err != nil {
+		if _, err := large.Put(ctx, k, "v"); err != nil {
 			b.Fatal(err)
 		}
 		ours += time.Since(start)
@@ -124,8 +124,8 @@ func BenchmarkCatchUp(b *testing.B) {
 			b.Fatal(err)
 		}
 		ours += time.Since(start)
-		if c.Revision() != last {
-			b.Fatalf("caught up to %d, want %d", c.Revision(), last)
+		if c.State().Revision() != last {
+			b.Fatalf("caught up to %d, want %d", c.State().Revision(), last)
 		}
 	}
 	reportRatio(b, ours, anchor, "catch-up", "raw-ordered-consumer")

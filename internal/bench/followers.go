@@ -143,7 +143,7 @@ func (r *runner) watchedCommits(ctx context.Context, writer *sharedconfig.Config
 	var took []time.Duration
 	for i := range uint64(n + 1) {
 		start := time.Now()
-		if _, _, err := writer.Put(ctx, followedKey, strconv.FormatUint(base+i, 10)); err != nil {
+		if _, err := writer.Put(ctx, followedKey, strconv.FormatUint(base+i, 10)); err != nil {
 			return nil, err
 		}
 		d, err := heard.wait(ctx, base+i, start)

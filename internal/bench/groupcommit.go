@@ -51,7 +51,7 @@ func (r *runner) sharedWriters(ctx context.Context, w int) (contention, int64, e
 		return contention{}, 0, err
 	}
 	got, err := r.runWriters(ctx, w, r.o.Duration, func(i int) (int, error) {
-		if _, _, err := c.Put(ctx, "key", strconv.Itoa(i)); err != nil {
+		if _, err := c.Put(ctx, "key", strconv.Itoa(i)); err != nil {
 			return 0, err
 		}
 		return 1, nil

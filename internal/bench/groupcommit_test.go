@@ -28,7 +28,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 		var wg sync.WaitGroup
 		for i := range groupWriters {
 			wg.Go(func() {
-				if _, _, err := configs(i).Put(ctx, "key", strconv.Itoa(i)); err != nil {
+				if _, err := configs(i).Put(ctx, "key", strconv.Itoa(i)); err != nil {
 					b.Error(err)
 				}
 			})

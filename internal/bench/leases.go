@@ -91,7 +91,7 @@ func keepALease(ctx context.Context, holder *sharedconfig.Config, i int) (stop f
 	if _, err := holder.Leases().Register(ctx, lease, leaseTTL); err != nil {
 		return nil, err
 	}
-	if _, _, err := holder.PutWithLease(ctx, "/members/"+strconv.Itoa(i), "up", lease); err != nil {
+	if _, err := holder.Put(ctx, "/members/"+strconv.Itoa(i), "up", sharedconfig.WithLease(lease)); err != nil {
 		return nil, err
 	}
 	return holder.Leases().Keep(nil), nil

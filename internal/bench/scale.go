@@ -38,7 +38,7 @@ func (r *runner) manyConfigs(ctx context.Context) ([]Row, error) {
 	create, err := r.forEachConfig(n, "creating configs", func(i int) error {
 		c, err := openReplicated(ctx, nc, fmt.Sprintf("%s_%d", ours, i), r.o.Replicas, sharedconfig.Options{})
 		if err == nil {
-			_, _, err = c.Put(ctx, "key", "value")
+			_, err = c.Put(ctx, "key", "value")
 		}
 		return err
 	})

@@ -71,7 +71,7 @@ func (r *run) register(members []*member) error {
 		}
 		what = fmt.Sprintf("PUT_WITH_LEASE %s , %s , %s", m.key, m.address, m.lease)
 		if err := r.doTraced(m.w, what, func(ctx context.Context, c *sharedconfig.Config) (string, error) {
-			_, _, err := c.PutWithLease(ctx, m.key, m.address, m.lease)
+			_, err := c.Put(ctx, m.key, m.address, sharedconfig.WithLease(m.lease))
 			return fmt.Sprintf("**** Property '%s' added with value '%s', under lease '%s'", m.key, m.address, m.lease), err
 		}); err != nil {
 			return err

@@ -80,7 +80,7 @@ func race(ctx context.Context, r *run) error {
 			return err
 		}
 		v, _ := w.cfg.Get("color")
-		r.say("  %s's copy is at revision %d: color = '%s'", w.name, w.cfg.Revision(), v)
+		r.say("  %s's copy is at revision %d: color = '%s'", w.name, w.cfg.State().Revision(), v)
 	}
 	if err := r.nextStep("alice replaces white with red; her copy is current, so her append lands"); err != nil {
 		return err
@@ -128,7 +128,7 @@ func (r *run) agree(ctx context.Context, ws []*writer, key string) error {
 			return err
 		}
 		v, _ := w.cfg.Get(key)
-		r.say("  %s: %s = '%s' at revision %d", w.name, key, v, w.cfg.Revision())
+		r.say("  %s: %s = '%s' at revision %d", w.name, key, v, w.cfg.State().Revision())
 	}
 	tape, err := r.tape(ctx, ws[0])
 	r.res.Timeline.Tape = tape
@@ -146,8 +146,9 @@ func refresh(r *run) func(c *sharedconfig.Config) error {
 // putAnswer is PUT key, value with the original's answer.
 func putAnswer(key, value string) answerFunc {
 	return func(ctx context.Context, c *sharedconfig.Config) (string, error) {
-		old, existed, err := c.Put(ctx, key, value)
-		if !existed {
+		r, err := c.Put(ctx, key, value)
+		old := r.Previous.Value
+		if !r.Existed {
 			return fmt.Sprintf("**** Property '%s' added with value '%s'", key, value), err
 		}
 		return fmt.Sprintf("**** Property '%s' updated from: '%s' to: '%s'", key, old, value), err
@@ -157,8 +158,8 @@ func putAnswer(key, value string) answerFunc {
 // replaceAnswer is REPLACE key, value, current with the original's answer.
 func replaceAnswer(key, value, current string) answerFunc {
 	return func(ctx context.Context, c *sharedconfig.Config) (string, error) {
-		ok, err := c.ReplaceIfValue(ctx, key, current, value)
-		if !ok {
+		r, err := c.Replace(ctx, key, value, sharedconfig.IfValue(current))
+		if !r.Written {
 			return fmt.Sprintf("!!!! Property '%s' was NOT replaced -- current value did not match given value '%s'", key, current), err
 		}
 		return fmt.Sprintf("**** Property '%s' had value '%s', now replaced with new value '%s'", key, current, value), err

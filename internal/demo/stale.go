@@ -62,10 +62,10 @@ func stale(ctx context.Context, r *run) error {
 // get answers GET key from w's copy, as the shell does.
 func (r *run) get(w *writer, key string) {
 	if v, ok := w.cfg.Get(key); ok {
-		r.say("  %s> GET %s\n  **** The value of property '%s' is '%s' (copy at revision %d)", w.name, key, key, v, w.cfg.Revision())
+		r.say("  %s> GET %s\n  **** The value of property '%s' is '%s' (copy at revision %d)", w.name, key, key, v, w.cfg.State().Revision())
 		return
 	}
-	r.say("  %s> GET %s\n  !!!! Property '%s' is undefined (copy at revision %d)", w.name, key, key, w.cfg.Revision())
+	r.say("  %s> GET %s\n  !!!! Property '%s' is undefined (copy at revision %d)", w.name, key, key, w.cfg.State().Revision())
 }
 
 // getAll answers GET_ALL from w's copy.
@@ -85,7 +85,7 @@ func (r *run) refreshSaid(w *writer) error {
 	if err := w.do("REFRESH", refresh(r)); err != nil {
 		return err
 	}
-	r.say("  %s> REFRESH\n  **** Properties refreshed (copy at revision %d)", w.name, w.cfg.Revision())
+	r.say("  %s> REFRESH\n  **** Properties refreshed (copy at revision %d)", w.name, w.cfg.State().Revision())
 	return nil
 }
 
@@ -110,7 +110,7 @@ func compact(ctx context.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	r.say("  compactor starts; its copy is at revision %d", compactor.cfg.Revision())
+	r.say("  compactor starts; its copy is at revision %d", compactor.cfg.State().Revision())
 	return r.compactRace(ctx, alice, compactor)
 }
 

@@ -121,7 +121,7 @@ func loopPuts(runCtx context.Context, name string, end time.Time, timeout time.D
 	return func(c *sharedconfig.Config) error {
 		for i := 0; time.Now().Before(end); i++ {
 			ctx, cancel := context.WithTimeout(runCtx, timeout)
-			_, _, err := c.Put(ctx, "n", name+"-"+strconv.Itoa(i))
+			_, err := c.Put(ctx, "n", name+"-"+strconv.Itoa(i))
 			cancel()
 			if err != nil {
 				return err
