@@ -48,8 +48,8 @@ type Lease struct {
 	Watched bool
 }
 
-// Overdue: at time t, by the log's clock, the lease is past its deadline.
-func (l Lease) Overdue(t time.Time) bool { return !t.Before(l.Deadline) }
+// overdue: at time t, by the log's clock, the lease is past its deadline.
+func (l Lease) overdue(t time.Time) bool { return !t.Before(l.Deadline) }
 
 // heldUnder: holder holds l under registration (0: any).
 func (l Lease) heldUnder(holder string, registration uint64) bool {
@@ -58,7 +58,7 @@ func (l Lease) heldUnder(holder string, registration uint64) bool {
 
 // dead: at t the lease is overdue and the log saw it fall due: it can
 // only expire now (a refresh does not revive it).
-func (l Lease) dead(t time.Time) bool { return l.Overdue(t) && l.Watched }
+func (l Lease) dead(t time.Time) bool { return l.overdue(t) && l.Watched }
 
 // renewed is l with a fresh deadline, a TTL after t.
 func (l Lease) renewed(t time.Time) Lease {
@@ -136,8 +136,8 @@ func (s State) Leases() iter.Seq2[string, Lease] {
 	}
 }
 
-// LeaseKeys returns the keys attached to lease name, in key order.
-func (s State) LeaseKeys(name string) []string {
+// leaseKeys returns the keys attached to lease name, in key order.
+func (s State) leaseKeys(name string) []string {
 	var keys []string
 	for k, p := range s.All() {
 		if p.Lease == name {
@@ -158,7 +158,7 @@ func (s State) setLease(name string, l Lease) State {
 // endLease removes the lease and its keys.
 func (s State) endLease(name string) State {
 	var changes []change
-	for _, k := range s.LeaseKeys(name) {
+	for _, k := range s.leaseKeys(name) {
 		changes = append(changes, del(k))
 	}
 	s = s.with(changes...)
@@ -224,7 +224,7 @@ func (u expireLease) Apply(s State, rev uint64) State { return u.ApplyAt(s, rev,
 func (u expireLease) ApplyAt(s State, _ uint64, t time.Time) State {
 	l, ok := s.Lease(u.Lease)
 	switch {
-	case !ok || !l.Overdue(t):
+	case !ok || !l.overdue(t):
 	case l.Watched:
 		s = s.endLease(u.Lease)
 	default: // the log was silent when it fell due: grace

@@ -54,7 +54,7 @@ func endedLeases(before, after State, us []statesync.Update[State]) []EndedLease
 			continue
 		}
 		expired := slices.ContainsFunc(us, func(u statesync.Update[State]) bool { return u == expireLease{name} })
-		ended = append(ended, EndedLease{Lease: name, Keys: before.LeaseKeys(name), Expired: expired})
+		ended = append(ended, EndedLease{Lease: name, Keys: before.leaseKeys(name), Expired: expired})
 	}
 	return ended
 }

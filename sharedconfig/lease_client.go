@@ -120,24 +120,24 @@ func (lc *leaseClient) mark(name string, reg uint64, set func(*keptLease)) {
 // process that lost it says once.
 type LostLease struct {
 	Name string
-	// Lapsed: its deadline passed while this process was not running.
-	Lapsed bool
-	// Now is the lease of that name as it stands, if any.
-	Now    Lease
-	Exists bool
+	// lapsed: its deadline passed while this process was not running.
+	lapsed bool
+	// now is the lease of that name as it stands, if any.
+	now    Lease
+	exists bool
 	holder string // this process's
 }
 
 func (l LostLease) String() string {
 	switch {
-	case l.Lapsed:
+	case l.lapsed:
 		return fmt.Sprintf("Lease '%s' expired while this process was not running; it is no longer held", l.Name)
-	case !l.Exists:
+	case !l.exists:
 		return fmt.Sprintf("Lease '%s' has ended (it expired or was revoked); it is no longer held", l.Name)
-	case l.Now.Holder == l.holder:
+	case l.now.Holder == l.holder:
 		return fmt.Sprintf("Lease '%s' was registered again by another process of writer '%s'; this process no longer holds it", l.Name, l.holder)
 	}
-	return fmt.Sprintf("Lease '%s' has ended and is now held by '%s'; this process no longer holds it", l.Name, l.Now.Holder)
+	return fmt.Sprintf("Lease '%s' has ended and is now held by '%s'; this process no longer holds it", l.Name, l.now.Holder)
 }
 
 // keptIn returns the leases this process keeps that st shows held under
@@ -156,7 +156,7 @@ func (c *Config) keptIn(st State) (held []string, lost []LostLease) {
 		}
 		delete(lc.kept, name)
 		if !k.told {
-			lost = append(lost, LostLease{Name: name, Lapsed: k.lapsed, Now: l, Exists: ok, holder: lc.holder})
+			lost = append(lost, LostLease{Name: name, lapsed: k.lapsed, now: l, exists: ok, holder: lc.holder})
 		}
 	}
 	slices.Sort(held)
@@ -249,7 +249,7 @@ func (ls Leases) List() []LeaseInfo {
 	var out []LeaseInfo
 	for name, l := range st.Leases() {
 		reg := c.leases.registration(name)
-		out = append(out, LeaseInfo{Name: name, Lease: l, Keys: st.LeaseKeys(name), Mine: reg != 0 && l.heldUnder(c.leases.holder, reg)})
+		out = append(out, LeaseInfo{Name: name, Lease: l, Keys: st.leaseKeys(name), Mine: reg != 0 && l.heldUnder(c.leases.holder, reg)})
 	}
 	return out
 }
@@ -388,7 +388,7 @@ func (ls Leases) Revoke(ctx context.Context, name string) (keys []string, err er
 		if err != nil {
 			return nil, found{err: err}
 		}
-		return updates{revokeLease{name, c.leases.holder, kept.registration}}, found{keys: s.LeaseKeys(name)}
+		return updates{revokeLease{name, c.leases.holder, kept.registration}}, found{keys: s.leaseKeys(name)}
 	}, name)
 	if err == nil {
 		err = f.err
@@ -412,7 +412,7 @@ func (ls Leases) RevokeHeld(ctx context.Context) ([]LostLease, error) {
 		case lostBy(err):
 			// Ended before the revocation caught up with the log.
 			l, ok := c.State().Lease(name)
-			gone := LostLease{Name: name, Lapsed: k.lapsed, Now: l, Exists: ok, holder: c.leases.holder}
+			gone := LostLease{Name: name, lapsed: k.lapsed, now: l, exists: ok, holder: c.leases.holder}
 			if !k.told && !endedRevoking(st, now, gone) {
 				lost = append(lost, gone)
 			}
@@ -433,7 +433,7 @@ func (ls Leases) RevokeHeld(ctx context.Context) ([]LostLease, error) {
 // process of this writer is news: it lives on, with its keys.
 func endedRevoking(st State, now time.Time, lost LostLease) bool {
 	l, ok := st.Lease(lost.Name)
-	return ok && !l.Overdue(now) && !(lost.Exists && lost.Now.Holder == lost.holder)
+	return ok && !l.overdue(now) && !(lost.exists && lost.now.Holder == lost.holder)
 }
 
 // lostBy: err says that this process's registration had ended.
@@ -476,7 +476,7 @@ func (c *Config) expireDue(ctx context.Context) ([]string, error) {
 	now := c.serverNow()
 	// dueNow: l looks overdue, or about to fall due unwatched.
 	dueNow := func(l Lease) bool {
-		return l.Overdue(now) || (!l.Watched && now.After(l.Deadline.Add(-l.TTL/4)))
+		return l.overdue(now) || (!l.Watched && now.After(l.Deadline.Add(-l.TTL/4)))
 	}
 	var due []string
 	st := c.State()

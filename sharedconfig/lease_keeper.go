@@ -155,7 +155,7 @@ func (k *keeper) round(ctx context.Context) {
 	st := k.c.State()
 	held, lost := k.c.keptIn(st)
 	for _, l := range lost {
-		l.Lapsed = l.Lapsed || k.lapsed(k.seen[l.Name], now)
+		l.lapsed = l.lapsed || k.lapsed(k.seen[l.Name], now)
 		k.say(l.String())
 	}
 	clear(k.seen)
@@ -225,7 +225,7 @@ func (k *keeper) lapsedIn(now time.Time) {
 // lapsed: l's deadline passed while this process was not running; now is
 // the server's clock.
 func (k *keeper) lapsed(l Lease, now time.Time) bool {
-	return !l.Deadline.IsZero() && l.Overdue(now) && k.pulse.pausedAt(time.Now().Add(l.Deadline.Sub(now)))
+	return !l.Deadline.IsZero() && l.overdue(now) && k.pulse.pausedAt(time.Now().Add(l.Deadline.Sub(now)))
 }
 
 // refresh refreshes lease name, l in the copy the round began with, and
@@ -253,7 +253,7 @@ func (k *keeper) refresh(ctx context.Context, name string, l Lease) bool {
 	case lostBy(err):
 		// The registration ended: keptIn says so, with why, next round.
 	case errors.Is(err, ErrLeaseExpired) && (kept.lapsed || k.lapsed(l, k.c.serverNow())):
-		k.tell(name, l, LostLease{Name: name, Lapsed: true}.String())
+		k.tell(name, l, LostLease{Name: name, lapsed: true}.String())
 	case errors.Is(err, ErrLeaseExpired):
 		k.tell(name, l, fmt.Sprintf("Lease '%s' has expired: %v", name, err))
 	case time.Since(k.lastOK[name]) > l.TTL && !k.slow[name]:
