@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
@@ -51,17 +52,21 @@ func TestLeasesUnderServerClockSkew(t *testing.T) {
 	}
 }
 
+// openSkewed opens the config on srv as holder, through a log whose entry
+// times read shift off the server's.
+func openSkewed(t *testing.T, srv *localserver.Server, shift time.Duration, holder string) *sharedconfig.Config {
+	ctx := context.Background()
+	l, err := jetstream.OpenLog(ctx, jstest.Connect(t, srv), "skew", "leases", jetstream.LogOptions{})
+	ok(t, err)
+	c, err := sharedconfig.Open(ctx, skewedLog{l, shift}, sharedconfig.Options{Holder: holder})
+	ok(t, err)
+	return c
+}
+
 func leaseUnderSkew(t *testing.T, shift time.Duration) {
 	ctx := context.Background()
 	srv := jstest.Server(t)
-	open := func(holder string) *sharedconfig.Config {
-		l, err := jetstream.OpenLog(ctx, jstest.Connect(t, srv), "skew", "leases", jetstream.LogOptions{})
-		ok(t, err)
-		c, err := sharedconfig.Open(ctx, skewedLog{l, shift}, sharedconfig.Options{Holder: holder})
-		ok(t, err)
-		return c
-	}
-	holder, watcher := open("holder"), open("watcher")
+	holder, watcher := openSkewed(t, srv, shift, "holder"), openSkewed(t, srv, shift, "watcher")
 	const ttl = 2 * time.Second
 	_, err := holder.Leases().Register(ctx, "member", ttl)
 	ok(t, err)
