@@ -26,7 +26,7 @@ func (l *Log) Append(ctx context.Context, expected uint64, data []byte) (uint64,
 	return at.Revision, err
 }
 
-// AppendAfter implements statesync.Incarnated: the entry's ID is its
+// AppendAfter implements statesync.Log: the entry's ID is its
 // message id, and the append is bound to last.ID with
 // Nats-Expected-Last-Msg-Id, which the server checks with the expected
 // sequence, in the same step.
@@ -47,7 +47,7 @@ func (l *Log) Compact(ctx context.Context, expected uint64, snapshot []byte) (ui
 	return at.Revision, err
 }
 
-// CompactAfter implements statesync.Incarnated. A snapshot that fits in one
+// CompactAfter implements statesync.Log. A snapshot that fits in one
 // message is one conditional rollup: atomic. A larger one is written in
 // chunks, each bound to the one before, and only then are older entries
 // purged.

@@ -38,7 +38,7 @@ func (l *Log) Read(ctx context.Context, after, upTo uint64, fn func(statesync.En
 	return l.read(ctx, &reader{log: l, ctx: ctx, next: after + 1}, upTo, fn)
 }
 
-// ReadAfter implements statesync.Incarnated: the read starts one message
+// ReadAfter implements statesync.Log: the read starts one message
 // early, at after itself, whose message id must be after.ID. It costs no
 // request of its own, except when there is nothing after it to read.
 func (l *Log) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {

@@ -390,14 +390,6 @@ func TestAppliedReportsLocalWrites(t *testing.T) {
 	}
 }
 
-func TestFollowNeedsNotifier(t *testing.T) {
-	type plainLog struct{ statesync.Log }
-	s := statesync.New[counter](plainLog{memlog.New("t")}, counterCodec)
-	if _, err := s.Follow(nil); !errors.Is(err, statesync.ErrCannotFollow) {
-		t.Fatalf("Follow on a log without Notify: %v", err)
-	}
-}
-
 // A watcher hears of a change only once the local copy shows it.
 func TestAppliedAfterStateShowsIt(t *testing.T) {
 	log := memlog.New("t")

@@ -62,12 +62,12 @@ func (l *Log) Compact(ctx context.Context, expected uint64, snapshot []byte) (ui
 	return l.add(ctx, expected, statesync.Entry{Snapshot: true, Data: slices.Clone(snapshot)})
 }
 
-// AppendAfter implements statesync.Incarnated.
+// AppendAfter implements statesync.Log.
 func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
 	return l.addAfter(ctx, last, statesync.Entry{Data: slices.Clone(data), Speaker: turns.Speaker(ctx)})
 }
 
-// CompactAfter implements statesync.Incarnated.
+// CompactAfter implements statesync.Log.
 func (l *Log) CompactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
 	return l.addAfter(ctx, last, statesync.Entry{Snapshot: true, Data: slices.Clone(snapshot)})
 }
@@ -120,7 +120,7 @@ func (l *Log) add(ctx context.Context, expected uint64, e statesync.Entry) (uint
 	return e.Revision, nil
 }
 
-// Notify implements statesync.Notifier.
+// Notify implements statesync.Log.
 func (l *Log) Notify(fn func()) (stop func(), err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -173,7 +173,7 @@ func (l *Log) Read(ctx context.Context, after, upTo uint64, fn func(statesync.En
 	return nil
 }
 
-// ReadAfter implements statesync.Incarnated.
+// ReadAfter implements statesync.Log.
 func (l *Log) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
 	if after.ID != "" && after.Revision > 0 {
 		l.mu.Lock()
@@ -239,7 +239,7 @@ func (l *Log) AppendRaw(data []byte, snapshot bool) uint64 {
 	return rev
 }
 
-// LastPosition implements statesync.LastPositioned.
+// LastPosition implements statesync.Log.
 func (l *Log) LastPosition(ctx context.Context) (statesync.Position, error) {
 	if err := ctx.Err(); err != nil {
 		return statesync.Position{}, err
