@@ -21,6 +21,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/example"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -348,7 +349,7 @@ func TestCompactionPolicy(t *testing.T) {
 			t.Fatalf("after put %d the history is %d entries, over the bound of 10", i, n)
 		}
 	}
-	last, err := bounded.Log().LastRevision(ctx)
+	last, err := logtest.LastRevision(bounded.Log(), ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
