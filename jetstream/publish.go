@@ -20,12 +20,6 @@ import (
 // publish is retried with the same message id.
 const attemptTimeout = 2 * time.Second
 
-// Append implements statesync.Log.
-func (l *Log) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
-	at, err := l.AppendAfter(ctx, statesync.Position{Revision: expected}, data)
-	return at.Revision, err
-}
-
 // AppendAfter implements statesync.Log: the entry's ID is its
 // message id, and the append is bound to last.ID with
 // Nats-Expected-Last-Msg-Id, which the server checks with the expected
@@ -39,12 +33,6 @@ func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []b
 		msg.Header.Set(HeaderSpeaker, id)
 	}
 	return l.publishOnce(ctx, last, msg)
-}
-
-// Compact implements statesync.Log.
-func (l *Log) Compact(ctx context.Context, expected uint64, snapshot []byte) (uint64, error) {
-	at, err := l.CompactAfter(ctx, statesync.Position{Revision: expected}, snapshot)
-	return at.Revision, err
 }
 
 // CompactAfter implements statesync.Log. A snapshot that fits in one

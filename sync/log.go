@@ -96,11 +96,8 @@ type Log interface {
 	// should look at the log rather than count calls.
 	Notify(fn func()) (stop func(), err error)
 
-	// The uint64 forms of AppendAfter, CompactAfter, ReadAfter and
-	// LastPosition, while their callers move to the forms above.
-	Append(ctx context.Context, expected uint64, data []byte) (uint64, error)
-	Compact(ctx context.Context, expected uint64, snapshot []byte) (uint64, error)
-	Read(ctx context.Context, after, upTo uint64, fn func(Entry) error) error
+	// LastRevision is LastPosition's revision, while its last callers move
+	// to LastPosition.
 	LastRevision(ctx context.Context) (uint64, error)
 }
 

@@ -52,14 +52,15 @@ func (l *Log) SetClock(now func() time.Time) {
 // Name implements statesync.Log.
 func (l *Log) Name() string { return l.name }
 
-// Append implements statesync.Log.
+// Append is AppendAfter at revision expected, with no ID.
 func (l *Log) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
 	return l.add(ctx, expected, statesync.Entry{Data: slices.Clone(data), Speaker: turns.Speaker(ctx)})
 }
 
-// Compact implements statesync.Log.
-func (l *Log) Compact(ctx context.Context, expected uint64, snapshot []byte) (uint64, error) {
-	return l.add(ctx, expected, statesync.Entry{Snapshot: true, Data: slices.Clone(snapshot)})
+// LastRevision implements statesync.Log.
+func (l *Log) LastRevision(ctx context.Context) (uint64, error) {
+	last, err := l.LastPosition(ctx)
+	return last.Revision, err
 }
 
 // AppendAfter implements statesync.Log.
@@ -137,8 +138,8 @@ func (l *Log) Notify(fn func()) (stop func(), err error) {
 	}, nil
 }
 
-// Read implements statesync.Log.
-func (l *Log) Read(ctx context.Context, after, upTo uint64, fn func(statesync.Entry) error) error {
+// read is ReadAfter without the check of after's ID.
+func (l *Log) read(ctx context.Context, after, upTo uint64, fn func(statesync.Entry) error) error {
 	if upTo < after {
 		return fmt.Errorf("%s: reading entries after %d up to %d: the end is before the start", l.name, after, upTo)
 	}
@@ -187,17 +188,7 @@ func (l *Log) ReadAfter(ctx context.Context, after statesync.Position, upTo uint
 			return fmt.Errorf("%s: its entry %d is not the one read (%s but %s): %w", l.name, after.Revision, after.ID, found, statesync.ErrReplaced)
 		}
 	}
-	return l.Read(ctx, after.Revision, upTo, fn)
-}
-
-// LastRevision implements statesync.Log.
-func (l *Log) LastRevision(ctx context.Context) (uint64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.last, nil
+	return l.read(ctx, after.Revision, upTo, fn)
 }
 
 // Announce implements turns.Announcer: it calls every listener
