@@ -221,7 +221,7 @@ func TestWriteOptions(t *testing.T) {
 			t.Errorf("%s = %+v, %v; want an error", w.name, r, err)
 		}
 	}
-	if last, err := c.Log().LastRevision(ctx); err != nil || last != rev {
+	if last, err := logtest.LastRevision(c.Log(), ctx); err != nil || last != rev {
 		t.Fatalf("refused writes appended: the log is at %d (%v), was %d", last, err, rev)
 	}
 	r, err := c.Put(ctx, "k", "v2", sharedconfig.IfValue("v1"), sharedconfig.IfRevision(rev))
