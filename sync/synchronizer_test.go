@@ -472,7 +472,7 @@ func TestAppliedWhenWanted(t *testing.T) {
 
 func lastRevision(t *testing.T, log statesync.Log) uint64 {
 	t.Helper()
-	rev, err := log.LastRevision(context.Background())
+	rev, err := logtest.LastRevision(log, context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
