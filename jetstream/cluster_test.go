@@ -13,6 +13,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
 )
 
 // clusterLog starts a 3-node cluster and opens a log replicated on all
@@ -32,7 +33,7 @@ func clusterLog(t *testing.T, name string) ([]*jstest.Node, *jetstream.Log) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Append(context.Background(), 0, []byte("first")); err != nil {
+	if _, err := logtest.Append(l, context.Background(), 0, []byte("first")); err != nil {
 		t.Fatal(err)
 	}
 	return nodes, l
@@ -77,7 +78,7 @@ func TestWriteWhileFollowersRestart(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		rev, err := w.Append(ctx, 1, []byte("second"))
+		rev, err := logtest.Append(w, ctx, 1, []byte("second"))
 		done <- result{rev, err}
 	}()
 	// The first try got no answer (no quorum); restart the followers while
@@ -97,7 +98,7 @@ func TestWriteWhileFollowersRestart(t *testing.T) {
 	t.Logf("landed after %d tries", tries.Load())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	last, err := w.LastRevision(ctx)
+	last, err := logtest.LastRevision(w, ctx)
 	if err != nil || last != 2 {
 		t.Fatalf("stream at %d, %v; want 2: the write landed once", last, err)
 	}
@@ -159,7 +160,7 @@ func TestOpenWaitsForALeader(t *testing.T) {
 		l, err := jetstream.OpenLog(ctx, nc, "test", "election", jetstream.LogOptions{Replicas: 3, Waiting: func(reason string) { waiting <- reason }})
 		if err == nil {
 			var last uint64
-			last, err = l.LastRevision(ctx)
+			last, err = logtest.LastRevision(l, ctx)
 			if err == nil && last != 1 {
 				err = fmt.Errorf("last revision %d, want 1", last)
 			}

@@ -18,7 +18,7 @@ func (l *Log) LastRevision(ctx context.Context) (uint64, error) {
 	return last.Revision, err
 }
 
-// LastPosition implements statesync.LastPositioned. The stream holds only
+// LastPosition implements statesync.Log. The stream holds only
 // the config's subject, so its last message for that subject is its last
 // entry: one get of that message says where the log ends and which entry
 // stands there, which costs the server far less than the stream's info (its

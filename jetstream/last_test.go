@@ -12,6 +12,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
 )
 
 // apiRequests records the subjects of the JetStream API requests made on
@@ -55,13 +56,13 @@ func TestLastRevisionIsOneMessageGet(t *testing.T) {
 	l := openLog(t, nc)
 	ctx := context.Background()
 	for range 3 {
-		if _, err := l.Append(ctx, statesync.AnyRevision, []byte("x")); err != nil {
+		if _, err := logtest.Append(l, ctx, statesync.AnyRevision, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var last uint64
 	var err error
-	seen := apiRequests(t, jstest.Connect(t, srv), func() { last, err = l.LastRevision(ctx) })
+	seen := apiRequests(t, jstest.Connect(t, srv), func() { last, err = logtest.LastRevision(l, ctx) })
 	if err != nil || last != 3 {
 		t.Fatalf("LastRevision = %d, %v; want 3", last, err)
 	}
@@ -79,21 +80,21 @@ func TestLastRevisionWithoutMessagesOrAfterAForeignOne(t *testing.T) {
 	l := openLog(t, nc)
 	ctx := context.Background()
 	for range 3 {
-		if _, err := l.Append(ctx, statesync.AnyRevision, []byte("x")); err != nil {
+		if _, err := logtest.Append(l, ctx, statesync.AnyRevision, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := l.Stream().Purge(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if last, err := l.LastRevision(ctx); err != nil || last != 3 {
+	if last, err := logtest.LastRevision(l, ctx); err != nil || last != 3 {
 		t.Fatalf("LastRevision after a purge of everything = %d, %v; want 3", last, err)
 	}
 	scope, name, _ := jetstream.ParseStreamName(l.Name())
 	if _, err := nc.Request(jetstream.Subject(scope, name), []byte("not ours"), time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if last, err := l.LastRevision(ctx); err != nil || last != 4 {
+	if last, err := logtest.LastRevision(l, ctx); err != nil || last != 4 {
 		t.Fatalf("LastRevision after a foreign message = %d, %v; want 4", last, err)
 	}
 }
@@ -117,11 +118,11 @@ func TestLastRevisionOnR3IsTheLeaders(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 30 {
-			rev, err := w.Append(ctx, statesync.AnyRevision, []byte("x"))
+			rev, err := logtest.Append(w, ctx, statesync.AnyRevision, []byte("x"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if last, err := r.LastRevision(ctx); err != nil || last != rev {
+			if last, err := logtest.LastRevision(r, ctx); err != nil || last != rev {
 				t.Fatalf("LastRevision through %s = %d, %v just after %d was acknowledged", n.Server.Name(), last, err, rev)
 			}
 		}

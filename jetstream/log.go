@@ -275,7 +275,7 @@ func (l *Log) Conn() *nats.Conn { return l.nc }
 // Stream is the JetStream stream the log is on.
 func (l *Log) Stream() jetstream.Stream { return l.stream }
 
-// Notify implements statesync.Notifier with a plain subscription to the
+// Notify implements statesync.Log with a plain subscription to the
 // config's subject: every message stored in the stream is published there.
 func (l *Log) Notify(fn func()) (stop func(), err error) {
 	sub, err := l.nc.Subscribe(l.subject, func(*nats.Msg) { fn() })

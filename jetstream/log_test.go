@@ -117,7 +117,7 @@ func TestLogConformanceConsumerPath(t *testing.T) {
 func entries(t *testing.T, l statesync.Log, after, upTo uint64) string {
 	t.Helper()
 	var b strings.Builder
-	err := l.Read(context.Background(), after, upTo, func(e statesync.Entry) error {
+	err := logtest.Read(l, context.Background(), after, upTo, func(e statesync.Entry) error {
 		fmt.Fprintf(&b, "%d:%s ", e.Revision, e.Data)
 		return nil
 	})
@@ -136,7 +136,7 @@ func TestLostAckAppliedOnce(t *testing.T) {
 		t.Run(fmt.Sprint("expected=", expected), func(t *testing.T) {
 			l := openLog(t, nc)
 			ctx := context.Background()
-			if _, err := l.Append(ctx, 0, []byte("first")); err != nil {
+			if _, err := logtest.Append(l, ctx, 0, []byte("first")); err != nil {
 				t.Fatal(err)
 			}
 			calls := 0
@@ -150,7 +150,7 @@ func TestLostAckAppliedOnce(t *testing.T) {
 					return ack, err
 				}
 			})
-			rev, err := l.Append(ctx, expected, []byte("second"))
+			rev, err := logtest.Append(l, ctx, expected, []byte("second"))
 			if err != nil || rev != 2 {
 				t.Fatalf("Append after a lost ack = %d, %v; want 2, nil", rev, err)
 			}
@@ -160,7 +160,7 @@ func TestLostAckAppliedOnce(t *testing.T) {
 			if got := entries(t, l, 0, 2); got != "1:first 2:second " {
 				t.Fatalf("stream holds %q", got)
 			}
-			if last, _ := l.LastRevision(ctx); last != 2 {
+			if last, _ := logtest.LastRevision(l, ctx); last != 2 {
 				t.Fatalf("stream at %d, want 2: the retry must not append again", last)
 			}
 		})
@@ -180,7 +180,7 @@ func TestLostRequestRetried(t *testing.T) {
 			return publish(ctx, msg, opts...)
 		}
 	})
-	if rev, err := l.Append(context.Background(), 0, []byte("x")); err != nil || rev != 1 {
+	if rev, err := logtest.Append(l, context.Background(), 0, []byte("x")); err != nil || rev != 1 {
 		t.Fatalf("Append = %d, %v; want 1, nil", rev, err)
 	}
 }
@@ -195,7 +195,7 @@ func TestAmbiguousThenConflict(t *testing.T) {
 	l.WrapPublish(func(publish jetstream.PublishFunc) jetstream.PublishFunc {
 		return func(ctx context.Context, msg *nats.Msg, opts ...natsjs.PublishOpt) (*natsjs.PubAck, error) {
 			if calls++; calls == 1 {
-				if _, err := other.Append(ctx, 0, []byte("theirs")); err != nil {
+				if _, err := logtest.Append(other, ctx, 0, []byte("theirs")); err != nil {
 					t.Error(err)
 				}
 				return nil, nats.ErrTimeout
@@ -203,7 +203,7 @@ func TestAmbiguousThenConflict(t *testing.T) {
 			return publish(ctx, msg, opts...)
 		}
 	})
-	_, err := l.Append(context.Background(), 0, []byte("mine"))
+	_, err := logtest.Append(l, context.Background(), 0, []byte("mine"))
 	var conflict *statesync.ConflictError
 	if !errors.As(err, &conflict) || conflict.Current != 1 {
 		t.Fatalf("Append = %v; want a conflict at 1", err)
@@ -245,7 +245,7 @@ func TestForeignEntry(t *testing.T) {
 	for name, set := range cases {
 		t.Run(name, func(t *testing.T) {
 			l := openLog(t, nc)
-			if _, err := l.Append(context.Background(), 0, []byte("ok")); err != nil {
+			if _, err := logtest.Append(l, context.Background(), 0, []byte("ok")); err != nil {
 				t.Fatal(err)
 			}
 			msg := nats.NewMsg("")
@@ -253,7 +253,7 @@ func TestForeignEntry(t *testing.T) {
 			set(msg)
 			seq := publishRaw(t, nc, l, msg)
 			var seen []uint64
-			err := l.Read(context.Background(), 0, seq, func(e statesync.Entry) error {
+			err := logtest.Read(l, context.Background(), 0, seq, func(e statesync.Entry) error {
 				seen = append(seen, e.Revision)
 				return nil
 			})
@@ -275,7 +275,7 @@ func TestUnfinishedChunkedSnapshotIsIgnored(t *testing.T) {
 	nc := jstest.Connect(t, srv)
 	l := openLog(t, nc)
 	ctx := context.Background()
-	if _, err := l.Append(ctx, 0, []byte("a")); err != nil {
+	if _, err := logtest.Append(l, ctx, 0, []byte("a")); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 { // 2 of 3 chunks
@@ -287,7 +287,7 @@ func TestUnfinishedChunkedSnapshotIsIgnored(t *testing.T) {
 		msg.Header.Set(jetstream.HeaderChunk, fmt.Sprintf("%d/3", i))
 		publishRaw(t, nc, l, msg)
 	}
-	if _, err := l.Append(ctx, 3, []byte("b")); err != nil {
+	if _, err := logtest.Append(l, ctx, 3, []byte("b")); err != nil {
 		t.Fatal(err)
 	}
 	if got := entries(t, l, 0, 4); got != "1:a 4:b " {
@@ -365,7 +365,7 @@ func TestServerRestartKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Append(context.Background(), 0, []byte("kept")); err != nil {
+	if _, err := logtest.Append(l, context.Background(), 0, []byte("kept")); err != nil {
 		t.Fatal(err)
 	}
 	nc.Close()
@@ -401,7 +401,7 @@ func TestReadsLeaveNoConsumers(t *testing.T) {
 	srv := jstest.Server(t)
 	l := openConsumerLog(t, jstest.Connect(t, srv))
 	ctx := context.Background()
-	if _, err := l.Append(ctx, 0, []byte("a")); err != nil {
+	if _, err := logtest.Append(l, ctx, 0, []byte("a")); err != nil {
 		t.Fatal(err)
 	}
 	for range 1100 {
@@ -432,18 +432,18 @@ func TestForeignEntryIsDelivered(t *testing.T) {
 	srv := jstest.Server(t)
 	nc := jstest.Connect(t, srv)
 	l := openLog(t, nc)
-	if _, err := l.Append(context.Background(), 0, []byte("ok")); err != nil {
+	if _, err := logtest.Append(l, context.Background(), 0, []byte("ok")); err != nil {
 		t.Fatal(err)
 	}
 	msg := nats.NewMsg("")
 	msg.Data = []byte("hello")
 	seq := publishRaw(t, nc, l, msg)
-	after, err := l.Append(context.Background(), seq, []byte("after"))
+	after, err := logtest.Append(l, context.Background(), seq, []byte("after"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var seen []statesync.Entry
-	if err := l.Read(context.Background(), 0, after, func(e statesync.Entry) error {
+	if err := logtest.Read(l, context.Background(), 0, after, func(e statesync.Entry) error {
 		seen = append(seen, e)
 		return nil
 	}); err != nil {

@@ -20,13 +20,7 @@ import (
 // publish is retried with the same message id.
 const attemptTimeout = 2 * time.Second
 
-// Append implements statesync.Log.
-func (l *Log) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
-	at, err := l.AppendAfter(ctx, statesync.Position{Revision: expected}, data)
-	return at.Revision, err
-}
-
-// AppendAfter implements statesync.Incarnated: the entry's ID is its
+// AppendAfter implements statesync.Log: the entry's ID is its
 // message id, and the append is bound to last.ID with
 // Nats-Expected-Last-Msg-Id, which the server checks with the expected
 // sequence, in the same step.
@@ -41,13 +35,7 @@ func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []b
 	return l.publishOnce(ctx, last, msg)
 }
 
-// Compact implements statesync.Log.
-func (l *Log) Compact(ctx context.Context, expected uint64, snapshot []byte) (uint64, error) {
-	at, err := l.CompactAfter(ctx, statesync.Position{Revision: expected}, snapshot)
-	return at.Revision, err
-}
-
-// CompactAfter implements statesync.Incarnated. A snapshot that fits in one
+// CompactAfter implements statesync.Log. A snapshot that fits in one
 // message is one conditional rollup: atomic. A larger one is written in
 // chunks, each bound to the one before, and only then are older entries
 // purged.

@@ -15,6 +15,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
 )
 
 func apiError(code int, errCode natsjs.ErrorCode, desc string) error {
@@ -87,19 +88,19 @@ func TestAmbiguousPublishOutcomes(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			l := openLog(t, nc)
-			if _, err := l.Append(context.Background(), 0, []byte("first")); err != nil {
+			if _, err := logtest.Append(l, context.Background(), 0, []byte("first")); err != nil {
 				t.Fatal(err)
 			}
 			if c.other {
 				other := openOther(t, nc, l)
-				if _, err := other.Append(context.Background(), 1, []byte("theirs")); err != nil {
+				if _, err := logtest.Append(other, context.Background(), 1, []byte("theirs")); err != nil {
 					t.Fatal(err)
 				}
 			}
 			scriptPublish(l, c.tries...)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
-			rev, err := l.Append(ctx, c.expected, []byte("second"))
+			rev, err := logtest.Append(l, ctx, c.expected, []byte("second"))
 			var conflict *statesync.ConflictError
 			switch {
 			case c.want == "landed" && (err != nil || rev != 2):
@@ -113,7 +114,7 @@ func TestAmbiguousPublishOutcomes(t *testing.T) {
 			if c.want == "unknown" && c.expected != statesync.AnyRevision {
 				want = 1 // ours never landed
 			}
-			if last, _ := l.LastRevision(context.Background()); last != want {
+			if last, _ := logtest.LastRevision(l, context.Background()); last != want {
 				t.Fatalf("stream at %d, want %d", last, want)
 			}
 		})
@@ -126,11 +127,11 @@ func TestDefinitePublishFailures(t *testing.T) {
 	srv := jstest.Server(t)
 	l := openLog(t, jstest.Connect(t, srv))
 	calls := scriptPublish(l, try{err: errNoRoom}, try{err: errOther})
-	_, err := l.Append(context.Background(), 0, []byte("x"))
+	_, err := logtest.Append(l, context.Background(), 0, []byte("x"))
 	if !errors.Is(err, jetstream.ErrOutOfStorage) || *calls != 1 {
 		t.Fatalf("Append on a full store = %v after %d tries; want ErrOutOfStorage after 1", err, *calls)
 	}
-	_, err = l.Append(context.Background(), 0, []byte("x"))
+	_, err = logtest.Append(l, context.Background(), 0, []byte("x"))
 	if err == nil || errors.Is(err, statesync.ErrUnknownOutcome) || *calls != 2 {
 		t.Fatalf("Append = %v after %d tries; want a plain error after 1 more", err, *calls)
 	}
@@ -144,11 +145,11 @@ func TestChunkedCompactionInterrupted(t *testing.T) {
 	big := []byte(strings.Repeat("s", int(nc.MaxPayload())*2)) // 3 chunks
 	t.Run("middle chunk lost", func(t *testing.T) {
 		l := openLog(t, nc)
-		if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
+		if _, err := logtest.Append(l, context.Background(), 0, []byte("a")); err != nil {
 			t.Fatal(err)
 		}
 		scriptPublish(l, try{store: true}, try{err: errOther})
-		_, err := l.Compact(context.Background(), 1, big)
+		_, err := logtest.Compact(l, context.Background(), 1, big)
 		if err == nil || errors.Is(err, statesync.ErrUnknownOutcome) || !strings.Contains(err.Error(), "compaction was not done") {
 			t.Fatalf("Compact = %v; want: not done", err)
 		}
@@ -158,22 +159,22 @@ func TestChunkedCompactionInterrupted(t *testing.T) {
 	})
 	t.Run("middle chunk's outcome unknown", func(t *testing.T) {
 		l := openLog(t, nc)
-		if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
+		if _, err := logtest.Append(l, context.Background(), 0, []byte("a")); err != nil {
 			t.Fatal(err)
 		}
 		scriptPublish(l, try{store: true}, try{err: nats.ErrTimeout}, try{err: errOther})
-		_, err := l.Compact(context.Background(), 1, big)
+		_, err := logtest.Compact(l, context.Background(), 1, big)
 		if err == nil || errors.Is(err, statesync.ErrUnknownOutcome) || !strings.Contains(err.Error(), "compaction was not done") {
 			t.Fatalf("Compact = %v; want: not done (known, since the last chunk was never sent)", err)
 		}
 	})
 	t.Run("last chunk's answer lost", func(t *testing.T) {
 		l := openLog(t, nc)
-		if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
+		if _, err := logtest.Append(l, context.Background(), 0, []byte("a")); err != nil {
 			t.Fatal(err)
 		}
 		scriptPublish(l, try{store: true}, try{store: true}, try{store: true, err: nats.ErrTimeout}, try{err: errOther})
-		rev, err := l.Compact(context.Background(), 1, big)
+		rev, err := logtest.Compact(l, context.Background(), 1, big)
 		if err != nil || rev != 4 {
 			t.Fatalf("Compact = %d, %v; want 4, nil", rev, err)
 		}
@@ -186,7 +187,7 @@ func TestChunkedCompactionInterrupted(t *testing.T) {
 // refused leaves a snapshot that is whole and used, and says so.
 func chunkedPurgeFails(t *testing.T, nc *nats.Conn, big []byte) {
 	l := openLog(t, nc)
-	if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
+	if _, err := logtest.Append(l, context.Background(), 0, []byte("a")); err != nil {
 		t.Fatal(err)
 	}
 	fail := []error{nats.ErrTimeout, errOther}
@@ -203,7 +204,7 @@ func chunkedPurgeFails(t *testing.T, nc *nats.Conn, big []byte) {
 	})
 	// A purge whose answer is lost is asked again; a purge refused
 	// leaves a snapshot that is whole and used, and says so.
-	_, err := l.Compact(context.Background(), 1, big)
+	_, err := logtest.Compact(l, context.Background(), 1, big)
 	if err == nil || !strings.Contains(err.Error(), "the snapshot was written at 4 and is in use") {
 		t.Fatalf("Compact = %v; want the snapshot written, the purge failed", err)
 	}
@@ -214,7 +215,7 @@ func chunkedPurgeFails(t *testing.T, nc *nats.Conn, big []byte) {
 	if len(got) != 1 || !got[0].Snapshot || got[0].Revision != 4 {
 		t.Fatalf("read after the compaction: %v", got)
 	}
-	rev, err := l.Compact(context.Background(), 4, []byte("small"))
+	rev, err := logtest.Compact(l, context.Background(), 4, []byte("small"))
 	if err != nil || rev != 5 {
 		t.Fatalf("the next compaction = %d, %v", rev, err)
 	}
@@ -224,7 +225,7 @@ func chunkedPurgeFails(t *testing.T, nc *nats.Conn, big []byte) {
 // run is voided and the compaction is a conflict.
 func chunkedRunInterrupted(t *testing.T, nc *nats.Conn, big []byte) {
 	l := openLog(t, nc)
-	if _, err := l.Append(context.Background(), 0, []byte("a")); err != nil {
+	if _, err := logtest.Append(l, context.Background(), 0, []byte("a")); err != nil {
 		t.Fatal(err)
 	}
 	other := openOther(t, nc, l)
@@ -232,14 +233,14 @@ func chunkedRunInterrupted(t *testing.T, nc *nats.Conn, big []byte) {
 	l.WrapPublish(func(publish jetstream.PublishFunc) jetstream.PublishFunc {
 		return func(ctx context.Context, msg *nats.Msg, opts ...natsjs.PublishOpt) (*natsjs.PubAck, error) {
 			if calls++; calls == 2 {
-				if _, err := other.Append(ctx, 2, []byte("theirs")); err != nil {
+				if _, err := logtest.Append(other, ctx, 2, []byte("theirs")); err != nil {
 					t.Error(err)
 				}
 			}
 			return publish(ctx, msg, opts...)
 		}
 	})
-	_, err := l.Compact(context.Background(), 1, big)
+	_, err := logtest.Compact(l, context.Background(), 1, big)
 	var conflict *statesync.ConflictError
 	if !errors.As(err, &conflict) || conflict.Expected != 1 || conflict.Current != 3 {
 		t.Fatalf("Compact = %v; want a conflict expecting 1, at 3", err)
@@ -253,7 +254,7 @@ func TestPublishAfterContextEnded(t *testing.T) {
 	l := openLog(t, jstest.Connect(t, srv))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := l.Append(ctx, 0, []byte("x"))
+	_, err := logtest.Append(l, ctx, 0, []byte("x"))
 	if !errors.Is(err, context.Canceled) || errors.Is(err, statesync.ErrUnknownOutcome) {
 		t.Fatalf("Append with an ended context = %v; want context.Canceled, known not written", err)
 	}
@@ -262,7 +263,7 @@ func TestPublishAfterContextEnded(t *testing.T) {
 func readAll(t *testing.T, l statesync.Log, after, upTo uint64) []statesync.Entry {
 	t.Helper()
 	var got []statesync.Entry
-	if err := l.Read(context.Background(), after, upTo, func(e statesync.Entry) error {
+	if err := logtest.Read(l, context.Background(), after, upTo, func(e statesync.Entry) error {
 		got = append(got, e)
 		return nil
 	}); err != nil {
@@ -279,7 +280,7 @@ func TestNoWriteWhileDisconnected(t *testing.T) {
 	srv := jstest.ServerAt(t, dir, listen)
 	nc := jstest.Connect(t, srv)
 	l := openLog(t, nc)
-	last, err := l.Append(context.Background(), 0, []byte("first"))
+	last, err := logtest.Append(l, context.Background(), 0, []byte("first"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestNoWriteWhileDisconnected(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	start := time.Now()
-	_, err = l.Append(ctx, last, []byte("late"))
+	_, err = logtest.Append(l, ctx, last, []byte("late"))
 	took := time.Since(start)
 	if err == nil || errors.Is(err, statesync.ErrUnknownOutcome) || !strings.Contains(err.Error(), "nothing was changed") {
 		t.Fatalf("Append while disconnected = %v; want a refusal that says nothing was changed", err)
@@ -301,7 +302,7 @@ func TestNoWriteWhileDisconnected(t *testing.T) {
 	jstest.ServerAt(t, dir, listen)
 	waitUntil(t, "the client to reconnect", nc.IsConnected)
 	time.Sleep(500 * time.Millisecond) // time for a buffered write to land
-	after, err := l.LastRevision(context.Background())
+	after, err := logtest.LastRevision(l, context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,28 +22,24 @@ const (
 	consumerIdle = 10 * time.Second
 )
 
-// Read implements statesync.Log. A short read (up to directBatch entries:
-// catching up after a conflict, a REFRESH) is one batched direct get when
-// the stream allows them (streams sharedconfig creates do); a long one, or
-// one on a stream without direct gets, streams through an ordered consumer,
-// which is faster in bulk. Either way it reads up to upTo, and further only
-// to finish a snapshot that covers a gap.
-func (l *Log) Read(ctx context.Context, after, upTo uint64, fn func(statesync.Entry) error) error {
-	if upTo < after {
-		return fmt.Errorf("%s: reading entries after %d up to %d: the end is before the start", l.name, after, upTo)
-	}
-	if upTo == after {
-		return nil
-	}
-	return l.read(ctx, &reader{log: l, ctx: ctx, next: after + 1}, upTo, fn)
-}
-
-// ReadAfter implements statesync.Incarnated: the read starts one message
-// early, at after itself, whose message id must be after.ID. It costs no
-// request of its own, except when there is nothing after it to read.
+// ReadAfter implements statesync.Log. A short read (up to directBatch
+// entries: catching up after a conflict, a REFRESH) is one batched direct
+// get when the stream allows them (streams sharedconfig creates do); a long
+// one, or one on a stream without direct gets, streams through an ordered
+// consumer, which is faster in bulk. Either way it reads up to upTo, and
+// further only to finish a snapshot that covers a gap. When after has an
+// ID the read starts one message early, at after itself, whose message id
+// must be after.ID: that costs no request of its own, except when there is
+// nothing after it to read.
 func (l *Log) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
-	if after.ID == "" || after.Revision == 0 || upTo < after.Revision {
-		return l.Read(ctx, after.Revision, upTo, fn)
+	if upTo < after.Revision {
+		return fmt.Errorf("%s: reading entries after %d up to %d: the end is before the start", l.name, after.Revision, upTo)
+	}
+	if after.ID == "" || after.Revision == 0 {
+		if upTo == after.Revision {
+			return nil
+		}
+		return l.read(ctx, &reader{log: l, ctx: ctx, next: after.Revision + 1}, upTo, fn)
 	}
 	return l.read(ctx, &reader{log: l, ctx: ctx, next: after.Revision, check: &after}, upTo, fn)
 }

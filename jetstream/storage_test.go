@@ -15,6 +15,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
 )
 
 // A full store is said at once, in one clear error, not retried until the
@@ -44,16 +45,16 @@ func TestOutOfStorage(t *testing.T) {
 	}
 	last := fillUntilOutOfStorage(t, l, value)
 	// A compaction needs room for its snapshot first: refused the same way.
-	if _, err := l.Compact(ctx, last, []byte("snapshot")); !errors.Is(err, jetstream.ErrOutOfStorage) {
+	if _, err := logtest.Compact(l, ctx, last, []byte("snapshot")); !errors.Is(err, jetstream.ErrOutOfStorage) {
 		t.Fatalf("Compact on a full store = %v; want ErrOutOfStorage", err)
 	}
 	if err := js.DeleteStream(ctx, "OTHER"); err != nil {
 		t.Fatal(err)
 	}
-	if rev, err := l.Append(ctx, last, value); err != nil || rev != last+1 {
+	if rev, err := logtest.Append(l, ctx, last, value); err != nil || rev != last+1 {
 		t.Fatalf("Append after space was freed = %d, %v; want %d", rev, err, last+1)
 	}
-	if _, err := l.Compact(ctx, last+1, []byte("snapshot")); err != nil {
+	if _, err := logtest.Compact(l, ctx, last+1, []byte("snapshot")); err != nil {
 		t.Fatalf("Compact after space was freed: %v", err)
 	}
 }
@@ -77,7 +78,7 @@ func fillUntilOutOfStorage(t *testing.T, l *jetstream.Log, value []byte) uint64 
 		}
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
 		before := tries.Load()
-		rev, err := l.Append(wctx, last, value)
+		rev, err := logtest.Append(l, wctx, last, value)
 		cancel()
 		if err == nil {
 			last = rev

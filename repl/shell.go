@@ -597,11 +597,12 @@ func (sh *Shell) waitForServer() {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), serverPoll)
-		rev, err := sh.cfg.Log().LastRevision(ctx)
+		last, err := sh.cfg.Log().LastPosition(ctx)
 		cancel()
 		if err != nil {
 			continue
 		}
+		rev := last.Revision
 		sh.followDown.Store(false)
 		if sh.json {
 			sh.printJSONAsync(fields{"event": "follow_resumed", "stream_revision": rev})

@@ -21,6 +21,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/example"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -220,7 +221,7 @@ func TestWriteOptions(t *testing.T) {
 			t.Errorf("%s = %+v, %v; want an error", w.name, r, err)
 		}
 	}
-	if last, err := c.Log().LastRevision(ctx); err != nil || last != rev {
+	if last, err := logtest.LastRevision(c.Log(), ctx); err != nil || last != rev {
 		t.Fatalf("refused writes appended: the log is at %d (%v), was %d", last, err, rev)
 	}
 	r, err := c.Put(ctx, "k", "v2", sharedconfig.IfValue("v1"), sharedconfig.IfRevision(rev))
@@ -348,7 +349,7 @@ func TestCompactionPolicy(t *testing.T) {
 			t.Fatalf("after put %d the history is %d entries, over the bound of 10", i, n)
 		}
 	}
-	last, err := bounded.Log().LastRevision(ctx)
+	last, err := logtest.LastRevision(bounded.Log(), ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
 )
 
 // On a damaged config a refresh lands but cannot be read back, so the
@@ -25,7 +26,7 @@ func TestKeeperBacksOffOnADamagedConfig(t *testing.T) {
 	const watch = 5 * time.Second
 	time.Sleep(watch)
 	stop()
-	last, err := holder.Log().LastRevision(ctx)
+	last, err := logtest.LastRevision(holder.Log(), ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
 )
 
 // An import is one entry: it lands whole, after catching up with a writer
@@ -21,7 +22,7 @@ func TestImportIsOneUpdate(t *testing.T) {
 	put(t, a, "keep", "1")
 	put(t, a, "drop", "2")
 	put(t, b, "late", "3") // a's copy is now stale: its import conflicts once
-	before := must[uint64](t)(a.Log().LastRevision(ctx))
+	before := must[uint64](t)(logtest.LastRevision(a.Log(), ctx))
 	props := map[string]string{"keep": "1", "new": "x, y", "late": "changed"}
 	r, err := a.Import(ctx, props, true)
 	if err != nil {
@@ -30,7 +31,7 @@ func TestImportIsOneUpdate(t *testing.T) {
 	if want := (sharedconfig.ImportResult{Added: 1, Updated: 1, Unchanged: 1, Removed: 1}); r != want {
 		t.Fatalf("Import: %+v, want %+v", r, want)
 	}
-	if after := must[uint64](t)(a.Log().LastRevision(ctx)); after != before+1 {
+	if after := must[uint64](t)(logtest.LastRevision(a.Log(), ctx)); after != before+1 {
 		t.Fatalf("the import took revisions %d to %d: want one entry", before+1, after)
 	}
 	if got := contents(a); !maps.Equal(got, props) {
@@ -40,7 +41,7 @@ func TestImportIsOneUpdate(t *testing.T) {
 	if _, err := a.Import(ctx, props, true); err != nil {
 		t.Fatal(err)
 	}
-	if after := must[uint64](t)(a.Log().LastRevision(ctx)); after != before+1 {
+	if after := must[uint64](t)(logtest.LastRevision(a.Log(), ctx)); after != before+1 {
 		t.Fatalf("an import that changes nothing wrote revision %d", after)
 	}
 }
@@ -193,7 +194,7 @@ func TestBigImportIsOneSnapshot(t *testing.T) {
 		t.Fatalf("Import: %+v, want %+v", r, want)
 	}
 	props["keep"], props["late"] = "1", "2"
-	rev := must[uint64](t)(a.Log().LastRevision(ctx))
+	rev := must[uint64](t)(logtest.LastRevision(a.Log(), ctx))
 	fresh := e.open(sharedconfig.Options{})
 	for who, c := range map[string]*sharedconfig.Config{"the importer": a, "a fresh process": fresh} {
 		if got := contents(c); !maps.Equal(got, props) {

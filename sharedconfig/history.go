@@ -121,7 +121,7 @@ func (c *Config) decode(e statesync.Entry) (Change, error) {
 // come back where compaction has dropped the rest: the first is then the
 // snapshot that replaced them.
 func (c *Config) History(ctx context.Context, n int) ([]Change, error) {
-	last, err := c.Log().LastRevision(ctx)
+	last, err := lastRevision(ctx, c.Log())
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func (c *Config) addEnded(ctx context.Context, last uint64, changes []Change) er
 	}
 	var st State
 	replaying := false
-	return c.Log().Read(ctx, 0, last, func(e statesync.Entry) error {
+	return c.Log().ReadAfter(ctx, statesync.Position{}, last, func(e statesync.Entry) error {
 		ch, err := c.decode(e)
 		if err != nil || ch.Foreign != "" {
 			return nil // damage and foreign entries change nothing; LOG shows them
@@ -180,7 +180,7 @@ func (c *Config) addEnded(ctx context.Context, last uint64, changes []Change) er
 // reads on past damage: an entry that does not read comes with Damage set.
 func (c *Config) readChanges(ctx context.Context, after, upTo uint64, fn func(Change)) error {
 	for after < upTo {
-		err := c.Log().Read(ctx, after, upTo, func(e statesync.Entry) error {
+		err := c.Log().ReadAfter(ctx, statesync.Position{Revision: after}, upTo, func(e statesync.Entry) error {
 			ch, err := c.decode(e)
 			var entryErr *statesync.EntryError
 			if errors.As(err, &entryErr) {
@@ -226,7 +226,7 @@ type KeyChange struct {
 // history was compacted away: HistoryStart says from which revision on the
 // history is complete.
 func (c *Config) KeyHistory(ctx context.Context, key string) (changes []KeyChange, historyStart uint64, err error) {
-	last, err := c.Log().LastRevision(ctx)
+	last, err := lastRevision(ctx, c.Log())
 	if err != nil {
 		return nil, 0, err
 	}
@@ -235,7 +235,7 @@ func (c *Config) KeyHistory(ctx context.Context, key string) (changes []KeyChang
 	// the key shows (a lease's end too).
 	var st State
 	replaying := false
-	err = c.Log().Read(ctx, 0, last, func(e statesync.Entry) error {
+	err = c.Log().ReadAfter(ctx, statesync.Position{}, last, func(e statesync.Entry) error {
 		ch, err := c.decode(e)
 		if err != nil {
 			return err
@@ -291,7 +291,7 @@ func (c *Config) Status(ctx context.Context) (Status, error) {
 		st.Bytes += len(k) + len(p.Value)
 	}
 	var err error
-	st.LastRevision, err = c.Log().LastRevision(ctx)
+	st.LastRevision, err = lastRevision(ctx, c.Log())
 	return st, err
 }
 
@@ -299,4 +299,10 @@ func (c *Config) Status(ctx context.Context) (Status, error) {
 // called; Options.Changed hears of each change as it lands.
 func (c *Config) Follow(onError func(error)) (stop func(), err error) {
 	return c.sync.Follow(onError)
+}
+
+// lastRevision is the revision of log's last entry.
+func lastRevision(ctx context.Context, log statesync.Log) (uint64, error) {
+	last, err := log.LastPosition(ctx)
+	return last.Revision, err
 }

@@ -130,12 +130,12 @@ type compactingLog struct {
 	compact func()
 }
 
-func (l *compactingLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
-	rev, err := l.Log.Append(ctx, expected, data)
-	if err == nil && expected == statesync.AnyRevision {
+func (l *compactingLog) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
+	at, err := l.Log.AppendAfter(ctx, last, data)
+	if err == nil && last.Revision == statesync.AnyRevision {
 		l.once.Do(l.compact)
 	}
-	return rev, err
+	return at, err
 }
 
 // A refresh from a stale copy whose entry a compaction covered before the

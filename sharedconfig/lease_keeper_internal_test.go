@@ -84,14 +84,6 @@ type stuckCompactions struct {
 	stuck *atomic.Bool
 }
 
-func (l stuckCompactions) Compact(ctx context.Context, expected uint64, snapshot []byte) (uint64, error) {
-	if !l.stuck.Load() {
-		return l.Log.Compact(ctx, expected, snapshot)
-	}
-	<-ctx.Done()
-	return 0, ctx.Err()
-}
-
 func (l stuckCompactions) CompactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
 	if !l.stuck.Load() {
 		return l.Log.CompactAfter(ctx, last, snapshot)

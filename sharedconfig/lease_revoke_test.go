@@ -34,11 +34,6 @@ func (g *gatedLog) hold() {
 	}
 }
 
-func (g *gatedLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
-	g.hold()
-	return g.Log.Append(ctx, expected, data)
-}
-
 func (g *gatedLog) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
 	g.hold()
 	return g.Log.AppendAfter(ctx, last, data)

@@ -20,10 +20,6 @@ type skewedLog struct {
 	shift time.Duration
 }
 
-func (l skewedLog) Read(ctx context.Context, after, upTo uint64, fn func(statesync.Entry) error) error {
-	return l.Log.Read(ctx, after, upTo, l.shifted(fn))
-}
-
 func (l skewedLog) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
 	return l.Log.ReadAfter(ctx, after, upTo, l.shifted(fn))
 }

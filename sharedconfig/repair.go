@@ -49,7 +49,7 @@ func (p RepairPlan) Damaged() bool {
 func (c *Config) PlanRepair(ctx context.Context) (RepairPlan, error) {
 	p := RepairPlan{GoodRevision: c.State().Revision()}
 	var err error
-	if p.LastRevision, err = c.Log().LastRevision(ctx); err != nil {
+	if p.LastRevision, err = lastRevision(ctx, c.Log()); err != nil {
 		return p, err
 	}
 	err = c.readChanges(ctx, p.GoodRevision, p.LastRevision, func(ch Change) { p.Discarded = append(p.Discarded, ch) })
@@ -70,12 +70,12 @@ func (c *Config) Repair(ctx context.Context, plan RepairPlan) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	rev, err := c.Log().Compact(ctx, plan.LastRevision, data)
+	at, err := c.Log().CompactAfter(ctx, statesync.Position{Revision: plan.LastRevision}, data)
 	if errors.Is(err, statesync.ErrConflict) {
 		return 0, fmt.Errorf("the stream moved past revision %d while repairing (someone wrote to it): nothing was changed; look again", plan.LastRevision)
 	}
 	if err != nil {
 		return 0, err
 	}
-	return rev, c.Refresh(ctx)
+	return at.Revision, c.Refresh(ctx)
 }

@@ -12,10 +12,6 @@ import (
 // benchmark times the synchronizer alone.
 type nullLog struct{ *memlog.Log }
 
-func (nullLog) Append(_ context.Context, expected uint64, _ []byte) (uint64, error) {
-	return expected + 1, nil
-}
-
 func (nullLog) AppendAfter(_ context.Context, last statesync.Position, _ []byte) (statesync.Position, error) {
 	return statesync.Position{Revision: last.Revision + 1}, nil
 }

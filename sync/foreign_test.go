@@ -5,16 +5,13 @@ import (
 	"testing"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
 	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
 // foreignLog delivers the entries whose data is "foreign" as foreign ones,
 // as a log does for entries another program wrote.
 type foreignLog struct{ *memlog.Log }
-
-func (l foreignLog) Read(ctx context.Context, after, upTo uint64, fn func(statesync.Entry) error) error {
-	return l.Log.Read(ctx, after, upTo, foreignToo(fn))
-}
 
 func (l foreignLog) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
 	return l.Log.ReadAfter(ctx, after, upTo, foreignToo(fn))
@@ -40,7 +37,7 @@ func TestForeignEntriesAreSteppedOver(t *testing.T) {
 	if _, err := increment(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	rev, err := log.Append(ctx, statesync.AnyRevision, []byte("foreign"))
+	rev, err := logtest.Append(log, ctx, statesync.AnyRevision, []byte("foreign"))
 	if err != nil {
 		t.Fatal(err)
 	}

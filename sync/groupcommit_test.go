@@ -9,6 +9,7 @@ import (
 	"time"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
 	"github.com/sharedconfig/sharedconfig/sync/memlog"
 	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
@@ -27,11 +28,6 @@ type gateLog struct {
 
 func newGateLog() *gateLog {
 	return &gateLog{Log: memlog.New("t"), entered: make(chan struct{}), release: make(chan struct{})}
-}
-
-func (l *gateLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
-	l.beforeAppend()
-	return l.Log.Append(ctx, expected, data)
 }
 
 func (l *gateLog) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
@@ -117,8 +113,8 @@ func adding(n int64) func(counter) []statesync.Update[counter] {
 func entrySizes(t *testing.T, log statesync.Log, after uint64) []int {
 	t.Helper()
 	var sizes []int
-	last, _ := log.LastRevision(context.Background())
-	err := log.Read(context.Background(), after, last, func(e statesync.Entry) error {
+	last, _ := logtest.LastRevision(log, context.Background())
+	err := logtest.Read(log, context.Background(), after, last, func(e statesync.Entry) error {
 		us, err := counterCodec.DecodeUpdates(e.Data)
 		sizes = append(sizes, len(us))
 		return err
@@ -499,7 +495,7 @@ func TestUnconditionalWriteLandsWhileAnAppendIsInFlight(t *testing.T) {
 		local[a.Entry.Revision] = a.Local
 	}, nil))
 	release := holdOne(t, log, s)
-	before, err := log.LastRevision(context.Background())
+	before, err := logtest.LastRevision(log, context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,7 +505,7 @@ func TestUnconditionalWriteLandsWhileAnAppendIsInFlight(t *testing.T) {
 		}
 	})
 	waitFor(t, "the unconditional entry to land beside the held append", func() bool {
-		last, err := log.LastRevision(context.Background())
+		last, err := logtest.LastRevision(log, context.Background())
 		return err == nil && last == before+1
 	})
 	release()

@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// A log deleted and created again under its name (see Incarnated) numbers
+// A log deleted and created again under its name (see Log) numbers
 // its entries from 1 again. A copy read from the old incarnation must never
 // take in the new one's entries, nor write into it: its writes are decided
 // on a state the new log never held, and a compaction would replace entries
@@ -18,44 +18,6 @@ import (
 
 // position is where the local copy stands in the log.
 func (l *local[S]) position() Position { return Position{Revision: l.Revision, ID: l.id} }
-
-// lastPosition is where the log ends, with the ID of the entry there where
-// the log says it in the same request.
-func (s *Synchronizer[S]) lastPosition(ctx context.Context) (Position, error) {
-	if lp, ok := s.log.(LastPositioned); ok {
-		return lp.LastPosition(ctx)
-	}
-	rev, err := s.log.LastRevision(ctx)
-	return Position{Revision: rev}, err
-}
-
-// appendAfter appends data after last, bound to last's ID where the log has
-// IDs.
-func (s *Synchronizer[S]) appendAfter(ctx context.Context, last Position, data []byte) (Position, error) {
-	if il, ok := s.log.(Incarnated); ok {
-		return il.AppendAfter(ctx, last, data)
-	}
-	rev, err := s.log.Append(ctx, last.Revision, data)
-	return Position{Revision: rev}, err
-}
-
-// compactAfter writes snapshot after last, bound as appendAfter is.
-func (s *Synchronizer[S]) compactAfter(ctx context.Context, last Position, snapshot []byte) (Position, error) {
-	if il, ok := s.log.(Incarnated); ok {
-		return il.CompactAfter(ctx, last, snapshot)
-	}
-	rev, err := s.log.Compact(ctx, last.Revision, snapshot)
-	return Position{Revision: rev}, err
-}
-
-// readAfter reads from after up to upTo, making sure first, where the log
-// has IDs, that after is still the log's entry.
-func (s *Synchronizer[S]) readAfter(ctx context.Context, after Position, upTo uint64, fn func(Entry) error) error {
-	if il, ok := s.log.(Incarnated); ok {
-		return il.ReadAfter(ctx, after, upTo, fn)
-	}
-	return s.log.Read(ctx, after.Revision, upTo, fn)
-}
 
 // replacedLocked handles err if it says the log is another incarnation than
 // the local copy's: it drops the copy, loads the log afresh, and returns
@@ -98,7 +60,7 @@ func (s *Synchronizer[S]) sameLengthLocked(ctx context.Context, cur local[S]) (u
 	if cur.id == "" {
 		return cur.Revision, nil
 	}
-	err := s.readAfter(ctx, cur.position(), cur.Revision, func(Entry) error { return nil })
+	err := s.log.ReadAfter(ctx, cur.position(), cur.Revision, func(Entry) error { return nil })
 	if errors.Is(err, ErrReplaced) {
 		return s.reloadedLocked(ctx, err)
 	}

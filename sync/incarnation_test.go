@@ -105,11 +105,6 @@ type readCountingLog struct {
 	reads int
 }
 
-func (l *readCountingLog) Read(ctx context.Context, after, upTo uint64, fn func(statesync.Entry) error) error {
-	l.reads++
-	return l.Log.Read(ctx, after, upTo, fn)
-}
-
 func (l *readCountingLog) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
 	l.reads++
 	return l.Log.ReadAfter(ctx, after, upTo, fn)

@@ -30,95 +30,79 @@ type Entry struct {
 	// readers step over it. Data is then unused.
 	Foreign string
 	// ID, when not empty, identifies the entry across incarnations of the
-	// log (see Incarnated): no other entry of any incarnation has it.
+	// log (see Log): no other entry of any incarnation has it.
 	ID string
 }
 
 // Position is an entry's place in a log: its revision and its ID (Entry.ID;
-// empty when not known).
+// empty when not known). A Position with no ID binds nothing: see Log.
 type Position struct {
 	Revision uint64
 	ID       string
 }
 
-// Incarnated is implemented by logs that can be deleted and created again
-// under the same name, as a JetStream stream can. A new incarnation numbers
-// its entries from 1 again, so a revision alone cannot say which entry it
-// is; an ID can, and these methods bind what they do to it, so that state
-// read from one incarnation is never written into another. A Position with
-// no ID binds nothing: the methods then do what Append, Compact and Read do.
-type Incarnated interface {
-	// AppendAfter is Append on the condition that the log's last entry is
-	// last. If the log's last revision is last.Revision but its entry is
-	// another, it appends nothing and returns an error wrapping
-	// ErrReplaced. It returns the new entry's position.
-	AppendAfter(ctx context.Context, last Position, data []byte) (Position, error)
-	// CompactAfter is Compact with the condition of AppendAfter.
-	CompactAfter(ctx context.Context, last Position, snapshot []byte) (Position, error)
-	// ReadAfter is Read(after.Revision, upTo) that first makes sure the
-	// entry at after.Revision, if the log still holds it, is after: if it
-	// is another, it delivers nothing and returns an error wrapping
-	// ErrReplaced.
-	ReadAfter(ctx context.Context, after Position, upTo uint64, fn func(Entry) error) error
-}
-
-// LastPositioned is implemented by logs that can say where they end and
-// which entry stands there in one request: a copy at that entry then knows
-// it has nothing to read, and that the log is still the incarnation it
-// read, without asking again.
-type LastPositioned interface {
-	// LastPosition is LastRevision with the ID of the entry there (empty
-	// when the log cannot say it).
-	LastPosition(ctx context.Context) (Position, error)
-}
-
-// Notifier is implemented by logs that can say when entries are appended.
-type Notifier interface {
-	// Notify calls fn, from another goroutine, soon after each append by
-	// anyone, until stop is called. Calls may be merged or spurious: fn
-	// should look at the log rather than count calls.
-	Notify(fn func()) (stop func(), err error)
-}
-
 // Log is the storage a Synchronizer works on: an append-only sequence of
 // entries with a conditional append. Implementations must be safe for
 // concurrent use.
+//
+// A log may be deleted and created again under the same name, as a
+// JetStream stream can. The new incarnation numbers its entries from 1
+// again, so a revision alone cannot say which entry it is; an ID can. The
+// methods that take a Position bind what they do to its ID, so that state
+// read from one incarnation is never written into another: if the log's
+// entry at that revision is another, they do nothing and return an error
+// wrapping ErrReplaced. A Position with no ID binds nothing (the first
+// write to a log, or a log that gives its entries no IDs).
 type Log interface {
 	// Name identifies the log in error messages.
 	Name() string
 
-	// Append adds an update entry if and only if the log's last revision is
-	// expected, and returns the new entry's revision. If the log has moved
+	// AppendAfter adds an update entry if and only if the log's last entry
+	// is last, and returns the new entry's position. If the log has moved
 	// on it returns a *ConflictError (errors.Is(err, ErrConflict)) and
-	// appends nothing. With expected == AnyRevision the append is
+	// appends nothing. With last.Revision == AnyRevision the append is
 	// unconditional. An append must take effect at most once, even when the
 	// implementation retries after an ambiguous failure.
-	Append(ctx context.Context, expected uint64, data []byte) (uint64, error)
+	AppendAfter(ctx context.Context, last Position, data []byte) (Position, error)
 
-	// Compact appends a snapshot entry if and only if the log's last revision
-	// is expected, and drops every entry before the snapshot. It returns the
-	// snapshot's revision, or a *ConflictError as Append does. Readers never
-	// see a partial snapshot.
-	Compact(ctx context.Context, expected uint64, snapshot []byte) (uint64, error)
+	// CompactAfter appends a snapshot entry on the condition of AppendAfter,
+	// and drops every entry before the snapshot. It returns the snapshot's
+	// position. Readers never see a partial snapshot.
+	CompactAfter(ctx context.Context, last Position, snapshot []byte) (Position, error)
 
-	// Read calls fn, in order, for the entries with after < Revision <= upTo.
-	// Where compaction has removed entries in that range, reading resumes at
-	// the snapshot that covers them, so the first entry fn sees after a gap
-	// is a snapshot; a gap followed by anything else is an error wrapping
+	// ReadAfter calls fn, in order, for the entries with after.Revision <
+	// Revision <= upTo, once it has made sure that the entry at
+	// after.Revision, if the log still holds it, is after. Where compaction
+	// has removed entries in that range, reading resumes at the snapshot
+	// that covers them, so the first entry fn sees after a gap is a
+	// snapshot; a gap followed by anything else is an error wrapping
 	// ErrGap. Entries that carry no state (for example the pieces of an
 	// unfinished snapshot) may be skipped; foreign ones are delivered with
 	// Entry.Foreign set, so that readers can say what they stepped over. An
-	// error from fn stops the read and is returned. upTo == after reads
-	// nothing; upTo < after is an error. fn may call Read on the same log,
-	// and a Read never waits for another Read's fn.
-	Read(ctx context.Context, after, upTo uint64, fn func(Entry) error) error
+	// error from fn stops the read and is returned. upTo == after.Revision
+	// reads nothing; upTo < after.Revision is an error. fn may call
+	// ReadAfter on the same log, and a read never waits for another read's
+	// fn.
+	ReadAfter(ctx context.Context, after Position, upTo uint64, fn func(Entry) error) error
 
-	// LastRevision returns the revision of the last entry appended, or 0 for
-	// an empty log.
+	// LastPosition returns the position of the last entry appended
+	// (Revision 0 for an empty log), with its ID where the log can say it
+	// in the same request: a copy at that entry then knows it has nothing
+	// to read, and that the log is still the incarnation it read.
+	LastPosition(ctx context.Context) (Position, error)
+
+	// Notify calls fn, from another goroutine, soon after each append by
+	// anyone, until stop is called. Calls may be merged or spurious: fn
+	// should look at the log rather than count calls.
+	Notify(fn func()) (stop func(), err error)
+
+	// LastRevision is LastPosition's revision, while its last callers move
+	// to LastPosition.
 	LastRevision(ctx context.Context) (uint64, error)
 }
 
-// AnyRevision as the expected revision makes Append unconditional.
+// AnyRevision as the revision of the last entry makes an append
+// unconditional.
 const AnyRevision = ^uint64(0)
 
 var (

@@ -41,7 +41,7 @@ func (s *Synchronizer[S]) replaceLocked(ctx context.Context, cur local[S], init 
 	if err != nil {
 		return Revisioned[S]{}, err
 	}
-	at, err := s.compactAfter(ctx, cur.position(), data)
+	at, err := s.log.CompactAfter(ctx, cur.position(), data)
 	if err != nil {
 		return Revisioned[S]{}, s.replacedLocked(ctx, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
 	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
@@ -55,11 +56,11 @@ func TestReplaceWithNothingWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	log := memlog.New("t")
 	s := newCounter(t, log)
-	before, _ := log.LastRevision(ctx)
+	before, _ := logtest.LastRevision(log, ctx)
 	if _, _, err := statesync.Replace(ctx, s, func(counter) (statesync.InitialUpdate[counter], bool) { return nil, false }); err != nil {
 		t.Fatal(err)
 	}
-	if after, _ := log.LastRevision(ctx); after != before {
+	if after, _ := logtest.LastRevision(log, ctx); after != before {
 		t.Fatalf("a Replace with nothing to write moved the log from %d to %d", before, after)
 	}
 }

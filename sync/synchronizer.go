@@ -188,7 +188,7 @@ func (s *Synchronizer[S]) Fetch(ctx context.Context) error {
 func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint64, error) {
 	cur := *s.local.Load()
 	if target == 0 {
-		last, err := s.lastPosition(ctx)
+		last, err := s.log.LastPosition(ctx)
 		if err != nil {
 			return cur.Revision, s.replacedLocked(ctx, err)
 		}
@@ -205,7 +205,7 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 	}
 	c := &catchUp[S]{s: s, cur: cur, start: cur.Revision, total: target - cur.Revision}
 	c.record = s.applied != nil && (s.wanted == nil || s.wanted())
-	err := s.readAfter(ctx, cur.position(), target, c.take)
+	err := s.log.ReadAfter(ctx, cur.position(), target, c.take)
 	c.finish()
 	if !c.newest.IsZero() {
 		s.logTime.Store(&LogTime{Stored: c.newest, Seen: time.Now()})
@@ -428,7 +428,7 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 	if err != nil {
 		return 0, err
 	}
-	at, err := s.appendAfter(turns.SpeakerContext(ctx, s.cm.ID()), cur.position(), data)
+	at, err := s.log.AppendAfter(turns.SpeakerContext(ctx, s.cm.ID()), cur.position(), data)
 	if err != nil {
 		return 0, s.replacedLocked(ctx, err)
 	}
@@ -465,12 +465,12 @@ func (s *Synchronizer[S]) readBackLocked(ctx context.Context, rev uint64) error 
 // returns a *ConflictError if the log has moved past base, the revision the
 // decision was made on.
 func (s *Synchronizer[S]) confirmCurrentLocked(ctx context.Context, base uint64) error {
-	last, err := s.log.LastRevision(ctx)
+	last, err := s.log.LastPosition(ctx)
 	if err != nil {
 		return err
 	}
-	if last != base {
-		return &ConflictError{Expected: base, Current: last}
+	if last.Revision != base {
+		return &ConflictError{Expected: base, Current: last.Revision}
 	}
 	return nil
 }
@@ -570,10 +570,11 @@ func (s *Synchronizer[S]) UpdateUnconditionally(ctx context.Context, updates ...
 	}
 	// The speaker marks the entry as this process's for whichever read
 	// takes it in (see catchUp.take).
-	rev, err := s.log.Append(turns.SpeakerContext(ctx, s.cm.ID()), AnyRevision, data)
+	at, err := s.log.AppendAfter(turns.SpeakerContext(ctx, s.cm.ID()), Position{Revision: AnyRevision}, data)
 	if err != nil {
 		return Revisioned[S]{}, err
 	}
+	rev := at.Revision
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.traceAttempt(Attempt{N: 1, Updates: len(updates), Revision: rev, Unconditional: true})
@@ -598,7 +599,7 @@ func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S])
 	if err != nil {
 		return err
 	}
-	at, err := s.compactAfter(ctx, Position{}, data)
+	at, err := s.log.CompactAfter(ctx, Position{}, data)
 	if err == nil {
 		rev := at.Revision
 		s.local.Store(&local[S]{Revisioned: Revisioned[S]{Value: init.Create(rev), Revision: rev}, initialized: true, compactedAt: rev, id: at.ID})
@@ -659,7 +660,7 @@ func (s *Synchronizer[S]) Compact(ctx context.Context, snapshot func(state S) In
 		if err != nil {
 			return err
 		}
-		at, err := s.compactAfter(ctx, cur.position(), data)
+		at, err := s.log.CompactAfter(ctx, cur.position(), data)
 		if err != nil {
 			return s.replacedLocked(ctx, err)
 		}
@@ -671,19 +672,12 @@ func (s *Synchronizer[S]) Compact(ctx context.Context, snapshot func(state S) In
 	}, nil)
 }
 
-// ErrCannotFollow: the log cannot say when entries are appended.
-var ErrCannotFollow = errors.New("this log cannot notify of appends, so it cannot be followed")
-
 // Follow keeps the local copy current in the background: it fetches at once,
-// after every append to the log (which must implement Notifier), and every
+// after every append to the log (Log.Notify), and every
 // few seconds in case a notification was lost (say, while reconnecting).
 // Fetch errors go to onError, if set. The returned function stops following
 // and waits for the background work to end; Close does too.
 func (s *Synchronizer[S]) Follow(onError func(error)) (stop func(), err error) {
-	n, ok := s.log.(Notifier)
-	if !ok {
-		return nil, ErrCannotFollow
-	}
 	kick := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -694,7 +688,7 @@ func (s *Synchronizer[S]) Follow(onError func(error)) (stop func(), err error) {
 	if s.life.isClosed() {
 		return nil, ErrClosed
 	}
-	stopNotify, err := n.Notify(poke)
+	stopNotify, err := s.log.Notify(poke)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/example"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
 	"github.com/sharedconfig/sharedconfig/sync/memlog"
 	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
@@ -123,7 +124,7 @@ func TestNoUpdateDecisionIsCheckedAgainstTheLog(t *testing.T) {
 	if v := value(t, b); !wrote || v != 2 {
 		t.Fatalf("wrote=%v value=%d; want the decision made again on the current state: wrote, value 2", wrote, v)
 	}
-	if rev, _ := log.LastRevision(ctx); rev != 3 {
+	if rev, _ := logtest.LastRevision(log, ctx); rev != 3 {
 		t.Fatalf("log at %d, want 3 (one more entry)", rev)
 	}
 }
@@ -213,10 +214,6 @@ func TestGarbageEntry(t *testing.T) {
 // conflictingLog refuses every append, as a log under endless contention would.
 type conflictingLog struct{ *memlog.Log }
 
-func (l conflictingLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
-	return 0, &statesync.ConflictError{Expected: expected}
-}
-
 func (l conflictingLog) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
 	return statesync.Position{}, &statesync.ConflictError{Expected: last.Revision}
 }
@@ -238,25 +235,11 @@ type outrunLog struct {
 	rival *statesync.Synchronizer[counter]
 }
 
-func (l outrunLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
-	if _, err := increment(ctx, l.rival); err != nil {
-		return 0, err
-	}
-	return l.Log.Append(ctx, expected, data)
-}
-
 func (l outrunLog) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
 	if _, err := increment(ctx, l.rival); err != nil {
 		return statesync.Position{}, err
 	}
 	return l.Log.AppendAfter(ctx, last, data)
-}
-
-func (l outrunLog) Compact(ctx context.Context, expected uint64, snapshot []byte) (uint64, error) {
-	if _, err := increment(ctx, l.rival); err != nil {
-		return 0, err
-	}
-	return l.Log.Compact(ctx, expected, snapshot)
 }
 
 func (l outrunLog) CompactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
@@ -390,14 +373,6 @@ func TestAppliedReportsLocalWrites(t *testing.T) {
 	}
 }
 
-func TestFollowNeedsNotifier(t *testing.T) {
-	type plainLog struct{ statesync.Log }
-	s := statesync.New[counter](plainLog{memlog.New("t")}, counterCodec)
-	if _, err := s.Follow(nil); !errors.Is(err, statesync.ErrCannotFollow) {
-		t.Fatalf("Follow on a log without Notify: %v", err)
-	}
-}
-
 // A watcher hears of a change only once the local copy shows it.
 func TestAppliedAfterStateShowsIt(t *testing.T) {
 	log := memlog.New("t")
@@ -497,7 +472,7 @@ func TestAppliedWhenWanted(t *testing.T) {
 
 func lastRevision(t *testing.T, log statesync.Log) uint64 {
 	t.Helper()
-	rev, err := log.LastRevision(context.Background())
+	rev, err := logtest.LastRevision(log, context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -363,7 +363,7 @@ func writeSnapshot(ctx context.Context, c *sharedconfig.Config, n int) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.Log().Compact(ctx, c.State().Revision(), data)
+	_, err = c.Log().CompactAfter(ctx, statesync.Position{Revision: c.State().Revision()}, data)
 	return err
 }
 
@@ -710,7 +710,7 @@ func appendPut(ctx context.Context, log statesync.Log, key, value string) error 
 	if err != nil {
 		return err
 	}
-	_, err = log.Append(ctx, statesync.AnyRevision, data)
+	_, err = log.AppendAfter(ctx, statesync.Position{Revision: statesync.AnyRevision}, data)
 	return err
 }
 
@@ -727,10 +727,11 @@ func (r *runner) catchUp(ctx context.Context) ([]Row, error) {
 	if err := appendEntries(ctx, c.Log(), r.o.Entries, func(i int) string { return key(i % 1000) }, fill); err != nil {
 		return nil, err
 	}
-	last, err := c.Log().LastRevision(ctx)
+	lastAt, err := c.Log().LastPosition(ctx)
 	if err != nil {
 		return nil, err
 	}
+	last := lastAt.Revision
 	stream, err := r.rawStream(ctx, name)
 	if err != nil {
 		return nil, err

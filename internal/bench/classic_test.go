@@ -11,6 +11,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
 )
 
 // The classic benchmarks time three of the comparisons per iteration. Each
@@ -97,7 +98,7 @@ func BenchmarkCatchUp(b *testing.B) {
 	if err := appendEntries(ctx, l, pending, func(i int) string { return key(i % 100) }, func(int) {}); err != nil {
 		b.Fatal(err)
 	}
-	last, err := l.LastRevision(ctx)
+	last, err := logtest.LastRevision(l, ctx)
 	if err != nil || last != pending+1 {
 		b.Fatalf("stream at %d, %v; want %d", last, err, pending+1)
 	}

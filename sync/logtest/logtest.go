@@ -44,7 +44,7 @@ func ctx(t *testing.T) context.Context {
 
 func mustAppend(t *testing.T, l statesync.Log, expected uint64, data string) uint64 {
 	t.Helper()
-	rev, err := l.Append(ctx(t), expected, []byte(data))
+	rev, err := Append(l, ctx(t), expected, []byte(data))
 	if err != nil {
 		t.Fatalf("Append(%d, %q): %v", expected, data, err)
 	}
@@ -54,7 +54,7 @@ func mustAppend(t *testing.T, l statesync.Log, expected uint64, data string) uin
 func readAll(t *testing.T, l statesync.Log, after, upTo uint64) []statesync.Entry {
 	t.Helper()
 	var got []statesync.Entry
-	err := l.Read(ctx(t), after, upTo, func(e statesync.Entry) error {
+	err := Read(l, ctx(t), after, upTo, func(e statesync.Entry) error {
 		got = append(got, e)
 		return nil
 	})
@@ -89,7 +89,7 @@ func expectEntries(t *testing.T, got []statesync.Entry, want string) {
 
 func lastRevision(t *testing.T, l statesync.Log) uint64 {
 	t.Helper()
-	last, err := l.LastRevision(ctx(t))
+	last, err := LastRevision(l, ctx(t))
 	if err != nil {
 		t.Fatalf("LastRevision: %v", err)
 	}
@@ -110,7 +110,7 @@ func testConditionalAppend(t *testing.T, l statesync.Log) {
 	if rev := mustAppend(t, l, 1, "b"); rev != 2 {
 		t.Fatalf("second append landed at %d, want 2", rev)
 	}
-	_, err := l.Append(ctx(t), 1, []byte("stale"))
+	_, err := Append(l, ctx(t), 1, []byte("stale"))
 	var conflict *statesync.ConflictError
 	if !errors.As(err, &conflict) || !errors.Is(err, statesync.ErrConflict) {
 		t.Fatalf("append at a stale revision: got %v, want a *ConflictError", err)
@@ -118,7 +118,7 @@ func testConditionalAppend(t *testing.T, l statesync.Log) {
 	if conflict.Expected != 1 || (conflict.Current != 0 && conflict.Current != 2) {
 		t.Errorf("conflict = %+v, want expected 1 and current 2 (or unknown)", conflict)
 	}
-	if _, err := l.Append(ctx(t), 5, []byte("ahead")); !errors.Is(err, statesync.ErrConflict) {
+	if _, err := Append(l, ctx(t), 5, []byte("ahead")); !errors.Is(err, statesync.ErrConflict) {
 		t.Fatalf("append at a revision past the end: got %v, want a conflict", err)
 	}
 	if last := lastRevision(t, l); last != 2 {
@@ -155,13 +155,13 @@ func testReadRange(t *testing.T, l statesync.Log) {
 
 func testCompact(t *testing.T, l statesync.Log) {
 	// A snapshot at 0 initialises an empty log.
-	rev, err := l.Compact(ctx(t), 0, []byte("init"))
+	rev, err := Compact(l, ctx(t), 0, []byte("init"))
 	if err != nil || rev != 1 {
 		t.Fatalf("Compact(0) on an empty log = %d, %v; want 1", rev, err)
 	}
 	mustAppend(t, l, 1, "a")
 	mustAppend(t, l, 2, "b")
-	rev, err = l.Compact(ctx(t), 3, []byte("snap"))
+	rev, err = Compact(l, ctx(t), 3, []byte("snap"))
 	if err != nil {
 		t.Fatalf("Compact(3): %v", err)
 	}
@@ -186,7 +186,7 @@ func testReadRangeCompactedAway(t *testing.T, l statesync.Log) {
 	mustAppend(t, l, 0, "a")
 	mustAppend(t, l, 1, "b")
 	mustAppend(t, l, 2, "c")
-	rev, err := l.Compact(ctx(t), 3, []byte("snap"))
+	rev, err := Compact(l, ctx(t), 3, []byte("snap"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,11 +196,11 @@ func testReadRangeCompactedAway(t *testing.T, l statesync.Log) {
 func testCompactConflict(t *testing.T, l statesync.Log) {
 	mustAppend(t, l, 0, "a")
 	mustAppend(t, l, 1, "b")
-	if _, err := l.Compact(ctx(t), 1, []byte("stale snapshot")); !errors.Is(err, statesync.ErrConflict) {
+	if _, err := Compact(l, ctx(t), 1, []byte("stale snapshot")); !errors.Is(err, statesync.ErrConflict) {
 		t.Fatalf("Compact at a stale revision: got %v, want a conflict", err)
 	}
 	expectEntries(t, readAll(t, l, 0, 2), "1u:a 2u:b ")
-	if _, err := l.Compact(ctx(t), 0, []byte("init")); !errors.Is(err, statesync.ErrConflict) {
+	if _, err := Compact(l, ctx(t), 0, []byte("init")); !errors.Is(err, statesync.ErrConflict) {
 		t.Fatalf("Compact(0) on a non-empty log: got %v, want a conflict", err)
 	}
 }
@@ -209,7 +209,7 @@ func testLargeSnapshot(t *testing.T, l statesync.Log) {
 	mustAppend(t, l, 0, "a")
 	big := bytes.Repeat([]byte("0123456789abcdef"), 5<<20/16) // 5 MiB
 	big[12345] = 'X'
-	rev, err := l.Compact(ctx(t), 1, big)
+	rev, err := Compact(l, ctx(t), 1, big)
 	if err != nil {
 		t.Fatalf("Compact of 5 MiB: %v", err)
 	}
@@ -230,7 +230,7 @@ func testLargeSnapshotReadFromInside(t *testing.T, l statesync.Log) {
 	mustAppend(t, l, 0, "a")
 	big := bytes.Repeat([]byte("0123456789abcdef"), 3<<20/16) // 3 MiB
 	big[len(big)-1] = 'X'
-	rev, err := l.Compact(ctx(t), 1, big)
+	rev, err := Compact(l, ctx(t), 1, big)
 	if err != nil {
 		t.Fatalf("Compact of 3 MiB: %v", err)
 	}
@@ -249,7 +249,7 @@ func testConcurrentAppends(t *testing.T, l statesync.Log) {
 	results := make(chan error, writers)
 	for i := range writers {
 		wg.Go(func() {
-			_, err := l.Append(ctx(t), 1, []byte(fmt.Sprint("w", i)))
+			_, err := Append(l, ctx(t), 1, []byte(fmt.Sprint("w", i)))
 			results <- err
 		})
 	}
@@ -278,7 +278,7 @@ func testReadStopsOnError(t *testing.T, l statesync.Log) {
 	}
 	stop := errors.New("stop")
 	n := 0
-	err := l.Read(ctx(t), 0, 5, func(statesync.Entry) error {
+	err := Read(l, ctx(t), 0, 5, func(statesync.Entry) error {
 		n++
 		if n == 2 {
 			return stop
@@ -295,10 +295,10 @@ func testReadBounds(t *testing.T, l statesync.Log) {
 	mustAppend(t, l, 1, "b")
 	calls := 0
 	count := func(statesync.Entry) error { calls++; return nil }
-	if err := l.Read(ctx(t), 1, 1, count); err != nil || calls != 0 {
+	if err := Read(l, ctx(t), 1, 1, count); err != nil || calls != 0 {
 		t.Fatalf("Read(1, 1) = %v after %d entries; want an empty success", err, calls)
 	}
-	if err := l.Read(ctx(t), 2, 1, count); err == nil || calls != 0 {
+	if err := Read(l, ctx(t), 2, 1, count); err == nil || calls != 0 {
 		t.Fatalf("Read(2, 1) = %v after %d entries; want an error (the end is before the start)", err, calls)
 	}
 }
@@ -329,11 +329,11 @@ func testReadInsideRead(t *testing.T, l statesync.Log) {
 	var inner []statesync.Entry
 	c := ctx(t)
 	err := finishes(t, "a Read inside a Read's callback", func() error {
-		return l.Read(c, 0, 3, func(e statesync.Entry) error {
+		return Read(l, c, 0, 3, func(e statesync.Entry) error {
 			if e.Revision != 2 {
 				return nil
 			}
-			return l.Read(c, 0, 3, func(e statesync.Entry) error {
+			return Read(l, c, 0, 3, func(e statesync.Entry) error {
 				inner = append(inner, e)
 				return nil
 			})
@@ -359,7 +359,7 @@ func testReadsDoNotWaitForCallbacks(t *testing.T, l statesync.Log) {
 	blocked := make(chan error, 1)
 	c := ctx(t)
 	go func() {
-		blocked <- l.Read(c, 0, 3, func(e statesync.Entry) error {
+		blocked <- Read(l, c, 0, 3, func(e statesync.Entry) error {
 			if e.Revision == 1 {
 				close(inside)
 				<-release
@@ -370,7 +370,7 @@ func testReadsDoNotWaitForCallbacks(t *testing.T, l statesync.Log) {
 	<-inside
 	var got []statesync.Entry
 	err := finishes(t, "a Read while another is in its callback", func() error {
-		return l.Read(c, 1, 3, func(e statesync.Entry) error {
+		return Read(l, c, 1, 3, func(e statesync.Entry) error {
 			got = append(got, e)
 			return nil
 		})
@@ -382,7 +382,7 @@ func testReadsDoNotWaitForCallbacks(t *testing.T, l statesync.Log) {
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	err = finishes(t, "a cancelled Read while another is in its callback", func() error {
-		return l.Read(cancelled, 0, 3, func(statesync.Entry) error { return nil })
+		return Read(l, cancelled, 0, 3, func(statesync.Entry) error { return nil })
 	})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Read with a cancelled context = %v, want context.Canceled", err)
@@ -456,12 +456,12 @@ func testSpeaker(t *testing.T, l statesync.Log) {
 	if _, ok := l.(turns.Announcer); !ok {
 		t.Skip("the log does not implement Announcer")
 	}
-	rev, err := l.Append(turns.SpeakerContext(ctx(t), "w1"), statesync.AnyRevision, []byte("a"))
+	rev, err := Append(l, turns.SpeakerContext(ctx(t), "w1"), statesync.AnyRevision, []byte("a"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	if err := l.Read(ctx(t), rev-1, rev, func(e statesync.Entry) error {
+	if err := Read(l, ctx(t), rev-1, rev, func(e statesync.Entry) error {
 		got = append(got, e.Speaker)
 		return nil
 	}); err != nil {

@@ -52,22 +52,23 @@ func (l *Log) SetClock(now func() time.Time) {
 // Name implements statesync.Log.
 func (l *Log) Name() string { return l.name }
 
-// Append implements statesync.Log.
+// Append is AppendAfter at revision expected, with no ID.
 func (l *Log) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
 	return l.add(ctx, expected, statesync.Entry{Data: slices.Clone(data), Speaker: turns.Speaker(ctx)})
 }
 
-// Compact implements statesync.Log.
-func (l *Log) Compact(ctx context.Context, expected uint64, snapshot []byte) (uint64, error) {
-	return l.add(ctx, expected, statesync.Entry{Snapshot: true, Data: slices.Clone(snapshot)})
+// LastRevision implements statesync.Log.
+func (l *Log) LastRevision(ctx context.Context) (uint64, error) {
+	last, err := l.LastPosition(ctx)
+	return last.Revision, err
 }
 
-// AppendAfter implements statesync.Incarnated.
+// AppendAfter implements statesync.Log.
 func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
 	return l.addAfter(ctx, last, statesync.Entry{Data: slices.Clone(data), Speaker: turns.Speaker(ctx)})
 }
 
-// CompactAfter implements statesync.Incarnated.
+// CompactAfter implements statesync.Log.
 func (l *Log) CompactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
 	return l.addAfter(ctx, last, statesync.Entry{Snapshot: true, Data: slices.Clone(snapshot)})
 }
@@ -120,7 +121,7 @@ func (l *Log) add(ctx context.Context, expected uint64, e statesync.Entry) (uint
 	return e.Revision, nil
 }
 
-// Notify implements statesync.Notifier.
+// Notify implements statesync.Log.
 func (l *Log) Notify(fn func()) (stop func(), err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -137,8 +138,8 @@ func (l *Log) Notify(fn func()) (stop func(), err error) {
 	}, nil
 }
 
-// Read implements statesync.Log.
-func (l *Log) Read(ctx context.Context, after, upTo uint64, fn func(statesync.Entry) error) error {
+// read is ReadAfter without the check of after's ID.
+func (l *Log) read(ctx context.Context, after, upTo uint64, fn func(statesync.Entry) error) error {
 	if upTo < after {
 		return fmt.Errorf("%s: reading entries after %d up to %d: the end is before the start", l.name, after, upTo)
 	}
@@ -173,7 +174,7 @@ func (l *Log) Read(ctx context.Context, after, upTo uint64, fn func(statesync.En
 	return nil
 }
 
-// ReadAfter implements statesync.Incarnated.
+// ReadAfter implements statesync.Log.
 func (l *Log) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
 	if after.ID != "" && after.Revision > 0 {
 		l.mu.Lock()
@@ -187,17 +188,7 @@ func (l *Log) ReadAfter(ctx context.Context, after statesync.Position, upTo uint
 			return fmt.Errorf("%s: its entry %d is not the one read (%s but %s): %w", l.name, after.Revision, after.ID, found, statesync.ErrReplaced)
 		}
 	}
-	return l.Read(ctx, after.Revision, upTo, fn)
-}
-
-// LastRevision implements statesync.Log.
-func (l *Log) LastRevision(ctx context.Context) (uint64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.last, nil
+	return l.read(ctx, after.Revision, upTo, fn)
 }
 
 // Announce implements turns.Announcer: it calls every listener
@@ -239,7 +230,7 @@ func (l *Log) AppendRaw(data []byte, snapshot bool) uint64 {
 	return rev
 }
 
-// LastPosition implements statesync.LastPositioned.
+// LastPosition implements statesync.Log.
 func (l *Log) LastPosition(ctx context.Context) (statesync.Position, error) {
 	if err := ctx.Err(); err != nil {
 		return statesync.Position{}, err
