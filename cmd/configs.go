@@ -20,6 +20,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/repl"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sharedconfig/exportfile"
 )
 
 // Configs as things to list, save, move and delete.
@@ -223,7 +224,8 @@ func exportCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 	defer s.Close()
 	// Indented for people and diffs; on one line with -o json, as every
 	// answer is there.
-	exported := s.cfg.Export(f.scope, f.name)
+	state, revision := s.cfg.Export()
+	exported := exportfile.New(f.scope, f.name, state, revision)
 	b, err := json.MarshalIndent(exported, "", "  ")
 	if f.output == "json" {
 		b, err = json.Marshal(exported)
@@ -283,7 +285,7 @@ func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bo
 	if err != nil {
 		return &exitError{exitStartup, err}
 	}
-	parsed, err := sharedconfig.ParseImport(data)
+	parsed, err := exportfile.Parse(data)
 	if err != nil {
 		return &exitError{exitStartup, fmt.Errorf("%s: %w", file, err)}
 	}
@@ -322,7 +324,7 @@ func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bo
 // became of the leased ones. A lease belongs to a running holder, so
 // importing its keys as they are would make them permanent: without
 // --leased that is refused.
-func leasedKeys(file sharedconfig.ImportFile, leased string) (map[string]string, string, error) {
+func leasedKeys(file exportfile.Import, leased string) (map[string]string, string, error) {
 	n := len(file.Leased)
 	if n == 0 {
 		return file.Props, "", nil

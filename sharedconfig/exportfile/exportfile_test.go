@@ -1,0 +1,64 @@
+package exportfile_test
+
+import (
+	"encoding/json"
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sharedconfig/exportfile"
+)
+
+// A file New writes reads back as the same keys and values; a plain object
+// of strings reads too; anything else is refused.
+func TestParse(t *testing.T) {
+	state := sharedconfig.State{}.Set("a", "1", 3).Set("b, c", `"quoted"`, 4)
+	data, err := json.Marshal(exportfile.New("test", "app", state, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if file, err := exportfile.Parse(data); err != nil || !maps.Equal(file.Props, map[string]string{"a": "1", "b, c": `"quoted"`}) || len(file.Leased) != 0 {
+		t.Fatalf("Parse(New): %v, %v", file, err)
+	}
+	if got, err := exportfile.Parse([]byte(`{"format": "sharedconfig-export/1", "properties": {}}`)); err != nil || len(got.Props) != 0 {
+		t.Fatalf("an export of an empty config: %v, %v", got, err)
+	}
+	if got, err := exportfile.Parse([]byte("\ufeff{\"k\": \"v\"}")); err != nil || !maps.Equal(got.Props, map[string]string{"k": "v"}) {
+		t.Fatalf("a file starting with a byte order mark: %v, %v", got, err)
+	}
+	if got, err := exportfile.Parse([]byte(`{"format": "mine", "x": "y"}`)); err != nil || !maps.Equal(got.Props, map[string]string{"format": "mine", "x": "y"}) {
+		t.Fatalf("a plain object: %v, %v", got, err)
+	}
+	for _, bad := range []string{`[]`, `{"a": 1}`, `{"a": null}`, `{"format": "sharedconfig-export/1", "properties": {"a": "v"}}`, `nope`,
+		// Each of these would import something the file does not say: a
+		// value lost to its twin, bytes replaced, an empty key, or (with
+		// --replace) an emptied config.
+		`{"a": "1", "a": "2"}`, `{5: "x"}`, `{"a"}`, `{"a": }`, `{`, "{\"a\": \"\xff\"}", `{"": "x"}`, `null`, `{"a": "b"} {"c": "d"}`,
+		`{"format": "sharedconfig-export/1", "properties": null}`,
+		`{"format": "sharedconfig-export/1"}`,
+		`{"format": "sharedconfig-export/1", "properties": {"a": {"value": "1"}, "a": {"value": "2"}}}`,
+		`{"format": "sharedconfig-export/1", "properties": {"": {"value": "1"}}}`,
+	} {
+		if got, err := exportfile.Parse([]byte(bad)); err == nil {
+			t.Errorf("Parse(%s) = %v; want an error", bad, got)
+		}
+	}
+}
+
+// Names in an export file are exact and given once: encoding/json would
+// take "Value" for "value" and keep the last of twins, importing what a
+// reviewer of the file does not see. Each is refused, naming it and its line.
+func TestParseRefusesWhatReviewersCannotSee(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"format":"sharedconfig-export/1","properties":{"db":{"value":"postgres://good","Value":"postgres://evil"}}}`, `line 1: "Value" is not a field`},
+		{"{\"format\":\"sharedconfig-export/1\",\n\"properties\":{\"a\":{\"value\":\"1\"}},\n\"PROPERTIES\":{\"b\":{\"value\":\"2\"}}}", `line 3: "PROPERTIES" is not a field`},
+		{`{"format":"sharedconfig-export/1","properties":{"k":{"value":"v","lease":"L","LEASE":""}}}`, `"LEASE" is not a field`},
+		{"{\"format\":\"sharedconfig-export/1\",\"properties\":{\n\"k\":{\"value\":\"v\",\n\"value\":\"w\"}}}", `line 3: "value" is given twice`},
+		{"{\"a\": \"1\",\n\"a\": \"2\"}", `line 2: "a" is given twice`},
+	} {
+		if got, err := exportfile.Parse([]byte(c.in)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Parse(%s) = %v, %v; want an error with %q", c.in, got, err, c.want)
+		}
+	}
+}
