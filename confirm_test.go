@@ -3,8 +3,15 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
@@ -32,5 +39,45 @@ func TestDestroyAsksOnTerminal(t *testing.T) {
 	}
 	if _, stderr, code := runShell(t, "", append(args, "destroy", "--yes")...); code != 1 {
 		t.Fatalf("a second destroy: exit %d, %s; want 1 (no such config)", code, stderr)
+	}
+}
+
+// On a terminal, repair shows what it discards and asks; an entry that
+// lands while it waits for the answer is not discarded unseen: the repair
+// writes nothing and says to look again.
+func TestRepairAsksAndWritesNothingWhenTheLogMovedMeanwhile(t *testing.T) {
+	srv := jstest.Server(t)
+	args := []string{"--server", srv.ClientURL(), "-s", "mended"}
+	if _, stderr, code := runShell(t, "PUT k, v\n", args...); code != 0 {
+		t.Fatalf("PUT: exit %d, %s", code, stderr)
+	}
+	publish := func(body string) uint64 {
+		js, err := natsjs.New(jstest.Connect(t, srv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := nats.NewMsg(jetstream.Subject("mended", "someConfig"))
+		msg.Data = []byte(body)
+		msg.Header.Set(jetstream.HeaderFormat, "1")
+		msg.Header.Set(jetstream.HeaderKind, "update")
+		ack, err := js.PublishMsg(context.Background(), msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack.Sequence
+	}
+	damage := publish("garbage")
+	p := startPTY(t, append(args, "repair")...)
+	p.waitFor(fmt.Sprintf("as a snapshot after revision %d, discarding these entries:", damage), 1)
+	p.waitFor("Repair? [y/N] ", 1)
+	late := publish(`{"ops":[{"op":"put","key":"k","value":"late"}]}`)
+	p.typeKeys("y\r")
+	p.waitFor(fmt.Sprintf("ends at revision %d, not %d; nothing was written (someone wrote to the stream): run repair again", late, damage), 1)
+	if code := p.wait(); code != 1 {
+		t.Fatalf("the refused repair: exit %d, want 1", code)
+	}
+	stdout, stderr, code := runShell(t, "", append(args, "repair", "--yes")...)
+	if want := fmt.Sprintf("entries %d to %d are discarded", damage, late); code != 0 || !strings.Contains(stdout, want) {
+		t.Fatalf("repair --yes: exit %d, %s%s; want %q", code, stdout, stderr, want)
 	}
 }

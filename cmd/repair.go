@@ -12,6 +12,7 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/repl"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 func newRepairCmd(f *rootFlags) *cobra.Command {
@@ -41,7 +42,7 @@ func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	plan, err := s.cfg.PlanRepair(ctx)
+	plan, err := s.cfg.Repair(ctx, sharedconfig.DryRun())
 	if err != nil {
 		return failed(cmd, f, "REPAIR", err)
 	}
@@ -51,14 +52,7 @@ func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 		return nil
 	}
 	if f.output == "text" {
-		out := cmd.OutOrStdout()
-		fmt.Fprintf(out, "**** Repair writes the last good state of %s/%s (revision %d, %s) as a snapshot after revision %d, discarding these entries:\n",
-			f.scope, f.name, plan.GoodRevision, repl.Counted(s.cfg.State().Len(), "property", "properties"), plan.LastRevision)
-		rows := [][]string{}
-		for _, d := range plan.Discarded {
-			rows = append(rows, []string{strconv.FormatUint(d.Revision, 10), formatTime(d.Time), d.Writer, describeDiscarded(d)})
-		}
-		repl.PrintTable(out, []string{"Revision", "Time", "Writer", "Entry"}, rows)
+		printRepairPlan(cmd, f, plan, s.cfg.State().Len())
 	}
 	if !yes {
 		if !isTerminal(cmd.InOrStdin()) {
@@ -71,10 +65,14 @@ func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 	}
 	ctx, cancel = context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	rev, err := s.cfg.Repair(ctx, plan)
+	repaired, err := s.cfg.Repair(ctx, sharedconfig.IfLastRevision(plan.LastRevision))
+	if errors.Is(err, statesync.ErrConflict) {
+		err = fmt.Errorf("%w (someone wrote to the stream): run repair again to see the entries it would discard now", err)
+	}
 	if err != nil {
 		return failed(cmd, f, "REPAIR", err)
 	}
+	rev := repaired.Snapshot
 	discarded := []map[string]any{}
 	for _, d := range plan.Discarded {
 		item := map[string]any{"revision": d.Revision, "writer": d.Writer, "entry": describeDiscarded(d)}
@@ -87,6 +85,18 @@ func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 		fmt.Sprintf("**** Repaired %s/%s: the snapshot at revision %d holds the state of revision %d; entries %d to %d are discarded",
 			f.scope, f.name, rev, plan.GoodRevision, plan.GoodRevision+1, plan.LastRevision))
 	return nil
+}
+
+// printRepairPlan shows what repair would write and discard.
+func printRepairPlan(cmd *cobra.Command, f *rootFlags, plan sharedconfig.RepairReport, properties int) {
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "**** Repair writes the last good state of %s/%s (revision %d, %s) as a snapshot after revision %d, discarding these entries:\n",
+		f.scope, f.name, plan.GoodRevision, repl.Counted(properties, "property", "properties"), plan.LastRevision)
+	rows := [][]string{}
+	for _, d := range plan.Discarded {
+		rows = append(rows, []string{strconv.FormatUint(d.Revision, 10), formatTime(d.Time), d.Writer, describeDiscarded(d)})
+	}
+	repl.PrintTable(out, []string{"Revision", "Time", "Writer", "Entry"}, rows)
 }
 
 // describeDiscarded says what an entry repair discards held.

@@ -30,7 +30,7 @@ type Change struct {
 	// program wrote it, and it holds no change.
 	Foreign string
 	// Damage, when not empty, says why the entry does not read (History and
-	// PlanRepair list such entries; reading the config stops at them).
+	// Repair list such entries; reading the config stops at them).
 	Damage string
 	// Ended are the leases the entry ended (expired or revoked) with the
 	// keys that went with them. Changes heard as they land (Changed) know

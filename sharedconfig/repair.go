@@ -23,20 +23,24 @@ func (e *DamagedError) Error() string {
 
 func (e *DamagedError) Unwrap() error { return e.Entry }
 
-// RepairPlan is what Repair would do: write the local state, at
-// GoodRevision, as a snapshot after LastRevision, dropping Discarded.
-type RepairPlan struct {
+// RepairReport is what Repair found and did: the local state, at
+// GoodRevision, written (or, on a dry run, to be written) as a snapshot
+// after LastRevision, dropping Discarded.
+type RepairReport struct {
 	GoodRevision, LastRevision uint64
 	// Discarded are the entries after GoodRevision; those that do not
 	// read have Damage set.
 	Discarded []Change
+	// Snapshot is the revision of the snapshot written; 0 when nothing
+	// was written.
+	Snapshot uint64
 }
 
 // Damaged reports whether an entry after the good state does not read:
 // only then is there something to repair (entries that read are merely not
 // caught up with, and Refresh is the cure).
-func (p RepairPlan) Damaged() bool {
-	for _, d := range p.Discarded {
+func (r RepairReport) Damaged() bool {
+	for _, d := range r.Discarded {
 		if d.Damage != "" {
 			return true
 		}
@@ -44,38 +48,68 @@ func (p RepairPlan) Damaged() bool {
 	return false
 }
 
-// PlanRepair lists the entries after the local copy's revision, decoded
-// where they decode.
-func (c *Config) PlanRepair(ctx context.Context) (RepairPlan, error) {
-	p := RepairPlan{GoodRevision: c.State().Revision()}
-	var err error
-	if p.LastRevision, err = lastRevision(ctx, c.Log()); err != nil {
-		return p, err
-	}
-	err = c.readChanges(ctx, p.GoodRevision, p.LastRevision, func(ch Change) { p.Discarded = append(p.Discarded, ch) })
-	return p, err
+// RepairOption changes what Repair does.
+type RepairOption func(*repairOptions)
+
+type repairOptions struct {
+	dryRun       bool
+	expectedLast uint64 // 0: whatever the log's last revision is
+}
+
+// DryRun: Repair only lists what it would discard, and writes nothing.
+func DryRun() RepairOption { return func(o *repairOptions) { o.dryRun = true } }
+
+// IfLastRevision: Repair writes only if the log still ends at revision
+// last (what a dry run reported and someone agreed to discard).
+func IfLastRevision(last uint64) RepairOption {
+	return func(o *repairOptions) { o.expectedLast = last }
 }
 
 // ErrNothingToRepair: the log reads to its end.
 var ErrNothingToRepair = errors.New("every entry reads: nothing to repair")
 
-// Repair carries out plan: it writes the local state as a snapshot, only if
-// the log is still at plan.LastRevision, and drops every entry before it.
-// It returns the snapshot's revision.
-func (c *Config) Repair(ctx context.Context, plan RepairPlan) (uint64, error) {
-	if !plan.Damaged() {
-		return 0, ErrNothingToRepair
+// Repair lists the entries after the local copy's revision, decoded where
+// they decode, and, if one of them does not read, writes the local state
+// as a snapshot after the last of them, which drops them all. The snapshot
+// is conditional on the log's last revision, so a write that lands
+// meanwhile makes Repair fail with statesync.ErrConflict, having changed
+// nothing.
+func (c *Config) Repair(ctx context.Context, opts ...RepairOption) (RepairReport, error) {
+	var o repairOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	r, err := c.planRepair(ctx)
+	switch {
+	case err != nil || o.dryRun:
+		return r, err
+	case o.expectedLast != 0 && r.LastRevision != o.expectedLast:
+		return r, fmt.Errorf("%w: the log ends at revision %d, not %d; nothing was written", statesync.ErrConflict, r.LastRevision, o.expectedLast)
+	case !r.Damaged():
+		return r, ErrNothingToRepair
 	}
 	data, err := codec{}.EncodeInitial(snapshotUpdate{c.State()})
 	if err != nil {
-		return 0, err
+		return r, err
 	}
-	at, err := c.Log().CompactAfter(ctx, statesync.Position{Revision: plan.LastRevision}, data)
+	at, err := c.Log().CompactAfter(ctx, statesync.Position{Revision: r.LastRevision}, data)
 	if errors.Is(err, statesync.ErrConflict) {
-		return 0, fmt.Errorf("the stream moved past revision %d while repairing (someone wrote to it): nothing was changed; look again", plan.LastRevision)
+		return r, fmt.Errorf("%w %d while repairing; nothing was written", statesync.ErrConflict, r.LastRevision)
 	}
 	if err != nil {
-		return 0, err
+		return r, err
 	}
-	return at.Revision, c.Refresh(ctx)
+	r.Snapshot = at.Revision
+	return r, c.Refresh(ctx)
+}
+
+// planRepair lists the entries after the local copy's revision.
+func (c *Config) planRepair(ctx context.Context) (RepairReport, error) {
+	r := RepairReport{GoodRevision: c.State().Revision()}
+	var err error
+	if r.LastRevision, err = lastRevision(ctx, c.Log()); err != nil {
+		return r, err
+	}
+	err = c.readChanges(ctx, r.GoodRevision, r.LastRevision, func(ch Change) { r.Discarded = append(r.Discarded, ch) })
+	return r, err
 }

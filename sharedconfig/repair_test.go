@@ -12,6 +12,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 // publishRaw stores a message on the config's subject as another program
@@ -93,19 +94,20 @@ func TestDamagedEntryOpensReadOnlyAndRepairs(t *testing.T) {
 	if len(h) != 3 || h[1].Revision != bad || h[1].Damage == "" || h[2].Revision != later || h[2].Damage != "" {
 		t.Fatalf("History over damage: %+v; want the damaged entry marked and the one after it read", h)
 	}
-	plan := must[sharedconfig.RepairPlan](t)(d.PlanRepair(ctx))
+	plan := must[sharedconfig.RepairReport](t)(d.Repair(ctx, sharedconfig.DryRun()))
 	if !plan.Damaged() || len(plan.Discarded) != 2 || plan.Discarded[0].Damage == "" ||
-		plan.Discarded[1].Revision != later || plan.Discarded[1].Writer != "other" || plan.Discarded[1].Ops[0].Value != "later" {
+		plan.Discarded[1].Revision != later || plan.Discarded[1].Writer != "other" || plan.Discarded[1].Ops[0].Value != "later" || plan.Snapshot != 0 {
 		t.Fatalf("plan: %+v", plan)
 	}
-	// A write after the plan was made: the repair changes nothing.
-	stale := plan
-	stale.LastRevision--
-	if _, err := d.Repair(ctx, stale); err == nil || !strings.Contains(err.Error(), "nothing was changed") {
-		t.Fatalf("a repair on a stale plan: %v", err)
+	if last := must[uint64](t)(d.Log().LastRevision(ctx)); last != later {
+		t.Fatalf("a dry run wrote: the log ends at %d, want %d", last, later)
 	}
-	rev := must[uint64](t)(d.Repair(ctx, plan))
-	if rev != later+1 || d.State().Revision() != rev {
+	// A write after the dry run: the repair it agreed to changes nothing.
+	if _, err := d.Repair(ctx, sharedconfig.IfLastRevision(plan.LastRevision-1)); !errors.Is(err, statesync.ErrConflict) || !strings.Contains(err.Error(), "nothing was written") {
+		t.Fatalf("a repair after the log moved: %v", err)
+	}
+	repaired := must[sharedconfig.RepairReport](t)(d.Repair(ctx, sharedconfig.IfLastRevision(plan.LastRevision)))
+	if rev := repaired.Snapshot; rev != later+1 || d.State().Revision() != rev {
 		t.Fatalf("repaired at %d, local copy at %d; want %d", rev, d.State().Revision(), later+1)
 	}
 	put(t, d, "k", "after")
@@ -115,7 +117,7 @@ func TestDamagedEntryOpensReadOnlyAndRepairs(t *testing.T) {
 	if v, _ := c.Get("k"); v != "after" {
 		t.Fatalf("k = %q after the repair, want after", v)
 	}
-	if _, err := d.Repair(ctx, must[sharedconfig.RepairPlan](t)(d.PlanRepair(ctx))); !errors.Is(err, sharedconfig.ErrNothingToRepair) {
+	if _, err := d.Repair(ctx); !errors.Is(err, sharedconfig.ErrNothingToRepair) {
 		t.Fatalf("a second repair: %v", err)
 	}
 }
@@ -136,11 +138,10 @@ func TestUnreadableEntryIsListed(t *testing.T) {
 	if err := c.Refresh(ctx); err == nil {
 		t.Fatal("Refresh read past an entry it cannot read")
 	}
-	plan := must[sharedconfig.RepairPlan](t)(c.PlanRepair(ctx))
-	if !plan.Damaged() || len(plan.Discarded) != 2 {
-		t.Fatalf("plan: %+v", plan)
+	repaired := must[sharedconfig.RepairReport](t)(c.Repair(ctx))
+	if !repaired.Damaged() || len(repaired.Discarded) != 2 || repaired.Snapshot == 0 {
+		t.Fatalf("repaired: %+v", repaired)
 	}
-	must[uint64](t)(c.Repair(ctx, plan))
 	if v, _ := c.Get("k"); v != "good" {
 		t.Fatalf("after the repair: k = %q, want good", v)
 	}
