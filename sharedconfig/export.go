@@ -53,14 +53,15 @@ func (c *Config) importAsSnapshot(ctx context.Context, plan func(State) (updates
 			return nil, r
 		}
 		set := make([]string, 0, len(ups))
-		for _, u := range ups {
-			s = u.Apply(s, 0)
+		pending := make([]statesync.Pending[State], len(ups))
+		for i, u := range ups {
+			pending[i].Update = u
 			if p, ok := u.(putUpdate); ok {
 				set = append(set, p.Key)
 			}
 		}
 		r.AsSnapshot = true
-		return importedSnapshot{State: s, set: set}, r
+		return importedSnapshot{State: s.ApplyAll(pending), set: set}, r
 	})
 	return r, err
 }
