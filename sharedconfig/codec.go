@@ -271,12 +271,3 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
-
-// EncodePut is the log entry of a Put of key to value, for tools that
-// append a config's entries themselves (the bench).
-func EncodePut(key, value string) ([]byte, error) {
-	return codec{}.EncodeUpdates([]statesync.Update[State]{putUpdate{Key: key, Value: value}})
-}
-
-// EncodeSnapshot is the log entry of a snapshot that holds s.
-func EncodeSnapshot(s State) ([]byte, error) { return codec{}.EncodeInitial(snapshotUpdate{State: s}) }
