@@ -2,6 +2,7 @@ package exportfile_test
 
 import (
 	"encoding/json"
+	"errors"
 	"maps"
 	"strings"
 	"testing"
@@ -59,6 +60,43 @@ func TestParseRefusesWhatReviewersCannotSee(t *testing.T) {
 	} {
 		if got, err := exportfile.Parse([]byte(c.in)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Parse(%s) = %v, %v; want an error with %q", c.in, got, err, c.want)
+		}
+	}
+}
+
+// Half of a UTF-16 surrogate pair alone is no character: encoding/json
+// would read U+FFFD in its place. Parse refuses it wherever an import
+// would take it (a key, a value, an export's property or lease name),
+// naming the key as the file writes it; a whole pair, and a \u after an
+// escaped backslash (text, not an escape), read as written.
+func TestParseRefusesLoneSurrogates(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"k": "\ud800"}`, `key "k": the file writes \ud800,`},
+		{`{"k": "a\udc00"}`, `key "k": the file writes \udc00,`},
+		{`{"k": "\ud800\ud800"}`, `key "k": the file writes \ud800,`},
+		{`{"k": "\udc00\ud800"}`, `key "k": the file writes \udc00,`},
+		{`{"k": "\ud800x\udc00"}`, `key "k": the file writes \ud800,`},
+		{`{"k": "\ud83d\ude00\ud800"}`, `key "k": the file writes \ud800,`},
+		{`{"k": "\\\ud800"}`, `key "k": the file writes \ud800,`},
+		{`{"k": "\uD800"}`, `key "k": the file writes \uD800,`},
+		{`{"ok": "1", "x\udfff": "v"}`, `key "x\udfff": the file writes \udfff,`},
+		{"{\"\u202e\\ud800\": \"v\"}", `key "\u202e\ud800": the file writes \ud800,`},
+		{`{"format": "sharedconfig-export/1", "properties": {"db": {"value": "\udbff", "revision": 3}}}`, `key "db": the file writes \udbff,`},
+		{`{"format": "sharedconfig-export/1", "properties": {"db": {"value": "v", "revision": 3, "lease": "L\ud800"}}}`, `key "db": the file writes \ud800,`},
+	} {
+		_, err := exportfile.Parse([]byte(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, sharedconfig.ErrNotUTF8) {
+			t.Errorf("Parse(%s) = %v; want ErrNotUTF8 with %q", c.in, err, c.want)
+		}
+	}
+	for in, want := range map[string]string{
+		`{"k": "\ud83d\ude00"}`:     "😀",
+		`{"k": "\\ud800"}`:          `\ud800`,
+		`{"k": "\\\\\ud83d\ude00"}`: `\\😀`,
+		`{"k": "\u0041\uffff"}`:     "A\uffff",
+	} {
+		if got, err := exportfile.Parse([]byte(in)); err != nil || got.Props["k"] != want {
+			t.Errorf("Parse(%s) = %q, %v; want %q", in, got.Props["k"], err, want)
 		}
 	}
 }
