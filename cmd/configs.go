@@ -224,8 +224,7 @@ func exportCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 	defer s.Close()
 	// Indented for people and diffs; on one line with -o json, as every
 	// answer is there.
-	state, revision := s.cfg.Export()
-	exported := exportfile.New(f.scope, f.name, state, revision)
+	exported := exportfile.New(f.scope, f.name, s.cfg.State())
 	b, err := json.MarshalIndent(exported, "", "  ")
 	if f.output == "json" {
 		b, err = json.Marshal(exported)

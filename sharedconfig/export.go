@@ -9,13 +9,6 @@ import (
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
-// Export is the local copy and its revision, read together: what an
-// export file holds (see package exportfile, which writes it).
-func (c *Config) Export() (State, uint64) {
-	st, _ := c.sync.State()
-	return st.Value, st.Revision
-}
-
 // ImportResult says what an Import changed.
 type ImportResult struct {
 	Added, Updated, Unchanged, Removed int

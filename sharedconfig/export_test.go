@@ -53,14 +53,17 @@ func TestExportReadsBack(t *testing.T) {
 	c := e.open(sharedconfig.Options{})
 	put(t, c, "a", "1")
 	put(t, c, "b, c", "\"quoted\"")
-	state, revision := c.Export()
-	data, err := json.Marshal(exportfile.New("test", e.name, state, revision))
+	exported := exportfile.New("test", e.name, c.State())
+	if exported.Revision != c.State().Revision() || exported.Properties["a"].Revision == 0 {
+		t.Fatalf("the export is at revision %d, a at %d; want the config's, %d", exported.Revision, exported.Properties["a"].Revision, c.State().Revision())
+	}
+	data, err := json.Marshal(exported)
 	if err != nil {
 		t.Fatal(err)
 	}
 	file, err := exportfile.Parse(data)
 	if err != nil || !maps.Equal(file.Props, contents(c)) || len(file.Leased) != 0 {
-		t.Fatalf("Parse(New(Export)): %v, %v; want %v", file.Props, err, contents(c))
+		t.Fatalf("Parse(New(State)): %v, %v; want %v", file.Props, err, contents(c))
 	}
 }
 
@@ -71,8 +74,7 @@ func TestExportMarksLeasedKeys(t *testing.T) {
 	e := newLeaseEnv(t)
 	a, _ := membership(t, e)
 	put(t, a, "plain", "p")
-	state, revision := a.Export()
-	exported := exportfile.New("test", "x", state, revision)
+	exported := exportfile.New("test", "x", a.State())
 	if p := exported.Properties["/servers/1"]; p.Lease != "a" {
 		t.Fatalf("the export of /servers/1: %+v, want lease a", p)
 	}

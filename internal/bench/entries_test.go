@@ -40,8 +40,8 @@ func TestBenchEntriesReadAsPuts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fresh.Close()
-	state, revision := fresh.Export()
-	if p, _ := state.Lookup(key(n - 1)); state.Len() != n || p.Value != "value-"+strconv.Itoa(n-1) || p.Revision == 0 || p.Revision == revision {
-		t.Fatalf("after writeSnapshot: %d keys, %s = %+v at revision %d; want %d keys, set before the snapshot", state.Len(), key(n-1), p, revision, n)
+	state := fresh.State()
+	if p, _ := state.Lookup(key(n - 1)); state.Len() != n || p.Value != "value-"+strconv.Itoa(n-1) || p.Revision == 0 || p.Revision == state.Revision() {
+		t.Fatalf("after writeSnapshot: %d keys, %s = %+v at revision %d; want %d keys, set before the snapshot", state.Len(), key(n-1), p, state.Revision(), n)
 	}
 }

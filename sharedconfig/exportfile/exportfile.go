@@ -4,8 +4,8 @@
 //
 // It is a package of its own because the format is a promise to files on
 // disk, scripts and people, which changes on its own schedule, and it needs
-// nothing of a config's inside: it builds a File from what Config.Export
-// returns, and Parse gives the keys and values that Config.Import takes.
+// nothing of a config's inside: it builds a File from a config's State,
+// and Parse gives the keys and values that Config.Import takes.
 // The arrow runs one way: exportfile uses sharedconfig, never the reverse.
 // It is not internal because a program using sharedconfig as a library
 // may want to write and read the same files.
@@ -50,10 +50,10 @@ type Lease struct {
 	Deadline time.Time `json:"deadline"` // by the server's clock
 }
 
-// New is the file of the config scope/name whose state at revision is s
-// (what Config.Export returns).
-func New(scope, name string, s sharedconfig.State, revision uint64) File {
-	f := File{Format: Format, Scope: scope, Name: name, Revision: revision, Exported: time.Now().UTC(), Properties: map[string]Property{}}
+// New is the file of the config scope/name whose state is s (what
+// Config.State returns: it knows its revision).
+func New(scope, name string, s sharedconfig.State) File {
+	f := File{Format: Format, Scope: scope, Name: name, Revision: s.Revision(), Exported: time.Now().UTC(), Properties: map[string]Property{}}
 	for k, p := range s.All() {
 		f.Properties[k] = Property{Value: p.Value, Revision: p.Revision, Lease: p.Lease}
 	}

@@ -15,7 +15,7 @@ import (
 // of strings reads too; anything else is refused.
 func TestParse(t *testing.T) {
 	state := sharedconfig.State{}.Set("a", "1", 3).Set("b, c", `"quoted"`, 4)
-	data, err := json.Marshal(exportfile.New("test", "app", state, 4))
+	data, err := json.Marshal(exportfile.New("test", "app", state))
 	if err != nil {
 		t.Fatal(err)
 	}
