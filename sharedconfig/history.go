@@ -33,7 +33,7 @@ type Change struct {
 	// PlanRepair list such entries; reading the config stops at them).
 	Damage string
 	// Ended are the leases the entry ended (expired or revoked) with the
-	// keys that went with them. Changes heard as they land (Changed) know
+	// keys that went with them. Changes heard as they land (Watch) know
 	// it; History works it out for entries that expire or revoke a lease.
 	Ended []EndedLease
 }
@@ -284,8 +284,8 @@ type Status struct {
 
 // Status reads the log's last revision and describes the local copy.
 func (c *Config) Status(ctx context.Context) (Status, error) {
-	st := Status{Stream: c.Log().Name(), Revision: c.State().Revision(), EntriesSinceCompaction: c.entriesSinceCompaction()}
 	state := c.State()
+	st := Status{Stream: c.Log().Name(), Revision: state.Revision(), EntriesSinceCompaction: c.entriesSinceCompaction()}
 	st.Properties = state.Len()
 	for k, p := range state.All() {
 		st.Bytes += len(k) + len(p.Value)
@@ -293,12 +293,6 @@ func (c *Config) Status(ctx context.Context) (Status, error) {
 	var err error
 	st.LastRevision, err = lastRevision(ctx, c.Log())
 	return st, err
-}
-
-// Follow keeps the local copy current in the background until stop is
-// called; Options.Changed hears of each change as it lands.
-func (c *Config) Follow(onError func(error)) (stop func(), err error) {
-	return c.sync.Follow(onError)
 }
 
 // lastRevision is the revision of log's last entry.

@@ -141,12 +141,12 @@ func TestFollowSeesOthersChanges(t *testing.T) {
 	srv := jstest.Server(t)
 	var mu sync.Mutex
 	var seen []sharedconfig.Change
-	follower := openOn(t, jstest.Connect(t, srv), "follow", sharedconfig.Options{Changed: func(ch sharedconfig.Change) {
+	follower := openOn(t, jstest.Connect(t, srv), "follow", sharedconfig.Options{})
+	stop, err := follower.Watch("", func(ch sharedconfig.Change) {
 		mu.Lock()
 		defer mu.Unlock()
 		seen = append(seen, ch)
-	}})
-	stop, err := follower.Follow(func(err error) { t.Error(err) })
+	}, func(err error) { t.Error(err) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,12 +133,15 @@ func TestLeaseEndHeardByWatchers(t *testing.T) {
 	e := newLeaseEnv(t)
 	var mu sync.Mutex
 	var ended []sharedconfig.EndedLease
-	w, err := sharedconfig.Open(ctx, e.log, sharedconfig.Options{Holder: "w", Changed: func(ch sharedconfig.Change) {
+	w, err := sharedconfig.Open(ctx, e.log, sharedconfig.Options{Holder: "w"})
+	ok(t, err)
+	stop, err := w.Watch("", func(ch sharedconfig.Change) {
 		mu.Lock()
 		defer mu.Unlock()
 		ended = append(ended, ch.Ended...)
-	}})
+	}, nil)
 	ok(t, err)
+	defer stop()
 	sharedconfig.SetServerClock(w, e.clock.Now)
 	a, b := membership(t, e)
 	e.clock.Advance(6 * time.Second)

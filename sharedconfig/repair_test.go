@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -40,7 +41,17 @@ func TestForeignEntryIsSteppedOver(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	var changes []sharedconfig.Change
-	c := e.open(sharedconfig.Options{Changed: func(ch sharedconfig.Change) { changes = append(changes, ch) }})
+	var mu sync.Mutex
+	c := e.open(sharedconfig.Options{})
+	stop, err := c.Watch("", func(ch sharedconfig.Change) {
+		mu.Lock()
+		defer mu.Unlock()
+		changes = append(changes, ch)
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
 	put(t, c, "k", "v")
 	rev := publishRaw(t, e, "hello")
 	if err := c.Refresh(ctx); err != nil {
@@ -49,7 +60,10 @@ func TestForeignEntryIsSteppedOver(t *testing.T) {
 	if c.State().Revision() != rev {
 		t.Fatalf("revision %d after the foreign entry %d", c.State().Revision(), rev)
 	}
-	if last := changes[len(changes)-1]; last.Revision != rev || !strings.Contains(last.Foreign, "not a sharedconfig entry") {
+	mu.Lock()
+	last := changes[len(changes)-1]
+	mu.Unlock()
+	if last.Revision != rev || !strings.Contains(last.Foreign, "not a sharedconfig entry") {
 		t.Fatalf("the watcher heard %+v; want the foreign entry %d and why it was skipped", last, rev)
 	}
 	put(t, c, "k", "w")
