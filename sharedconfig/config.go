@@ -13,8 +13,8 @@
 // checks that its copy was current, so its answer was true of the shared
 // config at some instant during the call.
 //
-// Besides the operations: History and KeyHistory read the log back as
-// changes (LOG, HISTORY), and Watch tells of each change as it lands,
+// Besides the operations: History reads the log back as changes (LOG, or
+// one key's: HISTORY), and Watch tells of each change as it lands,
 // keeping the local copy current (FOLLOW, WATCH). Export and Import move a config to and from a file
 // (export.go). An entry another program published is stepped over; one that
 // claims to be sharedconfig's and does not decode leaves the config readable
