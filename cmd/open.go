@@ -182,7 +182,6 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 		Compaction:       sharedconfig.DefaultCompactionPolicy,
 		CompactionFailed: sh.CompactionFailed,
 		Trace:            sh.Attempt,
-		Changed:          sh.Changed,
 		CatchingUp:       catchUpProgress(cmd.ErrOrStderr()),
 		Holder:           f.writer,
 		MostlyReads:      f.mostlyReads,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/internal/demo"
 	"github.com/sharedconfig/sharedconfig/internal/timeline"
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
 
 func newTimelineCmd(f *rootFlags) *cobra.Command {
@@ -42,7 +43,7 @@ func timelineCommandFunc(cmd *cobra.Command, f *rootFlags, html string, last int
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	changes, err := s.cfg.History(ctx, last)
+	changes, err := s.cfg.History(ctx, sharedconfig.HistoryQuery{Last: last})
 	if err != nil {
 		return failed(cmd, f, "TIMELINE", err)
 	}

@@ -404,7 +404,7 @@ func runLog(ctx context.Context, sh *Shell, args []string) reply {
 		asked, _ := strconv.ParseUint(args[0], 10, 64) // checked
 		n = int(min(asked, math.MaxInt))
 	}
-	changes, err := sh.cfg.History(ctx, n)
+	changes, err := sh.cfg.History(ctx, sharedconfig.HistoryQuery{Last: n})
 	if err != nil {
 		return sh.failure(err)
 	}
@@ -428,9 +428,16 @@ func runLog(ctx context.Context, sh *Shell, args []string) reply {
 
 func runHistory(ctx context.Context, sh *Shell, args []string) reply {
 	key := args[0]
-	changes, start, err := sh.cfg.KeyHistory(ctx, key)
+	changes, err := sh.cfg.History(ctx, sharedconfig.HistoryQuery{Key: key})
 	if err != nil {
 		return sh.failure(err)
+	}
+	start := uint64(1) // no snapshot: the log holds all of it
+	if len(changes) > 0 && changes[0].Snapshot {
+		start = changes[0].Revision
+		if len(changes[0].Ops) == 0 { // the key had no value there
+			changes = changes[1:]
+		}
 	}
 	note := "the whole history"
 	if start > 1 {
@@ -442,29 +449,31 @@ func runHistory(ctx context.Context, sh *Shell, args []string) reply {
 	r := answer(say("History of property '%s' (%s):", key, note), nil)
 	t := &table{header: []string{"Revision", "Time", "Writer", "Value"}}
 	list := []fields{}
-	for _, kc := range changes {
-		text, size := previewShown(kc.Value)
-		value, f := "'"+text+"'"+size, fields{"revision": kc.Revision, "writer": kc.Writer}
+	for _, ch := range changes {
+		op := ch.Ops[0] // the one put or remove of key
+		removed := op.Kind == "remove"
+		text, size := previewShown(op.Value)
+		value, f := "'"+text+"'"+size, fields{"revision": ch.Revision, "writer": ch.Writer}
 		switch {
-		case kc.Removed:
-			value = "(removed" + removedWithLease(kc) + ")"
+		case removed:
+			value = "(removed" + removedWithLease(ch) + ")"
 			f["removed"] = true
-		case kc.FromSnapshot:
+		case ch.Snapshot:
 			value += " (from the snapshot)"
-			f["value"], f["from_snapshot"] = kc.Value, true
+			f["value"], f["from_snapshot"] = op.Value, true
 		default:
-			f["value"] = kc.Value
+			f["value"] = op.Value
 		}
-		if kc.Lease != "" {
-			f["lease"] = kc.Lease
-			if !kc.Removed {
-				value += " (lease " + Quote(kc.Lease) + ")"
+		if op.Lease != "" {
+			f["lease"] = op.Lease
+			if !removed {
+				value += " (lease " + Quote(op.Lease) + ")"
 			}
 		}
-		if !kc.Time.IsZero() {
-			f["time"] = kc.Time.UTC().Format(time.RFC3339Nano)
+		if !ch.Time.IsZero() {
+			f["time"] = ch.Time.UTC().Format(time.RFC3339Nano)
 		}
-		t.rows = append(t.rows, []string{strconv.FormatUint(kc.Revision, 10), formatTime(kc.Time), kc.Writer, value})
+		t.rows = append(t.rows, []string{strconv.FormatUint(ch.Revision, 10), formatTime(ch.Time), ch.Writer, value})
 		list = append(list, f)
 	}
 	r.table = t

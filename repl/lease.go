@@ -286,17 +286,13 @@ func underLease(lease string) string {
 }
 
 // removedWithLease says how a key attached to a lease went, if its lease's
-// end removed it.
-func removedWithLease(kc sharedconfig.KeyChange) string {
-	for _, op := range kc.Ops {
-		if op.Lease == kc.Lease && kc.Lease != "" {
-			switch op.Kind {
-			case "expire_lease":
-				return ": lease " + Quote(kc.Lease) + " expired"
-			case "revoke_lease":
-				return ": lease " + Quote(kc.Lease) + " revoked"
-			}
+// end removed it: ch is a change of the key's History.
+func removedWithLease(ch sharedconfig.Change) string {
+	for _, e := range ch.Ended {
+		if e.Expired {
+			return ": lease " + Quote(e.Lease) + " expired"
 		}
+		return ": lease " + Quote(e.Lease) + " revoked"
 	}
 	return ""
 }

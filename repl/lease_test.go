@@ -30,14 +30,13 @@ func TestDescribeLeaseChanges(t *testing.T) {
 func TestFollowShowsExpiriesNotRefreshes(t *testing.T) {
 	var out bytes.Buffer
 	sh := New(Options{Scope: "s", Name: "c", Out: &out})
-	sh.stopFollow = func() {} // following, without a config
 	refresh := sharedconfig.Change{Revision: 5, Writer: "w", Ops: []sharedconfig.Op{{Kind: "refresh_lease", Lease: "L", Holder: "w"}}}
 	early := sharedconfig.Change{Revision: 6, Writer: "w", Ops: []sharedconfig.Op{{Kind: "expire_lease", Lease: "L"}}}
 	expired := early
 	expired.Revision, expired.Local = 7, true
 	expired.Ended = []sharedconfig.EndedLease{{Lease: "L", Keys: []string{"/servers/1"}, Expired: true}}
 	for _, ch := range []sharedconfig.Change{refresh, early, expired} {
-		sh.Changed(ch)
+		sh.heard(ch, "")
 	}
 	if got, want := out.String(), ">>>> revision 7 by w: EXPIRE_LEASE L -- lease L expired, removing /servers/1\n"; got != want {
 		t.Fatalf("follow printed %q, want %q", got, want)

@@ -40,7 +40,7 @@ func TestLinesThatDescribeChangesShowTheStartOfALongValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sh.SetFollow(false)
-	sh.Changed(sharedconfig.Change{Revision: 99, Writer: "other", Ops: []sharedconfig.Op{{Kind: "put", Key: big, Value: big}}})
+	sh.heard(sharedconfig.Change{Revision: 99, Writer: "other", Ops: []sharedconfig.Op{{Kind: "put", Key: big, Value: big}}}, "")
 	if got := out.take(); len(got) > 1<<10 || !strings.Contains(got, preview+" , "+preview) {
 		t.Errorf("follow mode printed %d bytes:\n%.2000s", len(got), got)
 	}

@@ -130,7 +130,7 @@ type Shell struct {
 }
 
 // New returns a shell; Attach gives it its config. The two steps let the
-// config's hooks (Attempt, Changed) point at the shell from the start.
+// config's hooks (Attempt, CompactionFailed) point at the shell from the start.
 func New(o Options) *Shell {
 	if o.Timeout == 0 {
 		o.Timeout = 5 * time.Second
@@ -465,13 +465,15 @@ func (sh *Shell) CompactionFailed(err error) {
 	sh.warnAsync(warn("Compaction failed (nothing is lost; it will be tried again): %s", sh.explain(err, sh.timeout)))
 }
 
-// Changed is the config's change hook: with FOLLOW ON (or WATCH with no
-// prefix) it shows each change made by others as it lands.
-func (sh *Shell) Changed(ch sharedconfig.Change) {
-	if on, prefix := sh.watching(); (ch.Local && !expiry(ch)) || !on || prefix != "" || quietChange(ch) {
+// heard is what the shell's watch (FOLLOW ON, or WATCH) calls with each
+// change as it lands: it shows those others made, and the expiries this
+// shell's keeper wrote (its user did not make them), but not what changes
+// nothing anyone reads.
+func (sh *Shell) heard(ch sharedconfig.Change, prefix string) {
+	if (ch.Local && !expiry(ch)) || quietChange(ch) {
 		return
 	}
-	sh.showChange(ch, "")
+	sh.showChange(ch, prefix)
 }
 
 // showChange prints a change others made: a ">>>> " line, or a JSON event;
@@ -534,20 +536,9 @@ func (sh *Shell) setWatch(on bool, prefix string) error {
 	if !on {
 		return nil
 	}
-	onError := sh.followFailed
-	var stop func()
-	var err error
-	if prefix == "" {
-		stop, err = sh.cfg.Follow(onError)
-	} else {
-		// The watch hears of changes only until stop returns, so it
-		// need not ask watching().
-		stop, err = sh.cfg.Watch(prefix, func(ch sharedconfig.Change) {
-			if !ch.Local || expiry(ch) {
-				sh.showChange(ch, prefix)
-			}
-		}, onError)
-	}
+	// The watch hears of changes only until stop returns, so heard need
+	// not ask watching().
+	stop, err := sh.cfg.Watch(prefix, func(ch sharedconfig.Change) { sh.heard(ch, prefix) }, sh.followFailed)
 	if err != nil {
 		return err
 	}

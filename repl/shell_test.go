@@ -68,7 +68,7 @@ func openShellOn(t *testing.T, nc *nats.Conn, writer string, o Options) (*Shell,
 	out := &output{}
 	o.Scope, o.Name, o.Out = "test", "cfg", out
 	sh := New(o)
-	cfg, err := sharedconfig.Open(ctx, log, sharedconfig.Options{Trace: sh.Attempt, Changed: sh.Changed})
+	cfg, err := sharedconfig.Open(ctx, log, sharedconfig.Options{Trace: sh.Attempt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestTextOutputEscapesWhatOthersStored(t *testing.T) {
 	for _, s := range hostile {
 		ops = append(ops, sharedconfig.Op{Kind: "put", Key: s, Value: s}, sharedconfig.Op{Kind: "remove", Key: s})
 	}
-	sh.Changed(sharedconfig.Change{Revision: 99, Writer: hostile["osc52"], Ops: ops})
+	sh.heard(sharedconfig.Change{Revision: 99, Writer: hostile["osc52"], Ops: ops}, "")
 	text += out.take()
 
 	if r, bad := unsafeRune(text); bad {

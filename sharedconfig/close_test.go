@@ -47,8 +47,8 @@ func TestCloseReleasesEverything(t *testing.T) {
 		t.Errorf("%d subscriptions after Close, want %d as before the open", n, subsBefore)
 	}
 	goleak.VerifyNone(t, before)
-	if _, err := c.Follow(nil); !errors.Is(err, statesync.ErrClosed) {
-		t.Errorf("Follow after Close = %v, want ErrClosed", err)
+	if _, err := c.Watch("", func(sharedconfig.Change) {}, nil); !errors.Is(err, statesync.ErrClosed) {
+		t.Errorf("Watch after Close = %v, want ErrClosed", err)
 	}
 	if v, _ := c.Get("a"); v != "1" {
 		t.Errorf("the local copy after Close has a = %q, want 1", v)
@@ -57,8 +57,8 @@ func TestCloseReleasesEverything(t *testing.T) {
 
 // openWithEverythingRunning opens config test/close on nc, writes to it
 // (which starts the turn listener), reads what other wrote (a direct get:
-// its reply subscription) and leaves a follow, a watch and a lease keeper
-// running, with a lease to keep.
+// its reply subscription) and leaves two watches (the whole config and a
+// prefix) and a lease keeper running, with a lease to keep.
 func openWithEverythingRunning(t *testing.T, nc *nats.Conn, other *sharedconfig.Config) (*jetstream.Log, *sharedconfig.Config) {
 	t.Helper()
 	ctx := context.Background()
@@ -66,7 +66,7 @@ func openWithEverythingRunning(t *testing.T, nc *nats.Conn, other *sharedconfig.
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := sharedconfig.Open(ctx, log, sharedconfig.Options{Changed: func(sharedconfig.Change) {}})
+	c, err := sharedconfig.Open(ctx, log, sharedconfig.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func openWithEverythingRunning(t *testing.T, nc *nats.Conn, other *sharedconfig.
 	if _, err := c.Leases().Register(ctx, "L", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Follow(nil); err != nil {
+	if _, err := c.Watch("", func(sharedconfig.Change) {}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Watch("a", func(sharedconfig.Change) {}, nil); err != nil {

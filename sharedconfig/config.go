@@ -13,9 +13,9 @@
 // checks that its copy was current, so its answer was true of the shared
 // config at some instant during the call.
 //
-// Besides the operations: History and KeyHistory read the log back as
-// changes (LOG, HISTORY), and Options.Changed is told of each change as it
-// lands (follow mode). Export and Import move a config to and from a file
+// Besides the operations: History reads the log back as changes (LOG, or
+// one key's: HISTORY), and Watch tells of each change as it lands,
+// keeping the local copy current (FOLLOW, WATCH). Export and Import move a config to and from a file
 // (export.go). An entry another program published is stepped over; one that
 // claims to be sharedconfig's and does not decode leaves the config readable
 // at its last good state, which Repair writes past the damage (repair.go).
@@ -66,10 +66,6 @@ type Options struct {
 	CompactionFailed func(error)
 	// Trace, if set, sees every attempt of every conditional write.
 	Trace func(statesync.Attempt)
-	// Changed, if set, hears of every entry the local copy takes in, from
-	// this process or read from the log, in order. It must not call back
-	// into the Config.
-	Changed func(Change)
 	// CatchingUp, if set, hears how a long catch-up goes (see
 	// statesync.WithProgress).
 	CatchingUp func(done, total uint64)
@@ -119,10 +115,10 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 		removesLeft: o.Compaction.RemovesBeforeCompaction,
 		leases:      newLeaseClient(o.Holder),
 	}
-	// Changed and Watch hear every entry; without either, a catch-up keeps
-	// no record of what it applies.
+	// Watches hear every entry; without one, a catch-up keeps no record of
+	// what it applies.
 	syncOpts = append(syncOpts, statesync.WithApplied(c.applied, func() bool {
-		return o.Changed != nil || c.watching.Load() > 0
+		return c.watching.Load() > 0
 	}))
 	if o.MostlyReads {
 		syncOpts = append(syncOpts, statesync.WithTurns(turns.New(turns.Options{FromFirstWrite: true})))
@@ -149,8 +145,8 @@ type configLife struct {
 }
 
 // Close stops what the config runs in the background and waits for it to
-// end: lease keepers, follows and watches, and its hearing of other
-// writers' turns. It revokes nothing (see Leases.RevokeHeld) and does not close
+// end: lease keepers, watches, and its hearing of other writers' turns.
+// It revokes nothing (see Leases.RevokeHeld) and does not close
 // the log, which the caller opened. The local copy stays readable. Closing
 // again does nothing.
 func (c *Config) Close() {

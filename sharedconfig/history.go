@@ -33,7 +33,7 @@ type Change struct {
 	// Repair list such entries; reading the config stops at them).
 	Damage string
 	// Ended are the leases the entry ended (expired or revoked) with the
-	// keys that went with them. Changes heard as they land (Changed) know
+	// keys that went with them. Changes heard as they land (Watch) know
 	// it; History works it out for entries that expire or revoke a lease.
 	Ended []EndedLease
 }
@@ -43,7 +43,8 @@ type Change struct {
 type Op struct {
 	Kind       string // "put", "remove", "clear", or a lease op's wire name
 	Key, Value string
-	// Lease: the put's lease, or the lease a lease operation is about.
+	// Lease: the put's lease, or the lease a lease operation is about; in
+	// a key's History, a remove's: the lease of the value removed.
 	Lease, Holder string
 	TTL           time.Duration // register_lease
 	// Registration: the registration a refresh or revocation is for (0:
@@ -117,21 +118,46 @@ func (c *Config) decode(e statesync.Entry) (Change, error) {
 	return changeOf(e, updates, State{}, false), nil
 }
 
-// History returns up to the last n entries of the log, oldest first. Fewer
-// come back where compaction has dropped the rest: the first is then the
-// snapshot that replaced them.
-func (c *Config) History(ctx context.Context, n int) ([]Change, error) {
+// HistoryQuery says what History reads back.
+type HistoryQuery struct {
+	// Last: only the newest Last changes; 0 means all the log holds.
+	Last int
+	// Key, if set: only the changes to Key (HISTORY), each narrowed to what
+	// it did to Key: Ops is one put (the value it set, and its lease) or one
+	// remove (with the lease of the value removed), and Ended the lease
+	// whose end removed it, if one did. The first is the snapshot the
+	// history starts from (history before it was compacted away), with a
+	// put if Key had a value there. Without Key: every entry (LOG).
+	Key string
+}
+
+// History reads the log back as changes, oldest first: its entries, or
+// one key's changes, as q says. Where compaction has dropped older
+// entries, the first is the snapshot that replaced them.
+func (c *Config) History(ctx context.Context, q HistoryQuery) ([]Change, error) {
+	if q.Key == "" {
+		return c.logHistory(ctx, q.Last)
+	}
+	changes, err := c.keyHistory(ctx, q.Key)
+	if q.Last > 0 && len(changes) > q.Last {
+		changes = changes[len(changes)-q.Last:]
+	}
+	return changes, err
+}
+
+// logHistory returns up to the last n entries of the log (all if n is 0).
+func (c *Config) logHistory(ctx context.Context, n int) ([]Change, error) {
 	last, err := lastRevision(ctx, c.Log())
 	if err != nil {
 		return nil, err
 	}
 	after := uint64(0)
-	if uint64(n) < last {
+	if n > 0 && uint64(n) < last {
 		after = last - uint64(n)
 	}
 	var out []Change
 	err = c.readChanges(ctx, after, last, func(ch Change) { out = append(out, ch) })
-	if len(out) > n { // a snapshot that covered a gap may add one
+	if n > 0 && len(out) > n { // a snapshot that covered a gap may add one
 		out = out[len(out)-n:]
 	}
 	if err == nil && slices.ContainsFunc(out, endsLeases) {
@@ -141,7 +167,7 @@ func (c *Config) History(ctx context.Context, n int) ([]Change, error) {
 }
 
 // addEnded sets Ended on the changes that end leases, replaying the log
-// from its first snapshot (as KeyHistory does): an expiry before its
+// from its first snapshot (as keyHistory does): an expiry before its
 // deadline, a witness, ends nothing, and only the state before it says so.
 func (c *Config) addEnded(ctx context.Context, last uint64, changes []Change) error {
 	at := map[uint64]*Change{}
@@ -207,32 +233,15 @@ func (c *Config) readChanges(ctx context.Context, after, upTo uint64, fn func(Ch
 	return nil
 }
 
-// KeyChange is one change to a key: its value after the change, or that it
-// was removed.
-type KeyChange struct {
-	Change
-	Removed bool
-	Value   string
-	// FromSnapshot: the value as a snapshot recorded it; the changes before
-	// it were compacted away.
-	FromSnapshot bool
-	// Lease is the lease the value was attached to (for a removal: the
-	// lease of the value removed), if any.
-	Lease string
-}
-
-// KeyHistory returns the values key had, oldest first, as far back as
-// compaction allows. The first element comes from a snapshot when older
-// history was compacted away: HistoryStart says from which revision on the
-// history is complete.
-func (c *Config) KeyHistory(ctx context.Context, key string) (changes []KeyChange, historyStart uint64, err error) {
+// keyHistory returns the changes to key, narrowed to it (HistoryQuery.Key),
+// as far back as compaction allows. st is replayed from the newest snapshot
+// on, so that whatever removes the key shows (a lease's end too).
+func (c *Config) keyHistory(ctx context.Context, key string) ([]Change, error) {
 	last, err := lastRevision(ctx, c.Log())
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	historyStart = 1
-	// st is replayed from the first snapshot on, so that whatever removes
-	// the key shows (a lease's end too).
+	var changes []Change
 	var st State
 	replaying := false
 	err = c.Log().ReadAfter(ctx, statesync.Position{}, last, func(e statesync.Entry) error {
@@ -241,12 +250,12 @@ func (c *Config) KeyHistory(ctx context.Context, key string) (changes []KeyChang
 			return err
 		}
 		if ch.Snapshot {
-			historyStart = ch.Revision
-			changes = changes[:0] // a snapshot replaces what came before
 			st, replaying = ch.State, true
+			ch.Ops = nil
 			if p, ok := st.Lookup(key); ok {
-				changes = append(changes, KeyChange{Change: ch, Value: p.Value, Lease: p.Lease, FromSnapshot: true})
+				ch.Ops = []Op{{Kind: "put", Key: key, Value: p.Value, Lease: p.Lease}}
 			}
+			changes = append(changes[:0], ch) // a snapshot replaces what came before
 			return nil
 		}
 		if ch.Foreign != "" || !replaying {
@@ -256,20 +265,40 @@ func (c *Config) KeyHistory(ctx context.Context, key string) (changes []KeyChang
 		if err != nil {
 			return err
 		}
-		before, had := st.Lookup(key)
+		before := st
 		for _, u := range updates {
 			st = statesync.ApplyPending(st, statesync.Pending[State]{Update: u, Revision: e.Revision, Time: e.Time})
 		}
-		after, has := st.Lookup(key)
-		switch {
-		case has && (!had || after.Revision != before.Revision):
-			changes = append(changes, KeyChange{Change: ch, Value: after.Value, Lease: after.Lease})
-		case had && !has:
-			changes = append(changes, KeyChange{Change: ch, Removed: true, Lease: before.Lease})
+		if ch, changed := keyChange(ch, key, before, st, updates); changed {
+			changes = append(changes, ch)
 		}
 		return nil
 	})
-	return changes, historyStart, err
+	return changes, err
+}
+
+// keyChange narrows ch, an entry that took before to after, to what it did
+// to key, if it changed it: set it (again, at another revision) or removed
+// it, maybe by ending its lease.
+func keyChange(ch Change, key string, before, after State, updates []statesync.Update[State]) (Change, bool) {
+	was, had := before.Lookup(key)
+	now, has := after.Lookup(key)
+	ch.Ended = nil
+	switch {
+	case has && (!had || now.Revision != was.Revision):
+		ch.Ops = []Op{{Kind: "put", Key: key, Value: now.Value, Lease: now.Lease}}
+	case had && !has:
+		ch.Ops = []Op{{Kind: "remove", Key: key, Lease: was.Lease}}
+		for _, e := range endedLeases(before, after, updates) {
+			if e.Lease == was.Lease {
+				e.Keys = []string{key}
+				ch.Ended = []EndedLease{e}
+			}
+		}
+	default:
+		return ch, false
+	}
+	return ch, true
 }
 
 // Status is what STATUS shows.
@@ -284,8 +313,8 @@ type Status struct {
 
 // Status reads the log's last revision and describes the local copy.
 func (c *Config) Status(ctx context.Context) (Status, error) {
-	st := Status{Stream: c.Log().Name(), Revision: c.State().Revision(), EntriesSinceCompaction: c.entriesSinceCompaction()}
 	state := c.State()
+	st := Status{Stream: c.Log().Name(), Revision: state.Revision(), EntriesSinceCompaction: c.entriesSinceCompaction()}
 	st.Properties = state.Len()
 	for k, p := range state.All() {
 		st.Bytes += len(k) + len(p.Value)
@@ -293,12 +322,6 @@ func (c *Config) Status(ctx context.Context) (Status, error) {
 	var err error
 	st.LastRevision, err = lastRevision(ctx, c.Log())
 	return st, err
-}
-
-// Follow keeps the local copy current in the background until stop is
-// called; Options.Changed hears of each change as it lands.
-func (c *Config) Follow(onError func(error)) (stop func(), err error) {
-	return c.sync.Follow(onError)
 }
 
 // lastRevision is the revision of log's last entry.

@@ -37,25 +37,25 @@ func TestHistory(t *testing.T) {
 	if _, err := c.Remove(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	chs, err := c.History(ctx, 10)
+	chs, err := c.History(ctx, sharedconfig.HistoryQuery{Last: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := describeChanges(chs); got != "1:snapshot(0) 2:PUT a = 1 3:PUT b = 2 4:REMOVE a" {
-		t.Fatalf("History(10) = %s", got)
+		t.Fatalf("History(Last: 10) = %s", got)
 	}
 	if chs[1].Time.IsZero() {
 		t.Error("entries read from the stream carry no time")
 	}
-	chs, _ = c.History(ctx, 2)
+	chs, _ = c.History(ctx, sharedconfig.HistoryQuery{Last: 2})
 	if got := describeChanges(chs); got != "3:PUT b = 2 4:REMOVE a" {
-		t.Fatalf("History(2) = %s", got)
+		t.Fatalf("History(Last: 2) = %s", got)
 	}
 	if err := c.Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
 	put(t, c, "b", "3")
-	chs, _ = c.History(ctx, 10)
+	chs, _ = c.History(ctx, sharedconfig.HistoryQuery{Last: 10})
 	if got := describeChanges(chs); got != "5:snapshot(1) 6:PUT b = 3" {
 		t.Fatalf("History after compaction = %s", got)
 	}
@@ -71,34 +71,47 @@ func TestKeyHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(t, c, "k", "3")
-	describe := func(kcs []sharedconfig.KeyChange) string {
+	// describe spells out a key's History, and the revision from which it
+	// is complete: the snapshot it starts from.
+	describe := func(chs []sharedconfig.Change) (string, uint64) {
+		if len(chs) == 0 || !chs[0].Snapshot {
+			t.Fatalf("a key's History does not start from a snapshot: %+v", chs)
+		}
 		var parts []string
-		for _, kc := range kcs {
+		for _, ch := range chs {
+			if len(ch.Ops) != 1 && !(ch.Snapshot && len(ch.Ops) == 0) {
+				t.Fatalf("revision %d: %d ops for one key: %+v", ch.Revision, len(ch.Ops), ch.Ops)
+			}
 			switch {
-			case kc.Removed:
-				parts = append(parts, fmt.Sprintf("%d:removed", kc.Revision))
-			case kc.FromSnapshot:
-				parts = append(parts, fmt.Sprintf("%d:snapshot=%s", kc.Revision, kc.Value))
+			case len(ch.Ops) == 0: // the snapshot, without the key
+			case ch.Ops[0].Kind == "remove":
+				parts = append(parts, fmt.Sprintf("%d:removed", ch.Revision))
+			case ch.Snapshot:
+				parts = append(parts, fmt.Sprintf("%d:snapshot=%s", ch.Revision, ch.Ops[0].Value))
 			default:
-				parts = append(parts, fmt.Sprintf("%d:%s", kc.Revision, kc.Value))
+				parts = append(parts, fmt.Sprintf("%d:%s", ch.Revision, ch.Ops[0].Value))
 			}
 		}
-		return strings.Join(parts, " ")
+		return strings.Join(parts, " "), chs[0].Revision
 	}
-	kcs, start, err := c.KeyHistory(ctx, "k")
+	chs, err := c.History(ctx, sharedconfig.HistoryQuery{Key: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := describe(kcs); got != "2:1 4:2 5:removed 6:3" || start != 1 {
-		t.Fatalf("KeyHistory = %s from %d", got, start)
+	if got, start := describe(chs); got != "2:1 4:2 5:removed 6:3" || start != 1 {
+		t.Fatalf("History(Key: k) = %s from %d", got, start)
+	}
+	chs, _ = c.History(ctx, sharedconfig.HistoryQuery{Key: "k", Last: 2})
+	if len(chs) != 2 || chs[0].Revision != 5 || chs[1].Revision != 6 {
+		t.Fatalf("History(Key: k, Last: 2) = %+v, want the changes at 5 and 6", chs)
 	}
 	if err := c.Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
 	put(t, c, "k", "4")
-	kcs, start, _ = c.KeyHistory(ctx, "k")
-	if got := describe(kcs); got != "7:snapshot=3 8:4" || start != 7 {
-		t.Fatalf("KeyHistory after compaction = %s from %d", got, start)
+	chs, _ = c.History(ctx, sharedconfig.HistoryQuery{Key: "k"})
+	if got, start := describe(chs); got != "7:snapshot=3 8:4" || start != 7 {
+		t.Fatalf("History(Key: k) after compaction = %s from %d", got, start)
 	}
 	if p, _ := c.State().Lookup("k"); p.Revision != 8 {
 		t.Fatalf("k last changed at %d, want 8", p.Revision)
@@ -141,12 +154,12 @@ func TestFollowSeesOthersChanges(t *testing.T) {
 	srv := jstest.Server(t)
 	var mu sync.Mutex
 	var seen []sharedconfig.Change
-	follower := openOn(t, jstest.Connect(t, srv), "follow", sharedconfig.Options{Changed: func(ch sharedconfig.Change) {
+	follower := openOn(t, jstest.Connect(t, srv), "follow", sharedconfig.Options{})
+	stop, err := follower.Watch("", func(ch sharedconfig.Change) {
 		mu.Lock()
 		defer mu.Unlock()
 		seen = append(seen, ch)
-	}})
-	stop, err := follower.Follow(func(err error) { t.Error(err) })
+	}, func(err error) { t.Error(err) })
 	if err != nil {
 		t.Fatal(err)
 	}

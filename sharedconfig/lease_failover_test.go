@@ -61,13 +61,13 @@ func TestLeaseSurvivesLeaderFailover(t *testing.T) {
 	for other.Refresh(opCtx) != nil && opCtx.Err() == nil {
 		time.Sleep(100 * time.Millisecond)
 	}
-	changes, _, err := other.KeyHistory(opCtx, "/servers/1")
+	changes, err := other.History(opCtx, sharedconfig.HistoryQuery{Key: "/servers/1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kc := range changes {
-		if kc.Removed {
-			t.Fatalf("the key of a live holder was removed at revision %d, during the failover", kc.Revision)
+	for _, ch := range changes {
+		if len(ch.Ops) == 1 && ch.Ops[0].Kind == "remove" {
+			t.Fatalf("the key of a live holder was removed at revision %d, during the failover", ch.Revision)
 		}
 	}
 	if _, ok := other.State().Lease("member"); !ok {

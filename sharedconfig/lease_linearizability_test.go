@@ -361,19 +361,31 @@ func (cl *llClient) open(connect func() (*nats.Conn, error), name string, g *llL
 		c, err = sharedconfig.Open(ctx, l, sharedconfig.Options{
 			Compaction: sharedconfig.DefaultCompactionPolicy,
 			Holder:     writer,
-			Changed:    g.changed,
 			Trace:      func(a statesync.Attempt) { cl.attempt.Store(&a) },
 		})
+	}
+	if err == nil {
+		// Following too: every client reads every entry soon after it lands.
+		if _, err = c.Watch("", g.changed, nil); err != nil {
+			c.Close()
+		}
 	}
 	if err != nil {
 		nc.Close()
 		return err
 	}
-	if cl.nc != nil {
-		cl.nc.Close()
-	}
+	cl.close()
 	cl.nc, cl.c = nc, c
 	return nil
+}
+
+// close closes the client's connection and then its config, which stops
+// its watch at once (a read under way fails with the connection).
+func (cl *llClient) close() {
+	if cl.c != nil {
+		cl.nc.Close()
+		cl.c.Close()
+	}
 }
 
 // do runs in and says what it returned and what the log said of it. An
@@ -487,16 +499,21 @@ func llRun(t *testing.T, connect func() (*nats.Conn, error), name string, fault 
 	sh := &llShared{t: t, connect: connect, name: name, fault: fault, perClient: lzOpsPerClient() / 2,
 		log: &llLog{t: t, entries: map[uint64]llEntry{}}, start: time.Now()}
 	records := make([][]llRecord, llClients)
+	clients := make([]*llClient, llClients)
 	var wg sync.WaitGroup
 	for id := range llClients {
 		cl := &llClient{id: id}
 		if err := cl.open(connect, name, sh.log); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { cl.nc.Close() })
+		t.Cleanup(cl.close)
+		clients[id] = cl
 		wg.Go(func() { records[id] = cl.run(sh) })
 	}
 	wg.Wait()
+	for _, cl := range clients {
+		cl.close() // their watches add no entry to the log's record after this
+	}
 	history, unknown := llHistory(t, sh.log, records)
 	t.Logf("%d operations over %s, %d with an unknown outcome; %s",
 		len(history), time.Since(sh.start).Round(time.Millisecond), unknown, llStats(history))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -110,7 +111,7 @@ func TestLeaseExpiresInOneEntryWithoutItsHolder(t *testing.T) {
 	}
 	// One entry ended the lease.
 	late := e.open("c")
-	hist, err := b.History(ctx, 100)
+	hist, err := b.History(ctx, sharedconfig.HistoryQuery{Last: 100})
 	ok(t, err)
 	expiries := 0
 	for _, ch := range hist {
@@ -133,12 +134,15 @@ func TestLeaseEndHeardByWatchers(t *testing.T) {
 	e := newLeaseEnv(t)
 	var mu sync.Mutex
 	var ended []sharedconfig.EndedLease
-	w, err := sharedconfig.Open(ctx, e.log, sharedconfig.Options{Holder: "w", Changed: func(ch sharedconfig.Change) {
+	w, err := sharedconfig.Open(ctx, e.log, sharedconfig.Options{Holder: "w"})
+	ok(t, err)
+	stop, err := w.Watch("", func(ch sharedconfig.Change) {
 		mu.Lock()
 		defer mu.Unlock()
 		ended = append(ended, ch.Ended...)
-	}})
+	}, nil)
 	ok(t, err)
+	defer stop()
 	sharedconfig.SetServerClock(w, e.clock.Now)
 	a, b := membership(t, e)
 	e.clock.Advance(6 * time.Second)
@@ -159,6 +163,19 @@ func TestLeaseEndHeardByWatchers(t *testing.T) {
 	if len(ended) != 2 || ended[0].Lease != "a" || !ended[0].Expired || len(ended[0].Keys) != 1 || ended[0].Keys[0] != "/servers/1" ||
 		ended[1].Lease != "b" || ended[1].Expired || ended[1].Keys[0] != "/servers/2" {
 		t.Fatalf("watchers heard %+v", ended)
+	}
+	// A key's History says which lease's end removed it, and how.
+	for key, want := range map[string]sharedconfig.EndedLease{
+		"/servers/1": {Lease: "a", Keys: []string{"/servers/1"}, Expired: true},
+		"/servers/2": {Lease: "b", Keys: []string{"/servers/2"}},
+	} {
+		chs, err := w.History(ctx, sharedconfig.HistoryQuery{Key: key})
+		ok(t, err)
+		last := chs[len(chs)-1]
+		if len(last.Ops) != 1 || last.Ops[0] != (sharedconfig.Op{Kind: "remove", Key: key, Lease: want.Lease}) ||
+			len(last.Ended) != 1 || last.Ended[0].Lease != want.Lease || last.Ended[0].Expired != want.Expired || !slices.Equal(last.Ended[0].Keys, want.Keys) {
+			t.Fatalf("History(Key: %s) ends with %+v, want its removal by %+v", key, last, want)
+		}
 	}
 	ok(t, a.Refresh(ctx))
 	if len(keys(a)) != 0 {

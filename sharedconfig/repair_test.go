@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -41,7 +42,17 @@ func TestForeignEntryIsSteppedOver(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	var changes []sharedconfig.Change
-	c := e.open(sharedconfig.Options{Changed: func(ch sharedconfig.Change) { changes = append(changes, ch) }})
+	var mu sync.Mutex
+	c := e.open(sharedconfig.Options{})
+	stop, err := c.Watch("", func(ch sharedconfig.Change) {
+		mu.Lock()
+		defer mu.Unlock()
+		changes = append(changes, ch)
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
 	put(t, c, "k", "v")
 	rev := publishRaw(t, e, "hello")
 	if err := c.Refresh(ctx); err != nil {
@@ -50,7 +61,10 @@ func TestForeignEntryIsSteppedOver(t *testing.T) {
 	if c.State().Revision() != rev {
 		t.Fatalf("revision %d after the foreign entry %d", c.State().Revision(), rev)
 	}
-	if last := changes[len(changes)-1]; last.Revision != rev || !strings.Contains(last.Foreign, "not a sharedconfig entry") {
+	mu.Lock()
+	last := changes[len(changes)-1]
+	mu.Unlock()
+	if last.Revision != rev || !strings.Contains(last.Foreign, "not a sharedconfig entry") {
 		t.Fatalf("the watcher heard %+v; want the foreign entry %d and why it was skipped", last, rev)
 	}
 	put(t, c, "k", "w")
@@ -59,7 +73,7 @@ func TestForeignEntryIsSteppedOver(t *testing.T) {
 	if v, _ := d.Get("k"); v != "w" {
 		t.Fatalf("a new reader: k = %q, want w", v)
 	}
-	h := must[[]sharedconfig.Change](t)(d.History(ctx, 2))
+	h := must[[]sharedconfig.Change](t)(d.History(ctx, sharedconfig.HistoryQuery{Last: 2}))
 	if h[0].Revision != rev || h[0].Foreign == "" {
 		t.Fatalf("History: %+v; want the foreign entry first", h)
 	}
@@ -90,7 +104,7 @@ func TestDamagedEntryOpensReadOnlyAndRepairs(t *testing.T) {
 	if _, err := d.Put(ctx, "k", "new"); err == nil {
 		t.Fatal("a write past the damage landed")
 	}
-	h := must[[]sharedconfig.Change](t)(d.History(ctx, 3))
+	h := must[[]sharedconfig.Change](t)(d.History(ctx, sharedconfig.HistoryQuery{Last: 3}))
 	if len(h) != 3 || h[1].Revision != bad || h[1].Damage == "" || h[2].Revision != later || h[2].Damage != "" {
 		t.Fatalf("History over damage: %+v; want the damaged entry marked and the one after it read", h)
 	}
@@ -131,7 +145,7 @@ func TestUnreadableEntryIsListed(t *testing.T) {
 	put(t, c, "k", "good")
 	bad := publishRaw(t, e, "{}", jetstream.HeaderFormat, "1", jetstream.HeaderKind, "mystery")
 	later := publishRaw(t, e, `{"ops":[{"op":"remove","key":"k"}]}`, jetstream.HeaderFormat, "1", jetstream.HeaderKind, "update")
-	h := must[[]sharedconfig.Change](t)(c.History(ctx, 2))
+	h := must[[]sharedconfig.Change](t)(c.History(ctx, sharedconfig.HistoryQuery{Last: 2}))
 	if len(h) != 2 || h[0].Revision != bad || !strings.Contains(h[0].Damage, `unknown entry kind "mystery"`) || h[1].Revision != later || h[1].Ops[0].Kind != "remove" {
 		t.Fatalf("History: %+v", h)
 	}

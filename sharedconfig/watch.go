@@ -8,21 +8,26 @@ import (
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
-// Watch calls fn with each change to keys that start with prefix (every
-// key if prefix is empty) as the local copy takes it in, and keeps the
-// local copy current in the background, as Follow does, until stop is
-// called. onError, if set, hears of background reads that failed; the
-// watch goes on.
+// Watch calls fn with each change to keys that start with prefix as the
+// local copy takes it in, and keeps the local copy current in the
+// background (it follows the log), until stop is called. onError, if set,
+// hears of background reads that failed, and of the config destroyed under
+// this process (statesync.ErrDeleted, ErrReplaced); the watch goes on.
+// It is the one way to hear changes.
 //
-// Each Change fn gets is narrowed to its operations on keys under prefix;
-// an operation with no key (CLEAR) shows when there were keys under prefix
-// for it to remove. Entries that change nothing under prefix are not
-// reported. A snapshot the local copy caught up through (another process
-// compacted history this one had not read) comes as one Change with
-// Snapshot set, Properties the keys it holds under prefix (State is all it
-// holds), and Ops the puts and removes it implies there; a snapshot that
-// changes nothing there is not reported. Changes this process makes come
-// too, with Local set.
+// Changes this process makes come too, with Local set. The empty prefix
+// is the whole config: fn hears every entry the copy takes in, as it is
+// (lease operations, a snapshot as the state it holds, an entry another
+// program wrote with Foreign set).
+//
+// With a prefix, each Change is narrowed to its operations on keys under
+// prefix; an operation with no key (CLEAR) shows when there were keys
+// under prefix for it to remove. Entries that change nothing under prefix
+// are not reported. A snapshot the local copy caught up through (another
+// process compacted history this one had not read) comes as one Change
+// with Snapshot set, Properties the keys it holds under prefix (State is
+// all it holds), and Ops the puts and removes it implies there; a snapshot
+// that changes nothing there is not reported.
 //
 // fn runs while the local copy is being updated: it must not call back into
 // the Config or call stop. Once stop returns, fn is not called again.
@@ -74,13 +79,10 @@ type watcher struct {
 // applied is the synchronizer's hook: every entry the local copy takes in,
 // in order, once reads show it.
 func (c *Config) applied(a statesync.Applied[State]) {
-	if c.opts.Changed == nil && c.watching.Load() == 0 {
+	if c.watching.Load() == 0 {
 		return
 	}
 	ch := changeWithLeases(a)
-	if c.opts.Changed != nil {
-		c.opts.Changed(ch)
-	}
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
 	if len(c.watchers) == 0 {
@@ -104,6 +106,9 @@ func (w *watcher) take(a statesync.Applied[State], ch Change) {
 	}
 	w.from = a.Revision
 	switch {
+	case w.prefix == "":
+		w.fn(ch)
+		return
 	case a.Foreign != "":
 		return
 	case a.Entry.Snapshot:

@@ -52,7 +52,7 @@ func TestTimelineFromHistoryDrawsEndedLeases(t *testing.T) {
 	must(err)
 	_, err = cfg.Leases().Register(ctx, "held", time.Hour)
 	must(err)
-	changes, err := cfg.History(ctx, 100)
+	changes, err := cfg.History(ctx, sharedconfig.HistoryQuery{Last: 100})
 	must(err)
 	tl := demo.FromHistory("tl/cfg", changes, cfg.State())
 
