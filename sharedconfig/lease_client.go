@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
@@ -464,6 +465,22 @@ func (c *Config) leaseHeld(lease string) func(State) error {
 		_, err := c.held(s, lease, reg)
 		return err
 	}
+}
+
+// putUnder is the update that sets key to value attached to lease: it
+// lands only while the lease is live.
+func putUnder(key, value, lease string) statesync.Update[State] {
+	return putWithLease{key, value, lease}
+}
+
+// putLanded judges a put of key = value under lease by the state just after
+// its entry (later entries, another writer's put or this process's own
+// keeper, do not count): the lease had ended if the key is not as put.
+func putLanded(after State, key, value, lease string) error {
+	if p, ok := after.Lookup(key); !ok || p.Lease != lease || p.Value != value {
+		return fmt.Errorf("lease '%s': %w", lease, ErrLeaseExpired)
+	}
+	return nil
 }
 
 // expireDue writes an expiry for every lease that looks past its deadline

@@ -126,8 +126,8 @@ func (c *Config) write(ctx context.Context, w writeCall, opts []WriteOption) (Wr
 		return WriteResult{}, err
 	}
 	if d.Written && o.lease != "" {
-		if p, ok := after.Lookup(w.key); !ok || p.Lease != o.lease || p.Value != *w.value {
-			return WriteResult{}, fmt.Errorf("lease '%s': %w", o.lease, ErrLeaseExpired)
+		if err := putLanded(after, w.key, *w.value, o.lease); err != nil {
+			return WriteResult{}, err
 		}
 	}
 	return d.WriteResult, nil
@@ -164,7 +164,7 @@ func (o writeOptions) update(w writeCall) statesync.Update[State] {
 	case w.value == nil:
 		return removeUpdate{w.key}
 	case o.lease != "":
-		return putWithLease{w.key, *w.value, o.lease}
+		return putUnder(w.key, *w.value, o.lease)
 	}
 	return putUpdate{w.key, *w.value}
 }
