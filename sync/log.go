@@ -7,40 +7,6 @@ import (
 	"time"
 )
 
-// Entry is one record of a log.
-type Entry struct {
-	// Revision is the entry's position: revisions increase by one per entry
-	// appended, starting at 1. Compaction removes old entries but never
-	// renumbers the rest.
-	Revision uint64
-	// Snapshot marks an initial update: it replaces all state before it.
-	Snapshot bool
-	Data     []byte
-	// Writer names who appended the entry, if the log records it.
-	Writer string
-	// Time is when the log stored the entry, by the log's clock (a shared
-	// log's: the server's), or zero when not known: a log that records no
-	// time, or an entry this synchronizer applied without reading it back.
-	Time time.Time
-	// Speaker is the id the entry's writer names itself by in the words of
-	// turns (package turns: its Announcer and Speaker), if the log records it.
-	Speaker string
-	// Foreign, when not empty, says why the entry is not one of the
-	// synchronizer's (another program wrote it): it holds no state, and
-	// readers step over it. Data is then unused.
-	Foreign string
-	// ID, when not empty, identifies the entry across incarnations of the
-	// log (see Log): no other entry of any incarnation has it.
-	ID string
-}
-
-// Position is an entry's place in a log: its revision and its ID (Entry.ID;
-// empty when not known). A Position with no ID binds nothing: see Log.
-type Position struct {
-	Revision uint64
-	ID       string
-}
-
 // Log is the storage a Synchronizer works on: an append-only sequence of
 // entries with a conditional append. Implementations must be safe for
 // concurrent use.
@@ -101,6 +67,37 @@ type Log interface {
 	LastRevision(ctx context.Context) (uint64, error)
 }
 
+// Position is an entry's place in a log. Revisions increase by one per
+// entry appended, starting at 1; compaction removes old entries but never
+// renumbers the rest. The ID, when not empty, identifies the entry across
+// incarnations of the log: no other entry of any incarnation has it. A
+// Position with no ID binds nothing (see Log).
+type Position struct {
+	Revision uint64
+	ID       string
+}
+
+// Entry is one record of a log, at its Position.
+type Entry struct {
+	Position
+	// Snapshot marks an initial update: it replaces all state before it.
+	Snapshot bool
+	Data     []byte
+	// Writer names who appended the entry, if the log records it.
+	Writer string
+	// Time is when the log stored the entry, by the log's clock (a shared
+	// log's: the server's), or zero when not known: a log that records no
+	// time, or an entry this synchronizer applied without reading it back.
+	Time time.Time
+	// Speaker is the id the entry's writer names itself by in the words of
+	// turns (package turns: its Announcer and Speaker), if the log records it.
+	Speaker string
+	// Foreign, when not empty, says why the entry is not one of the
+	// synchronizer's (another program wrote it): it holds no state, and
+	// readers step over it. Data is then unused.
+	Foreign string
+}
+
 // AnyRevision as the revision of the last entry makes an append
 // unconditional.
 const AnyRevision = ^uint64(0)
@@ -110,8 +107,6 @@ var (
 	ErrConflict = errors.New("the log moved past the expected revision")
 	// ErrGap: entries were missing from a read and no snapshot covered them.
 	ErrGap = errors.New("entries are missing and no snapshot covers them")
-	// ErrNotInitialized: the log holds no initial state yet.
-	ErrNotInitialized = errors.New("the log holds no initial state; call Initialize first")
 	// ErrUnknownOutcome: an append may or may not have landed and the log
 	// cannot tell which (for example its entry was compacted away before the
 	// writer could look for it). Fetch, then look at the state.
@@ -158,3 +153,7 @@ func (e *EntryError) Error() string {
 }
 
 func (e *EntryError) Unwrap() error { return e.Err }
+
+// errNotInitialized: the log holds no initial state yet. No caller acts on
+// it but by reporting it: it is not exported.
+var errNotInitialized = errors.New("the log holds no initial state; call Initialize first")

@@ -444,7 +444,7 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 	cur.Revision, cur.id = rev, at.ID
 	s.local.Store(&cur)
 	// Time stays zero: only the log knows when it stored the entry.
-	s.notifyApplied(Applied[S]{Entry: Entry{Revision: rev, Data: data}, Updates: updates, Local: true, Before: before, After: cur.Value, HasStates: true})
+	s.notifyApplied(Applied[S]{Entry: Entry{Position: at, Data: data}, Updates: updates, Local: true, Before: before, After: cur.Value, HasStates: true})
 	return rev, nil
 }
 
@@ -643,7 +643,7 @@ func (s *Synchronizer[S]) ensureInitializedLocked(ctx context.Context) error {
 		return err
 	}
 	if !s.local.Load().initialized {
-		return fmt.Errorf("%s: %w", s.log.Name(), ErrNotInitialized)
+		return fmt.Errorf("%s: %w", s.log.Name(), errNotInitialized)
 	}
 	return nil
 }
