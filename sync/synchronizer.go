@@ -337,7 +337,7 @@ func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], Applied[S], er
 			return bad(err)
 		}
 		st := init.Create(e.Revision)
-		return local[S]{Revisioned: Revisioned[S]{Value: st, Revision: e.Revision}, initialized: true, compactedAt: e.Revision}, Applied[S]{Entry: e, Snapshot: st, After: st, HasStates: true}, nil
+		return local[S]{Revisioned: Revisioned[S]{Value: st, Revision: e.Revision}, initialized: true, compactedAt: e.Revision}, Applied[S]{Entry: e, After: st, HasStates: true}, nil
 	}
 	if !cur.initialized {
 		return bad(errors.New("an update comes before any initial state"))
