@@ -41,8 +41,7 @@ type Log interface {
 	// after.Revision, if the log still holds it, is after. Where compaction
 	// has removed entries in that range, reading resumes at the snapshot
 	// that covers them, so the first entry fn sees after a gap is a
-	// snapshot; a gap followed by anything else is an error wrapping
-	// ErrGap. Entries that carry no state (for example the pieces of an
+	// snapshot; a gap followed by anything else is an error. Entries that carry no state (for example the pieces of an
 	// unfinished snapshot) may be skipped; foreign ones are delivered with
 	// Entry.Foreign set, so that readers can say what they stepped over. An
 	// error from fn stops the read and is returned. upTo == after.Revision
@@ -105,8 +104,6 @@ const AnyRevision = ^uint64(0)
 var (
 	// ErrConflict: the log was not at the expected revision.
 	ErrConflict = errors.New("the log moved past the expected revision")
-	// ErrGap: entries were missing from a read and no snapshot covered them.
-	ErrGap = errors.New("entries are missing and no snapshot covers them")
 	// ErrUnknownOutcome: an append may or may not have landed and the log
 	// cannot tell which (for example its entry was compacted away before the
 	// writer could look for it). Fetch, then look at the state.
@@ -121,9 +118,9 @@ var (
 	ErrDeleted = errors.New("the log was deleted")
 )
 
-// ConflictError reports a conditional append that found the log elsewhere.
+// ConflictError reports a conditional append that found the log elsewhere
+// than the writer expected.
 type ConflictError struct {
-	Expected uint64
 	// Current is the log's last revision when the append was refused, or 0
 	// when the log did not say.
 	Current uint64
@@ -131,9 +128,9 @@ type ConflictError struct {
 
 func (e *ConflictError) Error() string {
 	if e.Current == 0 {
-		return fmt.Sprintf("conflict: expected revision %d, the log has moved on", e.Expected)
+		return "conflict: the log has moved on"
 	}
-	return fmt.Sprintf("conflict: expected revision %d, the log is at %d", e.Expected, e.Current)
+	return fmt.Sprintf("conflict: the log has moved on to revision %d", e.Current)
 }
 
 // Is makes errors.Is(err, ErrConflict) true.
@@ -141,15 +138,15 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
 // EntryError is an entry that could not be used: it does not decode, or it
 // stands where it cannot (an update before any initial state). The local
-// state stays at the last good revision.
+// state stays at the last good revision. Whoever returns one wraps it with
+// the log's name.
 type EntryError struct {
-	Log      string
 	Revision uint64
 	Err      error
 }
 
 func (e *EntryError) Error() string {
-	return fmt.Sprintf("%s: entry %d: %v", e.Log, e.Revision, e.Err)
+	return fmt.Sprintf("entry %d: %v", e.Revision, e.Err)
 }
 
 func (e *EntryError) Unwrap() error { return e.Err }

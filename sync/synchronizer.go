@@ -325,7 +325,7 @@ func (c *catchUp[S]) reporting() bool { return c.s.progress != nil && c.total >=
 // apply returns cur with entry e applied, and what to tell watchers.
 func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], Applied[S], error) {
 	bad := func(err error) (local[S], Applied[S], error) {
-		return cur, Applied[S]{}, &EntryError{Log: s.log.Name(), Revision: e.Revision, Err: err}
+		return cur, Applied[S]{}, fmt.Errorf("%s: %w", s.log.Name(), &EntryError{Revision: e.Revision, Err: err})
 	}
 	if e.Foreign != "" {
 		cur.Revision = e.Revision // nothing to apply: step over it
@@ -365,7 +365,7 @@ func (s *Synchronizer[S]) applyUpdates(cur local[S], a Applied[S]) (local[S], Ap
 func (s *Synchronizer[S]) decode(e Entry) (Applied[S], error) {
 	updates, err := s.codec.DecodeUpdates(e.Data)
 	if err != nil {
-		return Applied[S]{}, &EntryError{Log: s.log.Name(), Revision: e.Revision, Err: err}
+		return Applied[S]{}, fmt.Errorf("%s: %w", s.log.Name(), &EntryError{Revision: e.Revision, Err: err})
 	}
 	return Applied[S]{Entry: e, Updates: updates}, nil
 }
@@ -470,7 +470,7 @@ func (s *Synchronizer[S]) confirmCurrentLocked(ctx context.Context, base uint64)
 		return err
 	}
 	if last.Revision != base {
-		return &ConflictError{Expected: base, Current: last.Revision}
+		return &ConflictError{Current: last.Revision}
 	}
 	return nil
 }
