@@ -81,7 +81,7 @@ func chunkFailed(expected uint64, i, n int, err error) error {
 	var c *statesync.ConflictError
 	if errors.As(err, &c) {
 		// Another writer got in between: a conflict for the whole snapshot.
-		return &statesync.ConflictError{Expected: expected, Current: c.Current}
+		return &statesync.ConflictError{Current: c.Current}
 	}
 	if i == n-1 {
 		return err // an unknown outcome stays one: the run may be whole
@@ -182,7 +182,7 @@ func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *n
 			return ack.Sequence, id, nil
 		}
 		if current, ok := conflict(err); ok {
-			refused := &statesync.ConflictError{Expected: expected, Current: current}
+			refused := &statesync.ConflictError{Current: current}
 			if mayHaveLanded {
 				return fail(refused)
 			}
@@ -275,7 +275,7 @@ func (l *Log) settle(ctx context.Context, expected uint64, id string, cause erro
 	if errors.As(cause, &refused) {
 		return 0, refused
 	}
-	return 0, &statesync.ConflictError{Expected: expected}
+	return 0, &statesync.ConflictError{}
 }
 
 // conflict reports whether err is a refused expected-last-sequence, and the

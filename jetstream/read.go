@@ -289,7 +289,7 @@ func (r *reader) add(seq uint64, h nats.Header, data []byte) (e statesync.Entry,
 		if r.gap {
 			return statesync.Entry{}, false, nil
 		}
-		return statesync.Entry{Revision: seq, Foreign: fmt.Sprintf("not a sharedconfig entry (no %s header), %d bytes", HeaderKind, len(data))}, true, nil
+		return statesync.Entry{Position: statesync.Position{Revision: seq}, Foreign: fmt.Sprintf("not a sharedconfig entry (no %s header), %d bytes", HeaderKind, len(data))}, true, nil
 	}
 	if h.Get(HeaderKind) == "" {
 		return r.bad(seq, "not a sharedconfig entry (it has no %s header)", HeaderKind)
@@ -304,12 +304,12 @@ func (r *reader) add(seq uint64, h nats.Header, data []byte) (e statesync.Entry,
 	switch kind {
 	case KindUpdate:
 		if r.gap {
-			return r.bad(seq, "entries before it were dropped and no snapshot covers them: %w", statesync.ErrGap)
+			return r.bad(seq, "entries before it were dropped and no snapshot covers them")
 		}
-		return statesync.Entry{Revision: seq, Data: data}, true, nil
+		return statesync.Entry{Position: statesync.Position{Revision: seq}, Data: data}, true, nil
 	case KindSnapshot:
 		r.gap = false
-		return statesync.Entry{Revision: seq, Snapshot: true, Data: data}, true, nil
+		return statesync.Entry{Position: statesync.Position{Revision: seq}, Snapshot: true, Data: data}, true, nil
 	case KindSnapshotChunk:
 		return r.addChunk(seq, h, data)
 	default:
@@ -341,7 +341,7 @@ func (r *reader) addChunk(seq uint64, h nats.Header, data []byte) (statesync.Ent
 		// reader is past: it holds no state.
 		r.chunks = nil
 		if r.gap {
-			return r.bad(seq, "entries before it were dropped and no whole snapshot covers them: %w", statesync.ErrGap)
+			return r.bad(seq, "entries before it were dropped and no whole snapshot covers them")
 		}
 		return statesync.Entry{}, false, nil
 	}
@@ -351,7 +351,7 @@ func (r *reader) addChunk(seq uint64, h nats.Header, data []byte) (statesync.Ent
 	}
 	whole := bytes.Join(r.chunks, nil)
 	r.chunks, r.gap = nil, false
-	return statesync.Entry{Revision: seq, Snapshot: true, Data: whole}, true, nil
+	return statesync.Entry{Position: statesync.Position{Revision: seq}, Snapshot: true, Data: whole}, true, nil
 }
 
 // checkFirst looks at the first message of a ReadAfter. If it is the entry
@@ -373,7 +373,7 @@ func (r *reader) checkFirst(seq uint64, h nats.Header, upTo uint64) (done, check
 
 // bad is the answer for the entry at seq that does not read.
 func (r *reader) bad(seq uint64, format string, args ...any) (statesync.Entry, bool, error) {
-	return statesync.Entry{}, false, &statesync.EntryError{Log: r.log.name, Revision: seq, Err: fmt.Errorf(format, args...)}
+	return statesync.Entry{}, false, fmt.Errorf("%s: %w", r.log.name, &statesync.EntryError{Revision: seq, Err: fmt.Errorf(format, args...)})
 }
 
 // chunksBefore reads the n-1 chunks of snapshot id that end just before

@@ -127,7 +127,7 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	if err := c.sync.Initialize(ctx, snapshotUpdate{State{}}); err != nil {
 		var entryErr *statesync.EntryError
 		if _, ok := c.sync.State(); ok && errors.As(err, &entryErr) {
-			return c, &DamagedError{Entry: entryErr, GoodRevision: c.State().Revision()}
+			return c, &DamagedError{Entry: entryErr, GoodRevision: c.State().Revision(), log: log.Name()}
 		}
 		c.Close()
 		return nil, err

@@ -99,7 +99,7 @@ func changeOf(e statesync.Entry, updates []statesync.Update[State], snapshot Sta
 // decode reads one entry of the log into a Change.
 func (c *Config) decode(e statesync.Entry) (Change, error) {
 	bad := func(err error) (Change, error) {
-		return changeOf(e, nil, State{}, false), &statesync.EntryError{Log: c.Log().Name(), Revision: e.Revision, Err: err}
+		return changeOf(e, nil, State{}, false), fmt.Errorf("%s: %w", c.Log().Name(), &statesync.EntryError{Revision: e.Revision, Err: err})
 	}
 	if e.Foreign != "" {
 		return changeOf(e, nil, State{}, false), nil

@@ -62,7 +62,7 @@ func endedLeases(before, after State, us []statesync.Update[State]) []EndedLease
 // changeWithLeases describes an entry as changeOf does, adding the leases
 // it ended.
 func changeWithLeases(a statesync.Applied[State]) Change {
-	ch := changeOf(a.Entry, a.Updates, a.Snapshot, a.Local)
+	ch := changeOf(a.Entry, a.Updates, a.After, a.Local)
 	if a.HasStates && !a.Entry.Snapshot && a.Entry.Foreign == "" {
 		ch.Ended = endedLeases(a.Before, a.After, a.Updates)
 	}

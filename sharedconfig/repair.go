@@ -15,10 +15,11 @@ type DamagedError struct {
 	Entry *statesync.EntryError
 	// GoodRevision is the revision of the last good state.
 	GoodRevision uint64
+	log          string // the log's name
 }
 
 func (e *DamagedError) Error() string {
-	return fmt.Sprintf("%v; the last good state is at revision %d", e.Entry, e.GoodRevision)
+	return fmt.Sprintf("%s: %v; the last good state is at revision %d", e.log, e.Entry, e.GoodRevision)
 }
 
 func (e *DamagedError) Unwrap() error { return e.Entry }

@@ -112,9 +112,9 @@ func (w *watcher) take(a statesync.Applied[State], ch Change) {
 	case a.Foreign != "":
 		return
 	case a.Entry.Snapshot:
-		ch.Ops = diffUnder(w.seen, a.Snapshot, w.prefix)
-		ch.Properties = countUnder(a.Snapshot, w.prefix)
-		w.seen = a.Snapshot
+		ch.Ops = diffUnder(w.seen, a.After, w.prefix)
+		ch.Properties = countUnder(a.After, w.prefix)
+		w.seen = a.After
 	default:
 		ch.Ops = opsUnder(ch.Ops, w.seen, w.prefix)
 		ch.Ended, ch.Ops = endedUnder(ch.Ended, ch.Ops, a.Updates, w.prefix)

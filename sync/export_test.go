@@ -9,3 +9,6 @@ func Queued[S any](s *Synchronizer[S]) int {
 
 // TurnID is the id a synchronizer's words and entries name it by.
 func TurnID[S any](s *Synchronizer[S]) string { return s.cm.ID() }
+
+// ErrNotInitialized is the error of an update on a log with no initial state.
+var ErrNotInitialized = errNotInitialized

@@ -21,7 +21,7 @@ func (l foreignLog) ReadAfter(ctx context.Context, after statesync.Position, upT
 func foreignToo(fn func(statesync.Entry) error) func(statesync.Entry) error {
 	return func(e statesync.Entry) error {
 		if string(e.Data) == "foreign" {
-			e = statesync.Entry{Revision: e.Revision, ID: e.ID, Foreign: "written by someone else"}
+			e = statesync.Entry{Position: e.Position, Foreign: "written by someone else"}
 		}
 		return fn(e)
 	}

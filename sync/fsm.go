@@ -30,15 +30,13 @@ type Applied[S any] struct {
 	Entry
 	// Updates are the entry's updates; nil for a snapshot.
 	Updates []Update[S]
-	// Snapshot is the state a snapshot entry sets up (watchers cannot tell
-	// what it holds otherwise); the zero S for an update entry.
-	Snapshot S
 	// Local: this synchronizer wrote the entry.
 	Local bool
 	// Before and After are the state before and after the entry, when
-	// HasStates: the entry was applied on its own (always so for a snapshot
-	// and for an entry holding a TimedUpdate; a catch-up may fold runs of
-	// other updates together, and then leaves them unset).
+	// HasStates: the entry was applied on its own (always so for a snapshot,
+	// whose After is the state it sets up, and for an entry holding a
+	// TimedUpdate; a catch-up may fold runs of other updates together, and
+	// then leaves them unset).
 	Before, After S
 	HasStates     bool
 }

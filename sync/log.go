@@ -7,40 +7,6 @@ import (
 	"time"
 )
 
-// Entry is one record of a log.
-type Entry struct {
-	// Revision is the entry's position: revisions increase by one per entry
-	// appended, starting at 1. Compaction removes old entries but never
-	// renumbers the rest.
-	Revision uint64
-	// Snapshot marks an initial update: it replaces all state before it.
-	Snapshot bool
-	Data     []byte
-	// Writer names who appended the entry, if the log records it.
-	Writer string
-	// Time is when the log stored the entry, by the log's clock (a shared
-	// log's: the server's), or zero when not known: a log that records no
-	// time, or an entry this synchronizer applied without reading it back.
-	Time time.Time
-	// Speaker is the id the entry's writer names itself by in the words of
-	// turns (package turns: its Announcer and Speaker), if the log records it.
-	Speaker string
-	// Foreign, when not empty, says why the entry is not one of the
-	// synchronizer's (another program wrote it): it holds no state, and
-	// readers step over it. Data is then unused.
-	Foreign string
-	// ID, when not empty, identifies the entry across incarnations of the
-	// log (see Log): no other entry of any incarnation has it.
-	ID string
-}
-
-// Position is an entry's place in a log: its revision and its ID (Entry.ID;
-// empty when not known). A Position with no ID binds nothing: see Log.
-type Position struct {
-	Revision uint64
-	ID       string
-}
-
 // Log is the storage a Synchronizer works on: an append-only sequence of
 // entries with a conditional append. Implementations must be safe for
 // concurrent use.
@@ -75,8 +41,7 @@ type Log interface {
 	// after.Revision, if the log still holds it, is after. Where compaction
 	// has removed entries in that range, reading resumes at the snapshot
 	// that covers them, so the first entry fn sees after a gap is a
-	// snapshot; a gap followed by anything else is an error wrapping
-	// ErrGap. Entries that carry no state (for example the pieces of an
+	// snapshot; a gap followed by anything else is an error. Entries that carry no state (for example the pieces of an
 	// unfinished snapshot) may be skipped; foreign ones are delivered with
 	// Entry.Foreign set, so that readers can say what they stepped over. An
 	// error from fn stops the read and is returned. upTo == after.Revision
@@ -101,6 +66,37 @@ type Log interface {
 	LastRevision(ctx context.Context) (uint64, error)
 }
 
+// Position is an entry's place in a log. Revisions increase by one per
+// entry appended, starting at 1; compaction removes old entries but never
+// renumbers the rest. The ID, when not empty, identifies the entry across
+// incarnations of the log: no other entry of any incarnation has it. A
+// Position with no ID binds nothing (see Log).
+type Position struct {
+	Revision uint64
+	ID       string
+}
+
+// Entry is one record of a log, at its Position.
+type Entry struct {
+	Position
+	// Snapshot marks an initial update: it replaces all state before it.
+	Snapshot bool
+	Data     []byte
+	// Writer names who appended the entry, if the log records it.
+	Writer string
+	// Time is when the log stored the entry, by the log's clock (a shared
+	// log's: the server's), or zero when not known: a log that records no
+	// time, or an entry this synchronizer applied without reading it back.
+	Time time.Time
+	// Speaker is the id the entry's writer names itself by in the words of
+	// turns (package turns: its Announcer and Speaker), if the log records it.
+	Speaker string
+	// Foreign, when not empty, says why the entry is not one of the
+	// synchronizer's (another program wrote it): it holds no state, and
+	// readers step over it. Data is then unused.
+	Foreign string
+}
+
 // AnyRevision as the revision of the last entry makes an append
 // unconditional.
 const AnyRevision = ^uint64(0)
@@ -108,10 +104,6 @@ const AnyRevision = ^uint64(0)
 var (
 	// ErrConflict: the log was not at the expected revision.
 	ErrConflict = errors.New("the log moved past the expected revision")
-	// ErrGap: entries were missing from a read and no snapshot covered them.
-	ErrGap = errors.New("entries are missing and no snapshot covers them")
-	// ErrNotInitialized: the log holds no initial state yet.
-	ErrNotInitialized = errors.New("the log holds no initial state; call Initialize first")
 	// ErrUnknownOutcome: an append may or may not have landed and the log
 	// cannot tell which (for example its entry was compacted away before the
 	// writer could look for it). Fetch, then look at the state.
@@ -126,9 +118,9 @@ var (
 	ErrDeleted = errors.New("the log was deleted")
 )
 
-// ConflictError reports a conditional append that found the log elsewhere.
+// ConflictError reports a conditional append that found the log elsewhere
+// than the writer expected.
 type ConflictError struct {
-	Expected uint64
 	// Current is the log's last revision when the append was refused, or 0
 	// when the log did not say.
 	Current uint64
@@ -136,9 +128,9 @@ type ConflictError struct {
 
 func (e *ConflictError) Error() string {
 	if e.Current == 0 {
-		return fmt.Sprintf("conflict: expected revision %d, the log has moved on", e.Expected)
+		return "conflict: the log has moved on"
 	}
-	return fmt.Sprintf("conflict: expected revision %d, the log is at %d", e.Expected, e.Current)
+	return fmt.Sprintf("conflict: the log has moved on to revision %d", e.Current)
 }
 
 // Is makes errors.Is(err, ErrConflict) true.
@@ -146,15 +138,19 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
 // EntryError is an entry that could not be used: it does not decode, or it
 // stands where it cannot (an update before any initial state). The local
-// state stays at the last good revision.
+// state stays at the last good revision. Whoever returns one wraps it with
+// the log's name.
 type EntryError struct {
-	Log      string
 	Revision uint64
 	Err      error
 }
 
 func (e *EntryError) Error() string {
-	return fmt.Sprintf("%s: entry %d: %v", e.Log, e.Revision, e.Err)
+	return fmt.Sprintf("entry %d: %v", e.Revision, e.Err)
 }
 
 func (e *EntryError) Unwrap() error { return e.Err }
+
+// errNotInitialized: the log holds no initial state yet. No caller acts on
+// it but by reporting it: it is not exported.
+var errNotInitialized = errors.New("the log holds no initial state; call Initialize first")

@@ -49,8 +49,8 @@ func (s *Synchronizer[S]) replaceLocked(ctx context.Context, cur local[S], init 
 	next := local[S]{Revisioned: Revisioned[S]{Value: st, Revision: at.Revision}, initialized: true, compactedAt: at.Revision, id: at.ID}
 	s.local.Store(&next)
 	s.notifyApplied(Applied[S]{
-		Entry:    Entry{Revision: at.Revision, Snapshot: true, Data: data, Time: time.Now(), ID: at.ID},
-		Snapshot: st, Local: true, Before: cur.Value, After: st, HasStates: true,
+		Entry: Entry{Position: at, Snapshot: true, Data: data, Time: time.Now()},
+		Local: true, Before: cur.Value, After: st, HasStates: true,
 	})
 	return next.Revisioned, nil
 }

@@ -40,7 +40,7 @@ func TestReplaceIsConditional(t *testing.T) {
 		t.Fatalf("a reader's copy is %d, want 15", got)
 	}
 	last := heard[len(heard)-1]
-	if !last.Entry.Snapshot || last.Snapshot != 15 || last.Revision != after.Revision {
+	if !last.Snapshot || last.After != 15 || last.Revision != after.Revision {
 		t.Fatalf("the reader heard %+v last, want the snapshot of 15 at %d", last, after.Revision)
 	}
 	if _, err := increment(ctx, writer); err != nil {

@@ -325,7 +325,7 @@ func (c *catchUp[S]) reporting() bool { return c.s.progress != nil && c.total >=
 // apply returns cur with entry e applied, and what to tell watchers.
 func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], Applied[S], error) {
 	bad := func(err error) (local[S], Applied[S], error) {
-		return cur, Applied[S]{}, &EntryError{Log: s.log.Name(), Revision: e.Revision, Err: err}
+		return cur, Applied[S]{}, fmt.Errorf("%s: %w", s.log.Name(), &EntryError{Revision: e.Revision, Err: err})
 	}
 	if e.Foreign != "" {
 		cur.Revision = e.Revision // nothing to apply: step over it
@@ -337,7 +337,7 @@ func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], Applied[S], er
 			return bad(err)
 		}
 		st := init.Create(e.Revision)
-		return local[S]{Revisioned: Revisioned[S]{Value: st, Revision: e.Revision}, initialized: true, compactedAt: e.Revision}, Applied[S]{Entry: e, Snapshot: st, After: st, HasStates: true}, nil
+		return local[S]{Revisioned: Revisioned[S]{Value: st, Revision: e.Revision}, initialized: true, compactedAt: e.Revision}, Applied[S]{Entry: e, After: st, HasStates: true}, nil
 	}
 	if !cur.initialized {
 		return bad(errors.New("an update comes before any initial state"))
@@ -365,7 +365,7 @@ func (s *Synchronizer[S]) applyUpdates(cur local[S], a Applied[S]) (local[S], Ap
 func (s *Synchronizer[S]) decode(e Entry) (Applied[S], error) {
 	updates, err := s.codec.DecodeUpdates(e.Data)
 	if err != nil {
-		return Applied[S]{}, &EntryError{Log: s.log.Name(), Revision: e.Revision, Err: err}
+		return Applied[S]{}, fmt.Errorf("%s: %w", s.log.Name(), &EntryError{Revision: e.Revision, Err: err})
 	}
 	return Applied[S]{Entry: e, Updates: updates}, nil
 }
@@ -444,7 +444,7 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 	cur.Revision, cur.id = rev, at.ID
 	s.local.Store(&cur)
 	// Time stays zero: only the log knows when it stored the entry.
-	s.notifyApplied(Applied[S]{Entry: Entry{Revision: rev, Data: data}, Updates: updates, Local: true, Before: before, After: cur.Value, HasStates: true})
+	s.notifyApplied(Applied[S]{Entry: Entry{Position: at, Data: data}, Updates: updates, Local: true, Before: before, After: cur.Value, HasStates: true})
 	return rev, nil
 }
 
@@ -470,7 +470,7 @@ func (s *Synchronizer[S]) confirmCurrentLocked(ctx context.Context, base uint64)
 		return err
 	}
 	if last.Revision != base {
-		return &ConflictError{Expected: base, Current: last.Revision}
+		return &ConflictError{Current: last.Revision}
 	}
 	return nil
 }
@@ -643,7 +643,7 @@ func (s *Synchronizer[S]) ensureInitializedLocked(ctx context.Context) error {
 		return err
 	}
 	if !s.local.Load().initialized {
-		return fmt.Errorf("%s: %w", s.log.Name(), ErrNotInitialized)
+		return fmt.Errorf("%s: %w", s.log.Name(), errNotInitialized)
 	}
 	return nil
 }

@@ -98,7 +98,7 @@ func (l *Log) add(ctx context.Context, expected uint64, e statesync.Entry) (uint
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if expected != statesync.AnyRevision && expected != l.last {
-		return 0, &statesync.ConflictError{Expected: expected, Current: l.last}
+		return 0, &statesync.ConflictError{Current: l.last}
 	}
 	if want := e.ID; want != "" && expected != statesync.AnyRevision && want != fmt.Sprintf("%d.%d", l.incarnation, l.last) {
 		return 0, fmt.Errorf("%s: its entry %d is not the one read (%s): %w", l.name, l.last, want, statesync.ErrReplaced)
@@ -161,7 +161,7 @@ func (l *Log) read(ctx context.Context, after, upTo uint64, fn func(statesync.En
 			return err
 		}
 		if gap && !e.Snapshot {
-			return fmt.Errorf("%s: after revision %d the next entry is %d: %w", l.name, next-1, e.Revision, statesync.ErrGap)
+			return fmt.Errorf("%s: after revision %d the next entry is %d, and no snapshot covers the entries between", l.name, next-1, e.Revision)
 		}
 		next = e.Revision + 1
 		if err := fn(e); err != nil {
