@@ -39,7 +39,8 @@ func TestStoppedHolderLeavesTheNextRegistrationAlone(t *testing.T) {
 // (kill -9): the shell that lost its registration does not keep the dead
 // one alive, so a follower sees it expire within the ttl and 2 seconds.
 func TestStoppedHolderDoesNotKeepTheNextRegistrationAlive(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its deadline of seconds is for this test's processes,
+	// not for them among other tests' on a loaded machine.
 	args := membershipServer(t)
 	a, b := reregisteredWhileStopped(t, args)
 	follower := startREPL(t, "follower", args("watcher", "--follow")...)

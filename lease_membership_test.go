@@ -13,7 +13,8 @@ import (
 // it, within the ttl and 2 seconds; a shell started afterwards never sees
 // /servers/1.
 func TestMembershipLeaseExpiresAfterKill(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its deadline of seconds is for this test's processes,
+	// not for them among other tests' on a loaded machine.
 	args := membershipServer(t)
 	const ttl = 3 * time.Second
 	follower := startREPL(t, "follower", args("watcher", "--follow")...)
@@ -71,7 +72,8 @@ func TestMembershipLeaseExpiresAfterKill(t *testing.T) {
 // following shell is: it writes the expiry of a lease whose holder was
 // killed, so the membership example works with it as the only watcher.
 func TestOneShotWatchExpiresLeases(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its deadline of seconds is for this test's processes,
+	// not for them among other tests' on a loaded machine.
 	args := membershipServer(t)
 	const ttl = 3 * time.Second
 	s1 := startREPL(t, "server-1", args("server-1")...)

@@ -158,7 +158,8 @@ func stopProcess(t *testing.T, c *exec.Cmd) {
 // changed, and does not land when the server comes back on the same port
 // and store: nothing is sent behind the user's back.
 func TestNoWriteBehindTheUsersBack(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its deadline of seconds is for this test's processes,
+	// not for them among other tests' on a loaded machine.
 	listen, dir := fmt.Sprintf("127.0.0.1:%d", freePort(t)), t.TempDir()
 	server := startServerProcessAt(t, listen, dir)
 	args := []string{"--server", "nats://" + listen, "--scope", "late", "--timeout", "3s"}
@@ -211,7 +212,8 @@ func noRaceExitSleep() []string {
 // and hold a lease whose keeper is waiting for the server, a watch, and a
 // member holding its key.
 func TestExitIsQuickWhenTheServerHangs(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its deadline of seconds is for this test's processes,
+	// not for them among other tests' on a loaded machine.
 	url, server := startServerProcess(t)
 	args := func(writer string, more ...string) []string {
 		return append([]string{"--server", url, "--scope", "hang", "--writer", writer}, more...)

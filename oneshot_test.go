@@ -132,8 +132,10 @@ func exportedProps(t *testing.T, args []string) map[string]string {
 func TestBigExportImportsBack(t *testing.T) {
 	t.Parallel()
 	srv := jstest.Server(t)
-	src := []string{"--server", srv.ClientURL(), "--scope", "big", "-n", "src"}
-	dst := []string{"--server", srv.ClientURL(), "--scope", "big", "-n", "dst"}
+	// A minute per command, not 5 s: the test is of what lands, and 2 MB
+	// under -race among parallel tests can take longer.
+	src := []string{"--server", srv.ClientURL(), "--scope", "big", "-n", "src", "--timeout", "1m"}
+	dst := []string{"--server", srv.ClientURL(), "--scope", "big", "-n", "dst", "--timeout", "1m"}
 	if _, stderr, code := runShell(t, "", append(src, "import", writeBigImport(t, 2000))...); code != 0 {
 		t.Fatalf("import of the plain file: exit %d, %s", code, stderr)
 	}
@@ -226,7 +228,7 @@ func TestNoConfigWhoseSubjectAnotherStreamTakes(t *testing.T) {
 func TestBigImportKilledMidwayChangesNothing(t *testing.T) {
 	t.Parallel()
 	srv := jstest.Server(t)
-	args := []string{"--server", srv.ClientURL(), "--scope", "big", "-n", "killed"}
+	args := []string{"--server", srv.ClientURL(), "--scope", "big", "-n", "killed", "--timeout", "1m"} // as above
 	if _, stderr, code := runShell(t, "", append(args, "put", "before", "1")...); code != 0 {
 		t.Fatalf("put: exit %d, %s", code, stderr)
 	}
