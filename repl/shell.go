@@ -505,7 +505,7 @@ func (sh *Shell) showChange(ch sharedconfig.Change, prefix string) {
 		sh.printAsync([]string{">>>> " + safef("revision %d: %s %s", []any{ch.Revision, op, args})})
 		return
 	}
-	sh.printAsync([]string{">>>> " + safef("revision %d by %s: %s %s", []any{ch.Revision, ch.Writer, op, args})})
+	sh.printAsync([]string{">>>> " + safef("revision %d by %s: %s %s", []any{ch.Revision, previewed(ch.Writer), op, args})})
 }
 
 // watching says what the shell shows of others' changes as they land:
