@@ -161,3 +161,27 @@ func TestDataDirOfAnotherUser(t *testing.T) {
 		t.Errorf("files were made in the other user's directory: %v", entries)
 	}
 }
+
+// A user the server does not let use the turns subject loses only fairness
+// (docs/wire.md): no line of nats.go's about it reaches stderr. A refusal
+// elsewhere is said once, escaped, since it may explain a failure.
+func TestTurnsSubjectDeniedSaysNothing(t *testing.T) {
+	t.Parallel()
+	deny := []string{"sharedconfig.*.*.turns", "sharedconfig.denied.c"}
+	perms := &server.Permissions{Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: deny},
+		Subscribe: &server.SubjectPermission{Allow: []string{">"}, Deny: deny}}
+	s := jstest.NATS(t, &server.Options{JetStream: true, Users: []*server.User{{Username: "u", Password: "p", Permissions: perms}}})
+	url := "nats://u:p@" + strings.TrimPrefix(s.ClientURL(), "nats://")
+	stdout, stderr, code := runShell(t, "PUT a, 1\nPUT a, 2\nGET a\n", "--server", url, "-s", "t", "-n", "c")
+	if code != 0 || stderr != "" || !strings.Contains(stdout, "'a' is '2'") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want both PUTs done and nothing on stderr", code, stdout, stderr)
+	}
+	_, stderr, _ = runShell(t, "", "--server", url, "-s", "t", "-n", "c", "exec", "GET a")
+	if stderr != "" {
+		t.Errorf("exec: stderr %q, want nothing", stderr)
+	}
+	_, stderr, code = runShell(t, "", "--server", url, "--timeout", "1s", "-s", "denied", "-n", "c", "put", "a", "1")
+	if want := `sharedconfig: nats: permissions violation: Permissions Violation for Publish to "sharedconfig.denied.c"`; code == 0 || strings.Count(stderr, want) != 1 {
+		t.Errorf("put where publishing is denied: exit %d, stderr %q; want a failure and %s once", code, stderr, want)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sharedconfig/sharedconfig/internal/localserver"
+	"github.com/sharedconfig/sharedconfig/jetstream"
 )
 
 // connFlags are how the shell reaches NATS.
@@ -81,6 +82,7 @@ func knownLocalPort(dir string) (port string, ok bool, err error) {
 // the local server, starting one in the background if none answers.
 func (c *connFlags) connect(ctx context.Context) (*nats.Conn, error) {
 	c.opts.Name = "sharedconfig"
+	c.opts.AsyncError = asyncErrors(c.stderr)
 	if c.opts.URLs != "" || os.Getenv("NATS_URL") != "" {
 		nc, err := localserver.Connect(c.opts)
 		if tf := (*localserver.TLSFirstError)(nil); errors.As(err, &tf) {
@@ -319,3 +321,32 @@ func defaultDataDirHelp() string {
 	}
 	return d
 }
+
+// asyncErrors reports what the server says apart from any request on
+// stderr, escaped, once per message (a permission refused on the config's
+// subject explains a write that then fails). Those about the turns subject
+// are dropped: its words are hints, and a user who may not use it loses
+// only fairness.
+func asyncErrors(stderr func() io.Writer) func(subject string, err error) {
+	var mu sync.Mutex
+	said := map[string]bool{}
+	return func(subject string, err error) {
+		msg := err.Error()
+		if strings.HasSuffix(subject, jetstream.TurnsSuffix) || strings.Contains(msg, jetstream.TurnsSuffix+`"`) {
+			return
+		}
+		if subject != "" && !strings.Contains(msg, subject) {
+			msg += " (subscription to " + subject + ")"
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if said[msg] || len(said) >= maxAsyncErrors {
+			return
+		}
+		said[msg] = true
+		fmt.Fprintf(stderr(), "sharedconfig: %s\n", visible(msg))
+	}
+}
+
+// maxAsyncErrors bounds the distinct messages asyncErrors says, and keeps.
+const maxAsyncErrors = 20

@@ -329,14 +329,17 @@ func (l *Log) Close() error {
 	return nil
 }
 
+// TurnsSuffix makes a config's subject the subject of its writers' turns
+// words, which no stream of a config stores (names hold no '.').
+const TurnsSuffix = ".turns"
+
 // Announce implements turns.Announcer with a plain publish on a subject
-// beside the config's (its subject plus ".turns", which no stream of a
-// config stores: names hold no '.').
-func (l *Log) Announce(word []byte) error { return l.nc.Publish(l.subject+".turns", word) }
+// beside the config's (its subject plus TurnsSuffix).
+func (l *Log) Announce(word []byte) error { return l.nc.Publish(l.subject+TurnsSuffix, word) }
 
 // Listen implements turns.Announcer with a plain subscription.
 func (l *Log) Listen(fn func(word []byte)) (stop func(), err error) {
-	sub, err := l.nc.Subscribe(l.subject+".turns", func(m *nats.Msg) { fn(m.Data) })
+	sub, err := l.nc.Subscribe(l.subject+TurnsSuffix, func(m *nats.Msg) { fn(m.Data) })
 	if err != nil {
 		return nil, fmt.Errorf("%s: listening to other writers: %w", l.name, err)
 	}

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -183,7 +184,7 @@ func (l *Log) getBatch(ctx context.Context, from uint64, n int) ([]*nats.Msg, er
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, fmt.Errorf("%s: reading after %d: %w", l.name, from-1, describeJSError(err))
+			return nil, fmt.Errorf("%s: reading after %d: %w", l.name, from-1, l.directGetError(ctx, err))
 		}
 		if m.Subject != reply {
 			continue // left over from a read that stopped early
@@ -198,6 +199,20 @@ func (l *Log) getBatch(ctx context.Context, from uint64, n int) ([]*nats.Msg, er
 		}
 		batch = append(batch, m)
 	}
+}
+
+// directGetError is describeJSError for a direct get that failed. Nobody
+// answering one on a server that has JetStream means the stream was
+// deleted under the read: that is statesync.ErrDeleted.
+func (l *Log) directGetError(ctx context.Context, err error) error {
+	if errors.Is(err, nats.ErrNoResponders) {
+		attempt, cancel := context.WithTimeout(ctx, attemptTimeout)
+		defer cancel()
+		if _, infoErr := l.stream.Info(attempt); errors.Is(infoErr, jetstream.ErrStreamNotFound) {
+			return describeStreamError(infoErr)
+		}
+	}
+	return describeJSError(err)
 }
 
 // readConsumer reads with an ordered consumer from r.next.

@@ -418,7 +418,7 @@ func runLog(ctx context.Context, sh *Shell, args []string) reply {
 		} else if witness(ch) {
 			a += " -- a witness: it ended nothing (not due, or already gone)"
 		}
-		t.rows = append(t.rows, []string{strconv.FormatUint(ch.Revision, 10), formatTime(ch.Time), ch.Writer, op, a})
+		t.rows = append(t.rows, []string{strconv.FormatUint(ch.Revision, 10), formatTime(ch.Time), previewed(ch.Writer), op, a})
 		entries = append(entries, changeFields(ch))
 	}
 	r.table = t
@@ -473,7 +473,7 @@ func runHistory(ctx context.Context, sh *Shell, args []string) reply {
 		if !ch.Time.IsZero() {
 			f["time"] = ch.Time.UTC().Format(time.RFC3339Nano)
 		}
-		t.rows = append(t.rows, []string{strconv.FormatUint(ch.Revision, 10), formatTime(ch.Time), ch.Writer, value})
+		t.rows = append(t.rows, []string{strconv.FormatUint(ch.Revision, 10), formatTime(ch.Time), previewed(ch.Writer), value})
 		list = append(list, f)
 	}
 	r.table = t

@@ -152,15 +152,15 @@ func quoteAll(keys []string) string {
 func describeLeaseOp(op sharedconfig.Op) (operation, arguments string, ok bool) {
 	switch op.Kind {
 	case "put":
-		return "PUT_WITH_LEASE", previewQuoted(op.Key) + " , " + previewQuoted(op.Value) + " , " + Quote(op.Lease), op.Lease != ""
+		return "PUT_WITH_LEASE", previewQuoted(op.Key) + " , " + previewQuoted(op.Value) + " , " + previewQuoted(op.Lease), op.Lease != ""
 	case "register_lease":
-		return "REGISTER_LEASE", Quote(op.Lease) + " , " + op.TTL.String() + " by " + Quote(op.Holder), true
+		return "REGISTER_LEASE", previewQuoted(op.Lease) + " , " + op.TTL.String() + " by " + previewQuoted(op.Holder), true
 	case "refresh_lease":
-		return "REFRESH_LEASE", Quote(op.Lease), true
+		return "REFRESH_LEASE", previewQuoted(op.Lease), true
 	case "revoke_lease":
-		return "REVOKE_LEASE", Quote(op.Lease), true
+		return "REVOKE_LEASE", previewQuoted(op.Lease), true
 	case "expire_lease":
-		return "EXPIRE_LEASE", Quote(op.Lease), true
+		return "EXPIRE_LEASE", previewQuoted(op.Lease), true
 	}
 	return "", "", false
 }
@@ -173,7 +173,7 @@ func describeEnded(ended []sharedconfig.EndedLease) string {
 		if e.Expired {
 			how = "expired"
 		}
-		part := "lease " + Quote(e.Lease) + " " + how
+		part := "lease " + previewQuoted(e.Lease) + " " + how
 		if len(e.Keys) > 0 {
 			part += ", removing " + quoteAll(e.Keys)
 		}

@@ -55,3 +55,11 @@ func byteSize(n int) string {
 	}
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
+
+// previewed is s as previewShown shows it, with its size if cut: for a
+// writer's name in LOG, HISTORY and follow mode, which anyone publishing
+// on the config's subject sets, at any length.
+func previewed(s string) string {
+	text, size := previewShown(s)
+	return text + size
+}

@@ -3,6 +3,7 @@ package repl
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
@@ -56,5 +57,30 @@ func TestByteSize(t *testing.T) {
 		if got := byteSize(n); got != want {
 			t.Errorf("byteSize(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// A writer's name, a lease's and its holder's come from the entries, which
+// anyone publishing on the config's subject writes: LOG, HISTORY and follow
+// mode show their start and size too.
+func TestLinesThatDescribeChangesShowTheStartOfLongNames(t *testing.T) {
+	srv := jstest.Server(t)
+	long := strings.Repeat("w", 1000)
+	writer, wout := openShell(t, srv, long, Options{})
+	run(writer, wout, "PUT k, v")
+	sh, out := openShell(t, srv, "reader", Options{})
+	if err := sh.SetFollow(true); err != nil {
+		t.Fatal(err)
+	}
+	defer sh.SetFollow(false)
+	text := run(sh, out, "LOG 1", "HISTORY k")
+	sh.heard(sharedconfig.Change{Revision: 99, Writer: long, Ops: []sharedconfig.Op{
+		{Kind: "register_lease", Lease: long, Holder: long, TTL: time.Second}, {Kind: "revoke_lease", Lease: long}}}, "")
+	text += out.take()
+	if strings.Contains(text, strings.Repeat("w", previewChars+1)) {
+		t.Errorf("a name is shown whole:\n%.3000s", text)
+	}
+	if n := strings.Count(text, "…\" (1000 bytes)") + strings.Count(text, "… (1000 bytes)"); n < 6 {
+		t.Errorf("%d names shown by their start and size, want 6 (the writer in LOG, HISTORY and follow mode; two leases and a holder):\n%.3000s", n, text)
 	}
 }

@@ -114,6 +114,9 @@ type Shell struct {
 	// inCommand: a command is running, so the tries traced are its own;
 	// between commands they are the lease keeper's.
 	inCommand atomic.Bool
+	// reading: Run reads commands, so QUIT and PUT are the user's to type
+	// (not so under 'sharedconfig watch').
+	reading atomic.Bool
 
 	followMu    sync.Mutex
 	stopFollow  func() // set while following: FOLLOW ON or WATCH
@@ -167,6 +170,8 @@ func (sh *Shell) PrintHelp() { sh.print(strings.Split(helpText(), "\n")) }
 
 // Run executes lines from in until QUIT, the end of input, or ctx ends.
 func (sh *Shell) Run(ctx context.Context, in Input) error {
+	sh.reading.Store(true)
+	defer sh.reading.Store(false)
 	if a, ok := in.(aboveInput); ok {
 		sh.above.Store(&a)
 		defer sh.above.Store(nil)
@@ -500,7 +505,7 @@ func (sh *Shell) showChange(ch sharedconfig.Change, prefix string) {
 		sh.printAsync([]string{">>>> " + safef("revision %d: %s %s", []any{ch.Revision, op, args})})
 		return
 	}
-	sh.printAsync([]string{">>>> " + safef("revision %d by %s: %s %s", []any{ch.Revision, ch.Writer, op, args})})
+	sh.printAsync([]string{">>>> " + safef("revision %d by %s: %s %s", []any{ch.Revision, previewed(ch.Writer), op, args})})
 }
 
 // watching says what the shell shows of others' changes as they land:
@@ -610,6 +615,8 @@ func (sh *Shell) describeLost(err error) (string, bool) {
 	switch {
 	case errors.Is(err, statesync.ErrReplaced):
 		return fmt.Sprintf("%s was destroyed and created again; reloaded", sh.name), true
+	case errors.Is(err, statesync.ErrDeleted) && !sh.reading.Load():
+		return fmt.Sprintf("%s was destroyed (by another process); its changes show again if it is created again", sh.name), true
 	case errors.Is(err, statesync.ErrDeleted):
 		return fmt.Sprintf("%s was destroyed (by another process); QUIT, or PUT to create it again", sh.name), true
 	}

@@ -33,6 +33,12 @@ func TestDecodeRefuses(t *testing.T) {
 		// No command can write an empty key, nor read, replace or remove one.
 		`{"ops":[{"op":"put","key":"","value":"v"}]}`, `{"ops":[{"op":"remove","key":""}]}`,
 		`{"ops":[{"op":"put","key":"","value":"v","lease":"L"}]}`,
+		// A ttl Register refuses: too short for any keeper to see it fall
+		// due (each would witness it for ever), or past what a
+		// time.Duration holds.
+		`{"ops":[{"op":"register_lease","lease":"L","holder":"h","ttl_ms":1}]}`,
+		`{"ops":[{"op":"register_lease","lease":"L","holder":"h","ttl_ms":9223372036854776}]}`,
+		`{"ops":[{"op":"register_lease","lease":"L","holder":"h","ttl_ms":86400001}]}`,
 	} {
 		if us, err := (codec{}).DecodeUpdates([]byte(bad)); err == nil {
 			t.Errorf("DecodeUpdates(%q) = %#v, want an error", bad, us)
@@ -40,6 +46,12 @@ func TestDecodeRefuses(t *testing.T) {
 	}
 	if init, err := (codec{}).DecodeInitial([]byte(`{"properties":{"":"v"}}`)); err == nil {
 		t.Errorf("DecodeInitial of a snapshot with an empty key = %#v, want an error", init)
+	}
+	for _, ttl := range []string{"1", "999", "9223372036854776"} {
+		snap := `{"properties":{},"leases":{"L":{"holder":"h","ttl_ms":` + ttl + `,"deadline":"2026-11-30T05:00:10Z"}}}`
+		if init, err := (codec{}).DecodeInitial([]byte(snap)); err == nil {
+			t.Errorf("DecodeInitial of a snapshot with a lease of ttl_ms %s = %#v, want an error", ttl, init)
+		}
 	}
 	for _, u := range []statesync.Update[State]{putUpdate{"", "v"}, removeUpdate{""}, putWithLease{"", "v", "L"}} {
 		if data, err := (codec{}).EncodeUpdates([]statesync.Update[State]{u}); !errors.Is(err, ErrEmptyKey) {

@@ -3,7 +3,6 @@ package sharedconfig
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -80,7 +79,7 @@ func decodeLeaseOp(op wireOp) (statesync.Update[State], bool) {
 		return putWithLease{*op.Key, *op.Value, *op.Lease}, true
 	case kv:
 		return nil, false
-	case op.Op == "register_lease" && op.Holder != nil && op.TTLms != nil && *op.TTLms > 0:
+	case op.Op == "register_lease" && op.Holder != nil && op.TTLms != nil && validTTLms(*op.TTLms):
 		return registerLease{*op.Lease, *op.Holder, time.Duration(*op.TTLms) * time.Millisecond}, true
 	case op.TTLms != nil:
 		return nil, false
@@ -92,6 +91,13 @@ func decodeLeaseOp(op wireOp) (statesync.Update[State], bool) {
 		return expireLease{*op.Lease}, true
 	}
 	return nil, false
+}
+
+// validTTLms: a ttl Register would take. A shorter one (written by some
+// other program) could never be watched falling due, so every keeper would
+// witness it for ever; a longer one may not fit a time.Duration.
+func validTTLms(ms int64) bool {
+	return ms >= MinLeaseTTL.Milliseconds() && ms <= MaxLeaseTTL.Milliseconds()
 }
 
 type wireLease struct {
@@ -119,8 +125,8 @@ func (w wireSnapshotLeases) snapshot(s State) (statesync.InitialUpdate[State], e
 		}
 	}
 	for name, l := range w.Leases {
-		if l.TTLms <= 0 {
-			return nil, errors.New("not a sharedconfig snapshot: a lease without a positive ttl_ms")
+		if !validTTLms(l.TTLms) {
+			return nil, fmt.Errorf("not a sharedconfig snapshot: lease %q has ttl_ms %d, not %d to %d", name, l.TTLms, MinLeaseTTL.Milliseconds(), MaxLeaseTTL.Milliseconds())
 		}
 		s = s.setLease(name, Lease{Holder: l.Holder, Registration: l.Registration, TTL: time.Duration(l.TTLms) * time.Millisecond, Deadline: l.Deadline, Watched: l.Watched})
 	}

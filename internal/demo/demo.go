@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
@@ -108,9 +110,26 @@ type run struct {
 	drawn   []timeline.Try // the tries to draw, when not all of them
 }
 
-// say narrates one line.
+// say narrates one line (or a few, by newlines in format).
+// Every string argument is shown as the shell shows text from others: as
+// is when printable, else quoted, so that nothing another process writes
+// into the demo's config (a value, a key, a writer's name) drives the
+// terminal.
 func (r *run) say(format string, args ...any) {
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = shown(s)
+		}
+	}
 	fmt.Fprintf(r.o.Out, format+"\n", args...)
+}
+
+// shown is s as is if every character of it is printable, else quoted.
+func shown(s string) string {
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // nextStep begins a step: it waits for the reader if asked to, pauses as

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/internal/timeline"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -282,5 +285,54 @@ func TestLeaseRunStopsWhenItsConfigIsDestroyed(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "demo/lease-") {
 		t.Errorf("%v does not name the config", err)
+	}
+}
+
+// What another process writes into a demo's config (a value, a writer's
+// name) is narrated escaped, as the shell shows it: nothing of it reaches
+// the terminal as a control character.
+func TestNarrationEscapesWhatOthersWrote(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	dial := func(context.Context) (*nats.Conn, error) {
+		return localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
+	}
+	hostile := "\x1b]0;owned\a\x1b[2J\u202e\x00"
+	steps := 0
+	var out bytes.Buffer
+	_, err := demo.Run(context.Background(), "stale", demo.Options{
+		Dial: dial, Out: &out, Writers: 2, Speed: 100, Scope: "demo", Timeout: 10 * time.Second,
+		Step: func() error {
+			if steps++; steps != 2 { // before both GET p1
+				return nil
+			}
+			ctx := context.Background()
+			configs, err := jetstream.ListConfigs(ctx, nc)
+			if err != nil || len(configs) != 1 {
+				return fmt.Errorf("configs %v, %v", configs, err)
+			}
+			log, err := jetstream.OpenLog(ctx, nc, configs[0].Scope, configs[0].Name, jetstream.LogOptions{Writer: "evil"})
+			if err != nil {
+				return err
+			}
+			cfg, err := sharedconfig.Open(ctx, log, sharedconfig.Options{})
+			if err != nil {
+				return err
+			}
+			defer cfg.Close()
+			_, err = cfg.Put(ctx, "p1", hostile)
+			return err
+		},
+	})
+	if err != nil {
+		t.Fatalf("the run ended with %v\n%s", err, out.String())
+	}
+	for _, r := range out.String() {
+		if r != '\n' && !strconv.IsPrint(r) {
+			t.Fatalf("the narration holds %U:\n%s", r, out.String())
+		}
+	}
+	if want := strconv.Quote(hostile); !strings.Contains(out.String(), want) {
+		t.Errorf("the narration does not show the value as %s:\n%s", want, out.String())
 	}
 }

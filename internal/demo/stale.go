@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/sharedconfig/sharedconfig/internal/timeline"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
@@ -73,11 +72,11 @@ func (r *run) getAll(w *writer, config string) {
 	r.say("  %s> GET_ALL\n  **** Properties for SharedConfig: '%s' :", w.name, config)
 	var lines []string
 	for k, p := range w.cfg.State().All() {
-		lines = append(lines, fmt.Sprintf("  ****     '%s' -> '%s'", k, p.Value))
+		lines = append(lines, fmt.Sprintf("  ****     '%s' -> '%s'", shown(k), shown(p.Value)))
 	}
 	slices.Sort(lines)
-	if len(lines) > 0 {
-		r.say("%s", strings.Join(lines, "\n"))
+	for _, l := range lines {
+		r.say("%s", l)
 	}
 }
 

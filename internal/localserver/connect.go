@@ -44,6 +44,11 @@ type ConnectOptions struct {
 	// ReconnectFailed, if set, is called after each failed attempt to
 	// reconnect, with its error, on the connection's callback goroutine.
 	ReconnectFailed func(error)
+	// AsyncError, if set, hears the errors the server reports apart from
+	// any request (a permission refused, a slow consumer), with the
+	// subject of the subscription they concern if nats.go knows it;
+	// unset, nats.go prints them on stderr.
+	AsyncError func(subject string, err error)
 }
 
 // ResolveURLs returns the server list these options use.
@@ -83,6 +88,15 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 	}, security...)
 	if o.ReconnectFailed != nil {
 		opts = append(opts, nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { o.ReconnectFailed(err) }))
+	}
+	if o.AsyncError != nil {
+		opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			o.AsyncError(subject, err)
+		}))
 	}
 	if err := checkURLsWithSecrets(urls); err != nil {
 		return nil, fmt.Errorf("cannot connect to %s: %v", RedactURLs(urls), err)

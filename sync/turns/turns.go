@@ -283,6 +283,13 @@ func (c *Manager) hear(word []byte) {
 		if err != nil {
 			return
 		}
+		if _, known := c.waiting[f[1]]; !known && len(c.waiting) >= maxRemembered {
+			// Anyone can make ids up: forgetting every claim costs only
+			// fairness, and those writers hold back no more.
+			clear(c.waiting)
+			close(c.changed)
+			c.changed = make(chan struct{})
+		}
 		c.waiting[f[1]] = waiter{since: since, heard: time.Now()}
 	case f[0] == "done" && len(f) == 2:
 		if _, ok := c.waiting[f[1]]; ok {
