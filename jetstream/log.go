@@ -197,6 +197,9 @@ func (l *Log) lookUpOrCreate(ctx context.Context, scope, name string, o LogOptio
 // another stream already takes.
 const jsErrSubjectOverlap = 10065
 
+// lookupTimeout bounds the look-up that names the stream in the way.
+const lookupTimeout = 5 * time.Second
+
 // describeCreateError names the stream that holds the config's subject when
 // that is why the config's stream cannot be created: the server says only
 // that subjects overlap, and the user must find and change that stream.
@@ -205,7 +208,10 @@ func (l *Log) describeCreateError(ctx context.Context, err error) error {
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode != jsErrSubjectOverlap {
 		return describeJSError(err)
 	}
-	owner, lookErr := l.js.StreamNameBySubject(ctx, l.subject)
+	// The create may have spent ctx's time: the lookup gets time of its own.
+	look, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
+	defer cancel()
+	owner, lookErr := l.js.StreamNameBySubject(look, l.subject)
 	if lookErr != nil {
 		return fmt.Errorf("another stream already takes the subject %s (%w)", l.subject, err)
 	}
