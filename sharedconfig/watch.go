@@ -99,9 +99,13 @@ func (c *Config) applied(a statesync.Applied[State]) {
 	}
 }
 
-// take tells w of one entry, narrowed to its prefix.
+// take tells w of one entry, narrowed to its prefix. Entries come in
+// order, each once; a snapshot at or below the last revision taken starts
+// another incarnation of the log (the config destroyed and created again,
+// its revisions from 1), which the copy reloaded: it is taken, and a
+// prefix watch compares it with what it saw of the old one.
 func (w *watcher) take(a statesync.Applied[State], ch Change) {
-	if a.Revision <= w.from {
+	if a.Revision <= w.from && !a.Entry.Snapshot {
 		return
 	}
 	w.from = a.Revision

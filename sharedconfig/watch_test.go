@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
 // watchLog collects what a watch hears, as "revision:op op" lines.
@@ -274,4 +275,39 @@ func TestReplaceIfRevisionConcurrentWriters(t *testing.T) {
 func replaceIfRevision(ctx context.Context, c *sharedconfig.Config, key, value string, revision uint64) (bool, sharedconfig.Property, bool, error) {
 	r, err := c.Replace(ctx, key, value, sharedconfig.IfRevision(revision))
 	return r.Written, r.Previous, r.Existed, err
+}
+
+// A watch goes on across its config destroyed and created again: it hears
+// the new one's changes, though their revisions start from 1 again, and a
+// prefix watch hears what the new one implies against what it last saw.
+func TestWatchHearsTheConfigCreatedAgain(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New("again")
+	c, err := sharedconfig.Open(ctx, log, sharedconfig.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	put(t, c, "a", "1")
+	put(t, c, "b", "2") // the copy is at revision 3
+	all, underA := newWatchLog(), newWatchLog()
+	for prefix, w := range map[string]*watchLog{"": all, "a": underA} {
+		stop, err := c.Watch(prefix, w.take, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stop()
+	}
+	log.Recreate()
+	again, err := sharedconfig.Open(ctx, log, sharedconfig.Options{}) // revision 1: a snapshot
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	put(t, again, "a", "new") // revision 2
+	_ = c.Refresh(ctx)        // ErrReplaced, unless the watches' follow found it first
+	all.waitFor(t, "2:PUT a = new")
+	if got := underA.waitFor(t, "2:PUT a = new"); len(got) != 2 || got[0] != "1:REMOVE a (snapshot, 0 under the prefix)" {
+		t.Fatalf("the prefix watch heard %q, want the new config's snapshot removing a, then its put", got)
+	}
 }
