@@ -51,6 +51,7 @@ func TestScripts(t *testing.T) {
 			"close":     scriptClose,
 			"term":      scriptTerm,
 			"publish":   scriptPublish,
+			"bigjson":   bigJSON,
 		},
 	})
 }
@@ -73,6 +74,30 @@ func stopLocal(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	ts.Fatalf("server %d did not stop", pid)
+}
+
+// bigjson FILE KEYS BYTES: writes FILE, a plain JSON object of KEYS keys
+// (key.0000, ...) whose values are BYTES bytes each: files too big to keep
+// in a script.
+func bigJSON(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: bigjson FILE KEYS BYTES")
+	}
+	keys, err1 := strconv.Atoi(args[1])
+	size, err2 := strconv.Atoi(args[2])
+	if err1 != nil || err2 != nil || size < 4 {
+		ts.Fatalf("bigjson: KEYS and BYTES are counts, BYTES at least 4")
+	}
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range keys {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, "\n\"key.%04d\": \"%04d%s\"", i, i, strings.Repeat("v", size-4))
+	}
+	b.WriteString("\n}\n")
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(b.String()), 0o600))
 }
 
 // waitport [!] PORT: waits until something listens on 127.0.0.1:PORT (or,

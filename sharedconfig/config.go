@@ -15,10 +15,13 @@
 //
 // Besides the operations: History reads the log back as changes (LOG, or
 // one key's: HISTORY), and Watch tells of each change as it lands,
-// keeping the local copy current (FOLLOW, WATCH). Export and Import move a config to and from a file
-// (export.go). An entry another program published is stepped over; one that
-// claims to be sharedconfig's and does not decode leaves the config readable
-// at its last good state, which Repair writes past the damage (repair.go).
+// keeping the local copy current (FOLLOW, WATCH). Import sets many keys in
+// one update (export.go); the file that export writes and import reads is
+// package exportfile's, made from a State. An entry another program
+// published is stepped over; one that claims to be sharedconfig's and does
+// not decode leaves the config readable at its last good state, which
+// Repair writes past the damage (repair.go; with DryRun it only lists what
+// it would discard).
 //
 // Leases (Config.Leases) registers, keeps alive and revokes this process's
 // leases, under which keys live only as long as their holder (lease*.go).
