@@ -86,6 +86,7 @@ type Options struct {
 // concurrent use.
 type Config struct {
 	sync *statesync.Synchronizer[State]
+	log  statesync.Log
 	opts Options
 
 	mu          sync.Mutex
@@ -114,6 +115,7 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 		syncOpts = append(syncOpts, statesync.WithProgress(o.CatchingUp))
 	}
 	c := &Config{
+		log:         log,
 		opts:        o,
 		removesLeft: o.Compaction.RemovesBeforeCompaction,
 		leases:      newLeaseClient(o.Holder),
@@ -180,7 +182,7 @@ func (c *Config) State() State {
 func (c *Config) entriesSinceCompaction() uint64 { return c.sync.EntriesSinceCompaction() }
 
 // Log is the log the config is stored in.
-func (c *Config) Log() statesync.Log { return c.sync.Log() }
+func (c *Config) Log() statesync.Log { return c.log }
 
 // Get returns the local value of key.
 func (c *Config) Get(key string) (string, bool) { return c.State().Get(key) }

@@ -38,7 +38,7 @@ func TestKeeperQuietAboutALeaseThisProcessRevoked(t *testing.T) {
 	}
 
 	// Another process of the same writer registers M again: news.
-	twin, err := Open(ctx, c.sync.Log(), Options{Holder: "a"})
+	twin, err := Open(ctx, c.Log(), Options{Holder: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
