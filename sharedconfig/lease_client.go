@@ -192,16 +192,14 @@ func (ls Leases) Holder() string { return ls.c.leases.holder }
 func (ls Leases) Now() time.Time { return ls.c.serverNow() }
 
 func (c *Config) serverNow() time.Time {
-	lt, ok := c.sync.LastLogTime()
+	stored, seen := c.sync.LastLogTime()
 	c.leases.mu.Lock()
 	defer c.leases.mu.Unlock()
 	if c.leases.clock != nil {
 		return c.leases.clock()
 	}
 	now := time.Now()
-	if ok {
-		c.leases.server.observe(lt, now)
-	}
+	c.leases.server.observe(logTime{Stored: stored, Seen: seen}, now)
 	return c.leases.server.estimate(now)
 }
 

@@ -1,10 +1,11 @@
 package sharedconfig
 
-import (
-	"time"
+import "time"
 
-	statesync "github.com/sharedconfig/sharedconfig/sync"
-)
+// logTime is what a read told of the log's clock: the time the log stored
+// the newest entry read, and the local time the read ended
+// (statesync.Synchronizer.LastLogTime).
+type logTime struct{ Stored, Seen time.Time }
 
 // serverClock estimates the server's clock from the log's times alone. A
 // read that saw an entry stored at T ended when the server's clock stood at
@@ -18,7 +19,7 @@ import (
 // once the bounds from before the step age out, instead of being overrun
 // forever by them.
 type serverClock struct {
-	cur, prev   statesync.LogTime // the best bounds of this window and the last
+	cur, prev   logTime // the best bounds of this window and the last
 	windowStart time.Time
 }
 
@@ -27,12 +28,12 @@ type serverClock struct {
 const serverClockWindow = time.Minute
 
 // observe takes in what a read saw of the log's clock, at local time now.
-func (sc *serverClock) observe(lt statesync.LogTime, now time.Time) {
+func (sc *serverClock) observe(lt logTime, now time.Time) {
 	if lt.Stored.IsZero() {
 		return
 	}
 	if now.Sub(sc.windowStart) >= serverClockWindow {
-		sc.prev, sc.cur, sc.windowStart = sc.cur, statesync.LogTime{}, now
+		sc.prev, sc.cur, sc.windowStart = sc.cur, logTime{}, now
 	}
 	if sc.cur.Stored.IsZero() || boundAt(lt, now).After(boundAt(sc.cur, now)) {
 		sc.cur = lt
@@ -55,6 +56,6 @@ func (sc *serverClock) estimate(now time.Time) time.Time {
 
 // boundAt is the lower bound lt gives of the server's clock at local time
 // now.
-func boundAt(lt statesync.LogTime, now time.Time) time.Time {
+func boundAt(lt logTime, now time.Time) time.Time {
 	return lt.Stored.Add(now.Sub(lt.Seen))
 }

@@ -35,21 +35,22 @@ type Synchronizer[S any] struct {
 	cm   *turns.Manager // how it takes turns with other writers
 	life lifetime
 
-	logTime atomic.Pointer[LogTime] // the log's clock, as the last read saw it
+	logTime atomic.Pointer[logTime] // the log's clock, as the last read saw it
 }
 
-// LogTime is what a read tells of the log's clock: the time the log stored
-// the newest entry read (Stored), and the local time the read ended (Seen).
-// The log's clock stood at Stored or later at Seen.
-type LogTime struct{ Stored, Seen time.Time }
+// logTime is what a read told of the log's clock.
+type logTime struct{ stored, seen time.Time }
 
 // LastLogTime returns the log's clock as the last read that carried a time
-// saw it (entries read back after an append included), if any read did.
-func (s *Synchronizer[S]) LastLogTime() (LogTime, bool) {
+// saw it (entries read back after an append included): the time the log
+// stored the newest entry read, and the local time the read ended. The
+// log's clock stood at stored or later at seen. Both are zero until a read
+// carries a time.
+func (s *Synchronizer[S]) LastLogTime() (stored, seen time.Time) {
 	if lt := s.logTime.Load(); lt != nil {
-		return *lt, true
+		return lt.stored, lt.seen
 	}
-	return LogTime{}, false
+	return time.Time{}, time.Time{}
 }
 
 // local is what the synchronizer knows: a state, and where it came from.
@@ -157,9 +158,6 @@ func (s *Synchronizer[S]) Locked(fn func(Revisioned[S])) {
 	fn(s.local.Load().Revisioned)
 }
 
-// Log returns the log the synchronizer works on.
-func (s *Synchronizer[S]) Log() Log { return s.log }
-
 // State returns the local copy of the state and whether it holds one yet.
 // It does no I/O, so it may be behind the log until Fetch.
 func (s *Synchronizer[S]) State() (Revisioned[S], bool) {
@@ -208,7 +206,7 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 	err := s.log.ReadAfter(ctx, cur.position(), target, c.take)
 	c.finish()
 	if !c.newest.IsZero() {
-		s.logTime.Store(&LogTime{Stored: c.newest, Seen: time.Now()})
+		s.logTime.Store(&logTime{stored: c.newest, seen: time.Now()})
 	}
 	if err == nil && c.cur.Revision < target {
 		// Every entry up to target was read; those not delivered carry no
