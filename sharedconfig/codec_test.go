@@ -132,7 +132,7 @@ func FuzzDecodeInitial(f *testing.F) {
 func TestApplyAllEqualsOneByOne(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 400 {
-		var updates []statesync.Pending[State]
+		var updates []pending
 		for i := range rng.IntN(60) {
 			k := string(rune('a' + rng.IntN(5)))
 			var u statesync.Update[State]
@@ -152,14 +152,14 @@ func TestApplyAllEqualsOneByOne(t *testing.T) {
 			default:
 				u = putUpdate{k, strconv.Itoa(i)}
 			}
-			updates = append(updates, statesync.Pending[State]{Update: u, Revision: uint64(i + 2)})
+			updates = append(updates, pending{Update: u, Revision: uint64(i + 2)})
 		}
 		start := putUpdate{"a", "start"}.Apply(putUpdate{"z", "kept?"}.Apply(State{}, 1), 1)
 		want := start
 		for _, p := range updates {
 			want = p.Update.Apply(want, p.Revision)
 		}
-		got := start.ApplyAll(updates)
+		got := applyAll(start, updates)
 		if !reflect.DeepEqual(collect(got), collect(want)) {
 			t.Fatalf("round %d: ApplyAll gave %v, one by one %v", round, collect(got), collect(want))
 		}

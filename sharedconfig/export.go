@@ -46,15 +46,13 @@ func (c *Config) importAsSnapshot(ctx context.Context, plan func(State) (updates
 			return nil, r
 		}
 		set := make([]string, 0, len(ups))
-		pending := make([]statesync.Pending[State], len(ups))
-		for i, u := range ups {
-			pending[i].Update = u
+		for _, u := range ups {
 			if p, ok := u.(putUpdate); ok {
 				set = append(set, p.Key)
 			}
 		}
 		r.AsSnapshot = true
-		return importedSnapshot{State: s.ApplyAll(pending), set: set}, r
+		return importedSnapshot{State: s.ApplyAll(ups, make([]uint64, len(ups))), set: set}, r
 	})
 	return r, err
 }

@@ -193,7 +193,7 @@ func (c *Config) addEnded(ctx context.Context, last uint64, changes []Change) er
 		}
 		before := st
 		for _, u := range updates {
-			st = statesync.ApplyPending(st, statesync.Pending[State]{Update: u, Revision: e.Revision, Time: e.Time})
+			st = applyAt(st, u, e.Revision, e.Time)
 		}
 		if ch := at[e.Revision]; ch != nil {
 			ch.Ended = endedLeases(before, st, updates)
@@ -267,7 +267,7 @@ func (c *Config) keyHistory(ctx context.Context, key string) ([]Change, error) {
 		}
 		before := st
 		for _, u := range updates {
-			st = statesync.ApplyPending(st, statesync.Pending[State]{Update: u, Revision: e.Revision, Time: e.Time})
+			st = applyAt(st, u, e.Revision, e.Time)
 		}
 		if ch, changed := keyChange(ch, key, before, st, updates); changed {
 			changes = append(changes, ch)

@@ -3,19 +3,17 @@ package sharedconfig
 import (
 	"fmt"
 	"testing"
-
-	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 // The state's own costs, without a server: what a PUT, a GET, a catch-up's
 // batch and a join's snapshot cost the map, at 10 keys and at 100,000.
 
 func stateOfSize(n int) State {
-	var b []statesync.Pending[State]
+	var b []pending
 	for i := range n {
-		b = append(b, statesync.Pending[State]{Update: putUpdate{Key: fmt.Sprintf("key%07d", i), Value: fmt.Sprintf("value-%d", i)}, Revision: uint64(i + 1)})
+		b = append(b, pending{Update: putUpdate{Key: fmt.Sprintf("key%07d", i), Value: fmt.Sprintf("value-%d", i)}, Revision: uint64(i + 1)})
 	}
-	return State{}.ApplyAll(b)
+	return applyAll(State{}, b)
 }
 
 // BenchmarkStatePut: rewriting a key with 10 keys and with 100,000.
@@ -53,17 +51,17 @@ func BenchmarkStateApplyAll(b *testing.B) {
 	}{{"rewrite-100-keys", 100, 100, 0}, {"new-keys-into-100k", 100_000, 0, 100_000}} {
 		b.Run(c.name, func(b *testing.B) {
 			s := stateOfSize(c.keys)
-			var batch []statesync.Pending[State]
+			var batch []pending
 			for i := range 4096 {
 				k := c.start + i
 				if c.mod > 0 {
 					k = i % c.mod
 				}
-				batch = append(batch, statesync.Pending[State]{Update: putUpdate{Key: fmt.Sprintf("key%07d", k), Value: fmt.Sprint(i)}, Revision: uint64(c.keys + i + 1)})
+				batch = append(batch, pending{Update: putUpdate{Key: fmt.Sprintf("key%07d", k), Value: fmt.Sprint(i)}, Revision: uint64(c.keys + i + 1)})
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				s.ApplyAll(batch)
+				applyAll(s, batch)
 			}
 		})
 	}

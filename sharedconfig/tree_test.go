@@ -144,25 +144,25 @@ func TestTreeAgainstAMap(t *testing.T) {
 		if round == 40 {
 			keyspace = 500 // now mostly removes and rewrites: leaves shrink and join
 		}
-		var batch []statesync.Pending[State]
+		var batch []pending
 		for range 1 + r.IntN(400) {
 			rev++
 			u := randomUpdate(r, keyspace, rev, round >= 40)
 			if r.IntN(2) == 0 {
-				s = statesync.ApplyPending(s, statesync.Pending[State]{Update: u, Revision: rev})
+				s = u.Apply(s, rev)
 				want.apply(u, rev)
 			} else {
-				batch = append(batch, statesync.Pending[State]{Update: u, Revision: rev})
+				batch = append(batch, pending{Update: u, Revision: rev})
 			}
 		}
 		if r.IntN(2) == 0 { // a batch of PUTs and REMOVEs only takes ApplyAll's own way
-			batch = slices.DeleteFunc(batch, func(p statesync.Pending[State]) bool {
+			batch = slices.DeleteFunc(batch, func(p pending) bool {
 				_, put := p.Update.(putUpdate)
 				_, remove := p.Update.(removeUpdate)
 				return !put && !remove
 			})
 		}
-		s = s.ApplyAll(batch)
+		s = applyAll(s, batch)
 		for _, p := range batch {
 			want.apply(p.Update, p.Revision)
 		}
@@ -204,23 +204,23 @@ func FuzzTreeAgainstAMap(f *testing.F) {
 func checkUpdatesAgainstAMap(t *testing.T, ops []byte, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, uint64(len(ops))))
 	s, want := State{}, model{map[string]Property{}, map[string]bool{}}
-	var batch []statesync.Pending[State]
+	var batch []pending
 	for i, b := range ops {
 		rev := uint64(i + 1)
 		u := randomUpdate(r, 100+int(b), rev, b%2 == 0)
 		if b%3 == 0 {
-			batch = append(batch, statesync.Pending[State]{Update: u, Revision: rev})
+			batch = append(batch, pending{Update: u, Revision: rev})
 			continue
 		}
-		s = s.ApplyAll(batch)
+		s = applyAll(s, batch)
 		for _, p := range batch {
 			want.apply(p.Update, p.Revision)
 		}
 		batch = batch[:0]
-		s = statesync.ApplyPending(s, statesync.Pending[State]{Update: u, Revision: rev})
+		s = u.Apply(s, rev)
 		want.apply(u, rev)
 	}
-	s = s.ApplyAll(batch)
+	s = applyAll(s, batch)
 	for _, p := range batch {
 		want.apply(p.Update, p.Revision)
 	}
@@ -275,17 +275,17 @@ func TestTreeLeavesOfLargeValues(t *testing.T) {
 	defer func(was int) { maxLeafBytes = was }(maxLeafBytes)
 	maxLeafBytes = 1000
 	s, want := State{}, map[string]Property{}
-	var batch []statesync.Pending[State]
+	var batch []pending
 	for i := range 300 {
 		k, v := fmt.Sprintf("k%03d", i*7%300), strings.Repeat("v", i%150)
 		if i%2 == 0 {
 			s = putUpdate{k, v}.Apply(s, uint64(i+1))
 		} else {
-			batch = append(batch, statesync.Pending[State]{Update: putUpdate{k, v}, Revision: uint64(i + 1)})
+			batch = append(batch, pending{Update: putUpdate{k, v}, Revision: uint64(i + 1)})
 		}
 		want[k] = Property{Value: v, Revision: uint64(i + 1)}
 	}
-	s = s.ApplyAll(batch)
+	s = applyAll(s, batch)
 	checkTree(t, s, want)
 }
 
@@ -353,4 +353,19 @@ func TestGetAllocatesNothing(t *testing.T) {
 	}); n != 0 {
 		t.Fatalf("%v allocations per GET", n)
 	}
+}
+
+// pending is an update and the revision of its entry, for ApplyAll.
+type pending struct {
+	Update   statesync.Update[State]
+	Revision uint64
+}
+
+// applyAll is s.ApplyAll of batch.
+func applyAll(s State, batch []pending) State {
+	updates, revisions := make([]statesync.Update[State], len(batch)), make([]uint64, len(batch))
+	for i, p := range batch {
+		updates[i], revisions[i] = p.Update, p.Revision
+	}
+	return s.ApplyAll(updates, revisions)
 }

@@ -3,6 +3,7 @@ package sharedconfig
 import (
 	"slices"
 	"strings"
+	"time"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
@@ -75,27 +76,27 @@ var (
 // times touches the persistent map once per key, and each leaf once. A batch
 // with other updates (a lease's) is applied in order: a lease's update
 // before a Clear still counts.
-func (s State) ApplyAll(updates []statesync.Pending[State]) State {
-	for _, p := range updates {
-		switch p.Update.(type) {
+func (s State) ApplyAll(updates []statesync.Update[State], revisions []uint64) State {
+	for _, u := range updates {
+		switch u.(type) {
 		case putUpdate, removeUpdate, clearUpdate:
 		default:
-			for _, p := range updates {
-				s = statesync.ApplyPending(s, p)
+			for i, u := range updates {
+				s = u.Apply(s, revisions[i])
 			}
 			return s
 		}
 	}
 	start := 0
 	for i := len(updates) - 1; i >= 0; i-- {
-		if _, ok := updates[i].Update.(clearUpdate); ok {
+		if _, ok := updates[i].(clearUpdate); ok {
 			s, start = clearUpdate{}.Apply(s, 0), i+1
 			break
 		}
 	}
 	last := make(map[string]int, len(updates)-start)
 	for i := start; i < len(updates); i++ {
-		switch u := updates[i].Update.(type) {
+		switch u := updates[i].(type) {
 		case putUpdate:
 			last[u.Key] = i
 		case removeUpdate:
@@ -104,8 +105,8 @@ func (s State) ApplyAll(updates []statesync.Pending[State]) State {
 	}
 	changes := make([]change, 0, len(last))
 	for k, i := range last {
-		if put, ok := updates[i].Update.(putUpdate); ok {
-			changes = append(changes, set(k, Property{Value: put.Value, Revision: updates[i].Revision}))
+		if put, ok := updates[i].(putUpdate); ok {
+			changes = append(changes, set(k, Property{Value: put.Value, Revision: revisions[i]}))
 		} else {
 			changes = append(changes, del(k))
 		}
@@ -115,3 +116,12 @@ func (s State) ApplyAll(updates []statesync.Pending[State]) State {
 }
 
 var _ statesync.BatchState[State] = State{}
+
+// applyAt applies u as of revision, at the log's time on its entry when u
+// is timed (as the synchronizer does).
+func applyAt(s State, u statesync.Update[State], revision uint64, at time.Time) State {
+	if tu, ok := u.(statesync.TimedUpdate[State]); ok {
+		return tu.ApplyAt(s, revision, at.Round(0))
+	}
+	return u.Apply(s, revision)
+}

@@ -127,7 +127,7 @@ func (w *watcher) take(a statesync.Applied[State], ch Change) {
 			break
 		}
 		for _, u := range a.Updates {
-			w.seen = statesync.ApplyPending(w.seen, statesync.Pending[State]{Update: u, Revision: a.Revision, Time: a.Time})
+			w.seen = applyAt(w.seen, u, a.Revision, a.Time)
 		}
 	}
 	if len(ch.Ops) > 0 {

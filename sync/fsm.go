@@ -1,7 +1,5 @@
 package statesync
 
-import "time"
-
 // Revisioned is a state as of a revision of the log: the state after applying
 // every entry up to and including Revision. Value must be treated as
 // immutable: the synchronizer hands the same value to concurrent readers.
@@ -53,18 +51,12 @@ type Codec[S any] interface {
 	DecodeInitial(data []byte) (InitialUpdate[S], error)
 }
 
-// Pending is an update and the revision (and time, if the log records it)
-// of the entry that carries it.
-type Pending[S any] struct {
-	Update   Update[S]
-	Revision uint64
-	Time     time.Time
-}
-
 // BatchState is implemented by states that can apply a run of updates at
 // once faster than one at a time (say, by keeping only the last write to
-// each key). The result must equal applying them in order. Catching up uses
-// it; the synchronizer checks for it on the state's value.
+// each key). revisions[i] is the revision of the entry that carries
+// updates[i]; none is a TimedUpdate (an entry holding one is applied on its
+// own). The result must equal applying them in order. Catching up uses it;
+// the synchronizer checks for it on the state's value.
 type BatchState[S any] interface {
-	ApplyAll(updates []Pending[S]) S
+	ApplyAll(updates []Update[S], revisions []uint64) S
 }

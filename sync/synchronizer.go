@@ -232,7 +232,8 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 type catchUp[S any] struct {
 	s            *Synchronizer[S]
 	cur          local[S]
-	pending      []Pending[S]
+	pending      []Update[S]
+	revisions    []uint64          // of the entries that carry pending
 	applied      []Applied[S]      // for watchers, once the copy is stored
 	record       bool              // keep every entry in applied, not only this process's own
 	speakers     map[string]uint64 // the last entry read of each speaker (see package turns)
@@ -288,7 +289,7 @@ func (c *catchUp[S]) takeEntry(e Entry) (Applied[S], error) {
 		return a, nil
 	}
 	for _, u := range a.Updates {
-		c.pending = append(c.pending, Pending[S]{u, e.Revision, e.Time})
+		c.pending, c.revisions = append(c.pending, u), append(c.revisions, e.Revision)
 	}
 	c.cur.Revision = e.Revision
 	if len(c.pending) >= batchSize {
@@ -300,8 +301,8 @@ func (c *catchUp[S]) takeEntry(e Entry) (Applied[S], error) {
 // flush applies the updates waiting in pending.
 func (c *catchUp[S]) flush() {
 	if len(c.pending) > 0 {
-		c.cur.Value = any(c.cur.Value).(BatchState[S]).ApplyAll(c.pending)
-		c.pending = c.pending[:0]
+		c.cur.Value = any(c.cur.Value).(BatchState[S]).ApplyAll(c.pending, c.revisions)
+		c.pending, c.revisions = c.pending[:0], c.revisions[:0]
 	}
 }
 

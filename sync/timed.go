@@ -17,13 +17,6 @@ type TimedUpdate[S any] interface {
 	ApplyAt(s S, revision uint64, at time.Time) S
 }
 
-// ApplyPending applies one pending update, with its entry's time when the
-// update is timed. BatchState implementations use it for the updates they
-// do not fold.
-func ApplyPending[S any](s S, p Pending[S]) S {
-	return applyOne(s, p.Update, p.Revision, p.Time)
-}
-
 func applyOne[S any](s S, u Update[S], revision uint64, at time.Time) S {
 	if tu, ok := u.(TimedUpdate[S]); ok {
 		return tu.ApplyAt(s, revision, at.Round(0)) // the wall clock only: as a log stores it
