@@ -9,6 +9,7 @@ import (
 	"time"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
 	"github.com/sharedconfig/sharedconfig/sync/memlog"
 	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
@@ -74,7 +75,7 @@ func incrementAsync(s *statesync.Synchronizer[counter]) <-chan error {
 
 func lastRevision(t *testing.T, log statesync.Log) uint64 {
 	t.Helper()
-	rev, err := log.LastRevision(context.Background())
+	rev, err := logtest.LastRevision(log, context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,13 +196,6 @@ type rivalLog struct {
 	rivals int
 }
 
-func (l *rivalLog) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
-	if err := l.letRivalIn(ctx); err != nil {
-		return 0, err
-	}
-	return l.Log.Append(ctx, expected, data)
-}
-
 func (l *rivalLog) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
 	if err := l.letRivalIn(ctx); err != nil {
 		return statesync.Position{}, err
@@ -219,7 +213,7 @@ func (l *rivalLog) letRivalIn(ctx context.Context) error {
 		return nil
 	}
 	other, _ := counterCodec.EncodeUpdates([]statesync.Update[counter]{add{N: 100}})
-	_, err := l.Log.Append(ctx, statesync.AnyRevision, other)
+	_, err := logtest.Append(l.Log, ctx, statesync.AnyRevision, other)
 	return err
 }
 
@@ -367,7 +361,7 @@ func TestWaitedWriteCatchesUpBeforeItTries(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	last, err := log.LastRevision(context.Background())
+	last, err := logtest.LastRevision(log, context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,7 +593,7 @@ func TestWaiterThatWritesKeepsItsClaimForOneTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	talk(t, log, func(i int) string {
-		if _, err := log.Append(turns.SpeakerContext(context.Background(), "writer"), statesync.AnyRevision, data); err != nil {
+		if _, err := logtest.Append(log, turns.SpeakerContext(context.Background(), "writer"), statesync.AnyRevision, data); err != nil {
 			t.Error(err)
 		}
 		return "wait writer 0"
