@@ -12,12 +12,6 @@ import (
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
-// LastRevision implements statesync.Log: LastPosition's revision.
-func (l *Log) LastRevision(ctx context.Context) (uint64, error) {
-	last, err := l.LastPosition(ctx)
-	return last.Revision, err
-}
-
 // LastPosition implements statesync.Log. The stream holds only
 // the config's subject, so its last message for that subject is its last
 // entry: one get of that message says where the log ends and which entry

@@ -14,6 +14,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
 )
 
 // publishRaw stores a message on the config's subject as another program
@@ -113,7 +114,7 @@ func TestDamagedEntryOpensReadOnlyAndRepairs(t *testing.T) {
 		plan.Discarded[1].Revision != later || plan.Discarded[1].Writer != "other" || plan.Discarded[1].Ops[0].Value != "later" || plan.Snapshot != 0 {
 		t.Fatalf("plan: %+v", plan)
 	}
-	if last := must[uint64](t)(d.Log().LastRevision(ctx)); last != later {
+	if last := must[uint64](t)(logtest.LastRevision(d.Log(), ctx)); last != later {
 		t.Fatalf("a dry run wrote: the log ends at %d, want %d", last, later)
 	}
 	// A write after the dry run: the repair it agreed to changes nothing.

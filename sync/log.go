@@ -60,10 +60,6 @@ type Log interface {
 	// anyone, until stop is called. Calls may be merged or spurious: fn
 	// should look at the log rather than count calls.
 	Notify(fn func()) (stop func(), err error)
-
-	// LastRevision is LastPosition's revision, while its last callers move
-	// to LastPosition.
-	LastRevision(ctx context.Context) (uint64, error)
 }
 
 // Position is an entry's place in a log. Revisions increase by one per

@@ -52,17 +52,6 @@ func (l *Log) SetClock(now func() time.Time) {
 // Name implements statesync.Log.
 func (l *Log) Name() string { return l.name }
 
-// Append is AppendAfter at revision expected, with no ID.
-func (l *Log) Append(ctx context.Context, expected uint64, data []byte) (uint64, error) {
-	return l.add(ctx, expected, statesync.Entry{Data: slices.Clone(data), Speaker: turns.Speaker(ctx)})
-}
-
-// LastRevision implements statesync.Log.
-func (l *Log) LastRevision(ctx context.Context) (uint64, error) {
-	last, err := l.LastPosition(ctx)
-	return last.Revision, err
-}
-
 // AppendAfter implements statesync.Log.
 func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
 	return l.addAfter(ctx, last, statesync.Entry{Data: slices.Clone(data), Speaker: turns.Speaker(ctx)})
