@@ -411,7 +411,10 @@ func (sh *Shell) Attempt(a statesync.Attempt) {
 	}
 	background := !sh.inCommand.Load()
 	if sh.json {
-		t := jsonTrace{Attempt: a.N, Base: a.Base, Updates: a.Updates, Committed: a.Revision, HeldBackMS: float64(a.HeldBack.Microseconds()) / 1000, Unconditional: a.Unconditional}
+		t := jsonTrace{Attempt: a.N, Base: a.Base, Updates: a.Updates, Committed: a.Revision, HeldBackMS: float64(a.HeldBack.Microseconds()) / 1000}
+		if a.Base == statesync.AnyRevision {
+			t.Base, t.Unconditional = 0, true
+		}
 		if a.Conflict != nil {
 			t.Conflict, t.StreamAt, t.CaughtUp = true, a.Conflict.Current, a.CaughtUp
 		}
@@ -435,7 +438,7 @@ func (sh *Shell) Attempt(a statesync.Attempt) {
 }
 
 func describeAttempt(a statesync.Attempt) string {
-	if a.Unconditional {
+	if a.Base == statesync.AnyRevision {
 		return fmt.Sprintf(".... try %d, unconditional (it decides nothing from the state it lands on): committed at revision %d", a.N, a.Revision)
 	}
 	prefix := fmt.Sprintf(".... try %d on revision %d: ", a.N, a.Base)

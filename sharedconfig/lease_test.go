@@ -233,7 +233,7 @@ func TestRefreshFromAStaleCopy(t *testing.T) {
 	if want := e.clock.Now().Add(10 * time.Second); !l.Deadline.Equal(want) {
 		t.Fatalf("deadline after the refresh %v, want %v", l.Deadline, want)
 	}
-	if len(tries) != 1 || !tries[0].Unconditional || tries[0].Conflict != nil {
+	if len(tries) != 1 || tries[0].Base != statesync.AnyRevision || tries[0].Conflict != nil {
 		t.Fatalf("tries %+v, want one unconditional try", tries)
 	}
 	if _, held := a.State().Lease("b"); !held {

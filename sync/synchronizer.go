@@ -61,10 +61,12 @@ type local[S any] struct {
 	id          string // the ID of the entry at Revision, if known (see incarnation.go)
 }
 
-// Attempt describes one try of a conditional write, for tracing.
+// Attempt describes one try of a write, for tracing.
 type Attempt struct {
-	N        int    // 1 for the first try
-	Base     uint64 // the revision the try was based on
+	N int // 1 for the first try
+	// Base is the revision the try was based on, or AnyRevision for an
+	// unconditional append (UpdateUnconditionally), which cannot lose.
+	Base     uint64
 	Updates  int    // updates the function returned; 0 means nothing to write
 	Revision uint64 // on success, the revision the entry landed at
 	// Conflict is set when the log had moved on; CaughtUp is then the
@@ -74,9 +76,6 @@ type Attempt struct {
 	// HeldBack is how long the try waited, before it ran, for older
 	// writers' turns (see package turns).
 	HeldBack time.Duration
-	// Unconditional: the entry was appended whatever the log's revision
-	// (UpdateUnconditionally), so the try could not lose; Base is 0.
-	Unconditional bool
 }
 
 // Option configures a Synchronizer.
@@ -576,7 +575,7 @@ func (s *Synchronizer[S]) UpdateUnconditionally(ctx context.Context, updates ...
 	rev := at.Revision
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.traceAttempt(Attempt{N: 1, Updates: len(updates), Revision: rev, Unconditional: true})
+	s.traceAttempt(Attempt{N: 1, Base: AnyRevision, Updates: len(updates), Revision: rev})
 	if s.local.Load().Revision < rev {
 		if err := s.readBackLocked(ctx, rev); err != nil {
 			return Revisioned[S]{}, err

@@ -310,7 +310,7 @@ func TestUpdateUnconditionally(t *testing.T) {
 	if after.Value != 6 || after.Revision != lastRevision(t, log) {
 		t.Fatalf("state after the entry = %d at revision %d, want 6 at %d", after.Value, after.Revision, lastRevision(t, log))
 	}
-	if len(tries) != 1 || !tries[0].Unconditional || tries[0].Conflict != nil || tries[0].Revision != after.Revision {
+	if len(tries) != 1 || tries[0].Base != statesync.AnyRevision || tries[0].Conflict != nil || tries[0].Revision != after.Revision {
 		t.Fatalf("tries %+v, want one unconditional try that landed at %d", tries, after.Revision)
 	}
 	if v := value(t, s); v != 6 {

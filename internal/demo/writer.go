@@ -183,7 +183,8 @@ func (rc *recorder) traceFor(lane int) func(statesync.Attempt) {
 	return func(a statesync.Attempt) {
 		tr := timeline.Try{Lane: lane, N: a.N, Base: a.Base, Revision: a.Revision, HeldBack: a.HeldBack, At: time.Now()}
 		switch {
-		case a.Unconditional:
+		case a.Base == statesync.AnyRevision:
+			tr.Base = 0
 			tr.Outcome = timeline.Unconditional
 		case a.Conflict != nil:
 			tr.Outcome, tr.Current, tr.CaughtUp = timeline.Refused, a.Conflict.Current, a.CaughtUp
