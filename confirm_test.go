@@ -46,6 +46,7 @@ func TestDestroyAsksOnTerminal(t *testing.T) {
 // lands while it waits for the answer is not discarded unseen: the repair
 // writes nothing and says to look again.
 func TestRepairAsksAndWritesNothingWhenTheLogMovedMeanwhile(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	args := []string{"--server", srv.ClientURL(), "-s", "mended"}
 	if _, stderr, code := runShell(t, "PUT k, v\n", args...); code != 0 {

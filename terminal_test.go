@@ -143,9 +143,10 @@ func TestTerminalWatchPrintsAbove(t *testing.T) {
 	if out, err := other.CombinedOutput(); err != nil {
 		t.Fatalf("the other shell: %v\n%s", err, out)
 	}
-	// Bob's two piped lines may land as one entry (group commit), narrowed
-	// to app.k: its revision is 2 or 3.
-	p.waitFor(" by bob: PUT app.k , v", 1)
+	// Its revision is 3, or 2 when the other shell's two lines land as one
+	// entry (group commit).
+	const shown = " by bob: PUT app.k , v"
+	p.waitFor(shown, 1)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		p.mu.Lock()
@@ -154,7 +155,7 @@ func TestTerminalWatchPrintsAbove(t *testing.T) {
 		if strings.Contains(out, "PUT other") {
 			t.Fatalf("a change outside the prefix was shown:\n%q", out)
 		}
-		if msg := strings.LastIndex(out, " by bob: PUT app.k , v"); strings.Contains(out[msg:], "GET ap") {
+		if msg := strings.LastIndex(out, shown); strings.Contains(out[msg:], "GET ap") {
 			break
 		}
 		if time.Now().After(deadline) {
