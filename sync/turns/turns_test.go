@@ -39,15 +39,23 @@ func listen(t *testing.T, log turns.Announcer) *heard {
 	return h
 }
 
+// saw reports whether word was said; a "wait" word matches whatever try
+// time it says.
 func (h *heard) saw(word string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, w := range h.words {
-		if w == word {
+		if sameWord(w, word) {
 			return true
 		}
 	}
 	return false
+}
+
+// sameWord: said is want, or want with a try time after it.
+func sameWord(said, want string) bool {
+	f := strings.Fields(said)
+	return said == want || len(f) == 4 && f[0] == "wait" && strings.Join(f[:3], " ") == want
 }
 
 func (h *heard) from(id string) []string {
@@ -249,7 +257,7 @@ func TestLoserAnnouncesAndTakesATurn(t *testing.T) {
 	}
 	// Its age is where the log was at its first try: the rival's entry.
 	want := fmt.Sprintf("wait %s %d", me, base+1)
-	if words := h.from(me); len(words) == 0 || words[0] != want {
+	if words := h.from(me); len(words) == 0 || !sameWord(words[0], want) {
 		t.Fatalf("after three losses the writer said %q, want %q first", words, want)
 	}
 	// It holds the turn for a while, then gives it up.
@@ -607,5 +615,62 @@ func TestWaiterThatWritesKeepsItsClaimForOneTurn(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	if d := heldBack(t, s, tries, mu); d < turn || d > 3*turn {
 		t.Errorf("the write held back %v for a waiter that writes; want about %v", d, turn)
+	}
+}
+
+// A waiter that says its tries are slow keeps its claim for about that
+// long, past ClaimGrace: a writer whose own tries are quick does not cut
+// short a slow one (a large snapshot) that would land.
+func TestSlowWaiterKeepsItsClaimForItsTries(t *testing.T) {
+	t.Parallel()
+	const grace, slow = 20 * time.Millisecond, 150 * time.Millisecond
+	log := memlog.New("t")
+	s, tries, mu := tracedCounter(t, log, turns.Options{MaxHoldBack: 2 * time.Second, ClaimGrace: grace})
+	data, err := counterCodec.EncodeUpdates([]statesync.Update[counter]{add{N: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, landed := time.Now(), false
+	talk(t, log, func(int) string {
+		switch {
+		case landed:
+			return "done slow"
+		case time.Since(start) < slow:
+			return "wait slow 0 200" // its tries take 200 ms, it says
+		}
+		if _, err := log.Append(turns.SpeakerContext(context.Background(), "slow"), statesync.AnyRevision, data); err != nil {
+			t.Error(err)
+		}
+		landed = true
+		return "done slow"
+	})
+	time.Sleep(20 * time.Millisecond)
+	if d := heldBack(t, s, tries, mu); d < slow-40*time.Millisecond || d > time.Second {
+		t.Errorf("the write held back %v for a waiter whose try took %v; want about that", d, slow)
+	}
+	if got := value(t, s); got != 2 {
+		t.Errorf("value %d, want 2: the slow waiter's entry and the write", got)
+	}
+}
+
+// Made-up waiters that say their tries are slow cost a write at most
+// MaxClaimGrace, and each such claim that comes to nothing halves what the
+// next can cost.
+func TestMadeUpSlowWaitersCostLessEachTime(t *testing.T) {
+	t.Parallel()
+	const grace, most = 20 * time.Millisecond, 400 * time.Millisecond
+	log := memlog.New("t")
+	s, tries, mu := tracedCounter(t, log, turns.Options{MaxHoldBack: 2 * time.Second, ClaimGrace: grace, MaxClaimGrace: most})
+	talk(t, log, func(i int) string { return fmt.Sprintf("wait spam%d 0 60000", i) })
+	time.Sleep(20 * time.Millisecond)
+	var took []time.Duration
+	var total time.Duration
+	for range 6 {
+		d := heldBack(t, s, tries, mu)
+		took, total = append(took, d), total+d
+	}
+	t.Logf("writes held back %v", took)
+	if took[0] > 2*most || total > 3*most || took[5] > 8*grace {
+		t.Errorf("writes held back %v for made-up slow waiters; want at most %v, then less each time", took, most)
 	}
 }
