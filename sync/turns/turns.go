@@ -64,7 +64,9 @@ type Options struct {
 	BackToBack time.Duration
 	// TurnCommits and TurnTime bound one turn: a waiter that got through
 	// keeps going before the others for that many back-to-back commits or
-	// that long, whichever comes first (32, 40 ms).
+	// that long, whichever comes first (32, 40 ms); while more than three
+	// other writers wait, 3/n of that for n waiting, at least 4 commits or
+	// 5 ms.
 	TurnCommits int
 	TurnTime    time.Duration
 	// ClaimGrace is how long the waiter first in line has at least to show
@@ -400,6 +402,32 @@ func (c *Manager) voidClaim(id string) {
 // voidFor is how long a claim that came to nothing keeps its speaker's
 // words ignored, unless the log shows an entry of the speaker first.
 const voidFor = 30 * time.Second
+
+// turnLocked is how long a turn lasts, in commits and in time: TurnCommits
+// and TurnTime while up to turnShare other writers wait, and shorter beyond,
+// so that a writer waits for the turns of those before it about as long
+// however many they are (each turn still at least minTurnCommits long).
+func (c *Manager) turnLocked() (int, time.Duration) {
+	waiters, now := 0, time.Now()
+	for id, w := range c.waiting {
+		if v, ok := c.void[id]; now.Before(c.staleAt(w)) && !(ok && now.Sub(v) < voidFor) {
+			waiters++
+		}
+	}
+	if waiters <= turnShare {
+		return c.opt.TurnCommits, c.opt.TurnTime
+	}
+	return max(minTurnCommits, c.opt.TurnCommits*turnShare/waiters), max(minTurnTime, c.opt.TurnTime*turnShare/time.Duration(waiters))
+}
+
+// A turn is full length while up to turnShare other writers wait, and
+// never shorter than minTurnCommits or minTurnTime: a handoff costs the
+// next writer a catch-up.
+const (
+	turnShare      = 3
+	minTurnCommits = 4
+	minTurnTime    = 5 * time.Millisecond
+)
 
 // staleAt is when w is forgotten unless heard again: a waiter says
 // nothing while it tries.

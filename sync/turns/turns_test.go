@@ -674,3 +674,33 @@ func TestMadeUpSlowWaitersCostLessEachTime(t *testing.T) {
 		t.Errorf("writes held back %v for made-up slow waiters; want at most %v, then less each time", took, most)
 	}
 }
+
+// A turn is shorter when many writers wait: each waits for the turns of
+// those before it about as long however many they are.
+func TestTurnIsShorterWhenManyWait(t *testing.T) {
+	t.Parallel()
+	const turnCommits, waiters = 16, 8
+	log := &rivalLog{Log: memlog.New("t")}
+	s := newCounter(t, log, turns.Options{StaleAfter: time.Hour, Heartbeat: time.Hour, MaxHoldBack: time.Hour,
+		BackToBack: time.Hour, TurnTime: time.Hour, TurnCommits: turnCommits, ClaimGrace: time.Hour})
+	if _, err := increment(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	h := listen(t, log)
+	me := turnID(s)
+	for i := range waiters { // younger than s: they wait behind it
+		log.Announce(fmt.Appendf(nil, "wait young%d 1000000", i))
+	}
+	log.mu.Lock()
+	log.rivals = 2
+	log.mu.Unlock()
+	want := turnCommits * 3 / waiters // a third of the writers' share
+	for i := 1; i <= turnCommits; i++ {
+		if _, err := increment(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		if said := h.saw("done " + me); said != (i >= want) {
+			t.Fatalf("after write %d: said done = %v, want done after %d writes with %d waiting", i, said, want, waiters)
+		}
+	}
+}

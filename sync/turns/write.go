@@ -148,7 +148,8 @@ func (c *Manager) endWrite(w *Write, landed bool) {
 	}
 	t.said = w.said
 	t.commits++
-	if t.commits >= c.opt.TurnCommits || c.landed.Sub(t.started) >= c.opt.TurnTime {
+	commits, length := c.turnLocked()
+	if t.commits >= commits || c.landed.Sub(t.started) >= length {
 		ended := c.endTurnLocked()
 		c.mu.Unlock()
 		c.sayDoneIf(ended)
