@@ -29,10 +29,16 @@ func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []b
 		return statesync.Position{}, fmt.Errorf("an update of %d bytes is %w (%d bytes)", len(data), ErrTooLarge, l.maxPayload)
 	}
 	msg := l.newMsg(KindUpdate, data)
-	if id := turns.Speaker(ctx); id != "" {
-		msg.Header.Set(HeaderSpeaker, id)
-	}
+	setSpeaker(msg, turns.Speaker(ctx))
 	return l.publishOnce(ctx, last, msg)
+}
+
+// setSpeaker records the speaker of the append, if any, with its entry:
+// the evidence that a writer who says it waits writes (see package turns).
+func setSpeaker(msg *nats.Msg, speaker string) {
+	if speaker != "" {
+		msg.Header.Set(HeaderSpeaker, speaker)
+	}
 }
 
 // CompactAfter implements statesync.Log. A snapshot that fits in one
@@ -41,9 +47,11 @@ func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []b
 // purged.
 func (l *Log) CompactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
 	limit := l.maxPayload - headerRoom
+	speaker := turns.Speaker(ctx)
 	if len(snapshot) <= limit {
 		msg := l.newMsg(KindSnapshot, snapshot)
 		msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupAll)
+		setSpeaker(msg, speaker)
 		return l.publishOnce(ctx, last, msg)
 	}
 	// A purge cannot be bound to an entry: it is bound to the stream's
@@ -61,6 +69,7 @@ func (l *Log) CompactAfter(ctx context.Context, last statesync.Position, snapsho
 		msg := l.newMsg(KindSnapshotChunk, chunk)
 		msg.Header.Set(HeaderSnapshot, id)
 		msg.Header.Set(HeaderChunk, fmt.Sprintf("%d/%d", i, n))
+		setSpeaker(msg, speaker)
 		if at, err = l.publishOnce(ctx, at, msg); err != nil {
 			return statesync.Position{}, chunkFailed(last.Revision, i, n, err)
 		}

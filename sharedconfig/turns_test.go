@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -191,4 +192,48 @@ func TestKilledHoldersLeaseExpiresUnderForgedWaits(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("a killed holder's lease of ttl %v was still there %v later, under forged words", ttl, time.Since(start).Round(time.Millisecond))
+}
+
+// An import too large for one entry (a snapshot in chunks, one try far
+// slower than a put's) lands while another process puts every 50 ms: once
+// it waits for its turn, the putter holds back for the time its tries take,
+// as it says, rather than for the putter's own.
+func TestLargeImportLandsAmongPuts(t *testing.T) {
+	e := newEnv(t)
+	importer, putter := e.open(sharedconfig.Options{}), e.open(sharedconfig.Options{})
+	stop, done := make(chan struct{}), make(chan struct{})
+	puts := 0
+	go func() {
+		defer close(done)
+		for {
+			if _, err := putter.Put(context.Background(), "tick", fmt.Sprint(puts)); err != nil {
+				t.Error(err)
+				return
+			}
+			puts++
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	props := map[string]string{}
+	for i := range 2000 {
+		props[fmt.Sprintf("/big/%04d", i)] = strings.Repeat("x", 1000) // 2 MB in all
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	r, err := importer.Import(ctx, props, false)
+	took := time.Since(start)
+	close(stop)
+	<-done
+	if err != nil {
+		t.Fatalf("a 2 MB import among puts every 50 ms: %v after %v (%d puts)", err, took.Round(time.Millisecond), puts)
+	}
+	if !r.AsSnapshot || r.Added != len(props) {
+		t.Fatalf("the import: %+v; want %d keys added as a snapshot", r, len(props))
+	}
+	t.Logf("the import landed after %v, among %d puts", took.Round(time.Millisecond), puts)
 }

@@ -3,6 +3,8 @@ package statesync
 import (
 	"context"
 	"time"
+
+	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
 // Replace sets the shared state to the one fn makes of the local state, as
@@ -41,7 +43,7 @@ func (s *Synchronizer[S]) replaceLocked(ctx context.Context, cur local[S], init 
 	if err != nil {
 		return Revisioned[S]{}, err
 	}
-	at, err := s.log.CompactAfter(ctx, cur.position(), data)
+	at, err := s.log.CompactAfter(turns.SpeakerContext(ctx, s.cm.ID()), cur.position(), data)
 	if err != nil {
 		return Revisioned[S]{}, s.replacedLocked(ctx, err)
 	}

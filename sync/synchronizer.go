@@ -658,7 +658,7 @@ func (s *Synchronizer[S]) Compact(ctx context.Context, snapshot func(state S) In
 		if err != nil {
 			return err
 		}
-		at, err := s.log.CompactAfter(ctx, cur.position(), data)
+		at, err := s.log.CompactAfter(turns.SpeakerContext(ctx, s.cm.ID()), cur.position(), data)
 		if err != nil {
 			return s.replacedLocked(ctx, err)
 		}

@@ -110,6 +110,7 @@ var Phases = []Phase{
 	{"put", (*runner).putLatency},
 	{"state-size", (*runner).stateSize},
 	{"contended", (*runner).contended},
+	{"shares", (*runner).shares},
 	{"leases", (*runner).leases},
 	{"group commit", (*runner).groupCommit},
 	{"refresh", (*runner).refresh},
@@ -417,6 +418,7 @@ func (r *runner) contended(ctx context.Context) ([]Row, error) {
 		x := row(fmt.Sprintf("contended, %d writers: commits/s", w), "commits/s", ours.rate(r.o.Duration), kv.rate(r.o.Duration), "NATS KV Update").atLeast(1.0)
 		x.Note = fmt.Sprintf("tries per commit %.2f (KV %.2f); most tries for one commit %d (KV %d); %s (KV: %s)", ours.perCommit(), kv.perCommit(), ours.worst, kv.worst, ours.fairness(), kv.fairness())
 		rows = append(rows, x)
+		rows = append(rows, row(fmt.Sprintf("contended, %d writers: p99 commit latency", w), "µs", percentile(ours.latencies, 0.99), percentile(kv.latencies, 0.99), "NATS KV Update").atMost(1.0))
 	}
 	return rows, nil
 }

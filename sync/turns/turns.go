@@ -64,13 +64,19 @@ type Options struct {
 	BackToBack time.Duration
 	// TurnCommits and TurnTime bound one turn: a waiter that got through
 	// keeps going before the others for that many back-to-back commits or
-	// that long, whichever comes first (32, 40 ms).
+	// that long, whichever comes first (32, 40 ms); while more than three
+	// other writers wait, 3/n of that for n waiting, at least 4 commits or
+	// 5 ms.
 	TurnCommits int
 	TurnTime    time.Duration
 	// ClaimGrace is how long the waiter first in line has at least to show
 	// an entry of its own in the log before it loses its claim (50 ms); ten
-	// times the time a try takes, where that is longer.
-	ClaimGrace time.Duration
+	// times the time a try of the judging writer takes, where that is
+	// longer. A waiter says how long its own tries take, and gets
+	// ClaimGrace plus twice that, up to MaxClaimGrace (3 s),
+	// so that a slow honest writer (a large snapshot) is not cut short by
+	// writers whose tries are quick; its words stay fresh for that long too.
+	ClaimGrace, MaxClaimGrace time.Duration
 	// FromFirstWrite: the manager starts hearing other writers, and says
 	// hello to them, at its synchronizer's first conditional write rather
 	// than when the synchronizer loads the state, so that a process that
@@ -97,6 +103,7 @@ func (t Options) withDefaults() Options {
 	def(&t.BackToBack, 10*time.Millisecond)
 	def(&t.TurnTime, 40*time.Millisecond)
 	def(&t.ClaimGrace, 50*time.Millisecond)
+	def(&t.MaxClaimGrace, 3*time.Second)
 	return t
 }
 
@@ -182,10 +189,16 @@ type Manager struct {
 	own       ownTurn
 	landed    time.Time     // when this synchronizer's last append landed
 	tryTime   time.Duration // a moving average of how long a try takes here
+	// trust bounds the grace a waiter's own word about its tries can earn
+	// it: halved by each such claim that came to nothing, so that made-up
+	// waiters that say their tries are slow cost little for long, and
+	// restored by claims the log bore out.
+	trust time.Duration
 }
 
 type waiter struct {
-	since uint64 // the base revision of the waiting write's first try
+	since uint64        // the base revision of the waiting write's first try
+	try   time.Duration // how long its tries take, as it says
 	heard time.Time
 }
 
@@ -193,18 +206,21 @@ type waiter struct {
 func New(o Options) *Manager {
 	b := make([]byte, 8)
 	rand.Read(b)
-	return &Manager{opt: o.withDefaults(), id: hex.EncodeToString(b), waiting: map[string]waiter{},
+	o = o.withDefaults()
+	return &Manager{opt: o, id: hex.EncodeToString(b), waiting: map[string]waiter{}, trust: o.MaxClaimGrace,
 		changed: make(chan struct{}), wrote: map[string]uint64{}, void: map[string]time.Time{}}
 }
 
-// A word is "wait <id> <since>", "done <id>" or "hello <id>". A writer
+// A word is "wait <id> <since> <try>" (try: how long the waiter's tries
+// take, in milliseconds; words without it are heard too), "done <id>" or
+// "hello <id>". A writer
 // says hello when it starts to listen: it has missed the words said before,
 // and a writer that holds a turn says nothing until the turn ends, so every
 // writer that waits or holds a turn says its wait again. Unheard, a
 // newcomer would race the turn's holder, which does not give way to a
 // younger writer, and lose every try of that turn.
-func waitWord(id string, since uint64) []byte {
-	return []byte("wait " + id + " " + strconv.FormatUint(since, 10))
+func waitWord(id string, since uint64, try time.Duration) []byte {
+	return []byte("wait " + id + " " + strconv.FormatUint(since, 10) + " " + strconv.FormatInt(try.Milliseconds(), 10))
 }
 
 func doneWord(id string) []byte { return []byte("done " + id) }
@@ -278,10 +294,16 @@ func (c *Manager) hear(word []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case f[0] == "wait" && len(f) == 3:
+	case f[0] == "wait" && (len(f) == 3 || len(f) == 4):
 		since, err := strconv.ParseUint(f[2], 10, 64)
 		if err != nil {
 			return
+		}
+		var ms uint64
+		if len(f) == 4 {
+			if ms, err = strconv.ParseUint(f[3], 10, 32); err != nil {
+				return
+			}
 		}
 		if _, known := c.waiting[f[1]]; !known && len(c.waiting) >= maxRemembered {
 			// Anyone can make ids up: forgetting every claim costs only
@@ -290,7 +312,8 @@ func (c *Manager) hear(word []byte) {
 			close(c.changed)
 			c.changed = make(chan struct{})
 		}
-		c.waiting[f[1]] = waiter{since: since, heard: time.Now()}
+		try := min(time.Duration(ms)*time.Millisecond, c.opt.MaxClaimGrace)
+		c.waiting[f[1]] = waiter{since: since, try: try, heard: time.Now()}
 	case f[0] == "done" && len(f) == 2:
 		if _, ok := c.waiting[f[1]]; ok {
 			delete(c.waiting, f[1])
@@ -331,13 +354,37 @@ func (c *Manager) tried(d time.Duration) {
 	c.tryTime += (d - c.tryTime) / 8
 }
 
-// grace is how long the waiter first in line has to show an entry of its
-// own: ClaimGrace, or more where tries are slow (a loaded machine, a
-// cluster), since a waiter's turn costs it a catch-up and a try.
+// grace is how long the waiter first in line has at least to show an
+// entry of its own: ClaimGrace, or more where tries are slow (a loaded
+// machine, a cluster), since a waiter's turn costs it a catch-up and a try.
 func (c *Manager) grace() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return max(c.opt.ClaimGrace, 10*c.tryTime)
+	return c.graceLocked()
+}
+
+func (c *Manager) graceLocked() time.Duration { return max(c.opt.ClaimGrace, 10*c.tryTime) }
+
+// claimGrace is how long a waiter whose tries take try, as it says, has to
+// show an entry of its own, and how much of that its word earned it.
+func (c *Manager) claimGrace(try time.Duration) (grace, earned time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	base := c.graceLocked()
+	said := min(c.opt.ClaimGrace+2*try, c.trust)
+	return max(base, said), max(said-base, 0)
+}
+
+// judged records whether a claim came to something, and how much time its
+// waiter's word had earned it (see trust).
+func (c *Manager) judged(earned time.Duration, shown bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if shown {
+		c.trust = min(c.opt.MaxClaimGrace, 2*c.trust+c.opt.ClaimGrace)
+	} else if earned > 0 {
+		c.trust /= 2
+	}
 }
 
 // voidClaim makes c ignore id's words until the log shows an entry of its
@@ -356,6 +403,44 @@ func (c *Manager) voidClaim(id string) {
 // words ignored, unless the log shows an entry of the speaker first.
 const voidFor = 30 * time.Second
 
+// turnLocked is how long a turn lasts, in commits and in time: TurnCommits
+// and TurnTime while up to turnShare other writers wait, and shorter beyond,
+// so that a writer waits for the turns of those before it about as long
+// however many they are (each turn still at least minTurnCommits long).
+func (c *Manager) turnLocked() (int, time.Duration) {
+	waiters, now := 0, time.Now()
+	for id, w := range c.waiting {
+		if v, ok := c.void[id]; now.Before(c.staleAt(w)) && !(ok && now.Sub(v) < voidFor) {
+			waiters++
+		}
+	}
+	if waiters <= turnShare {
+		return c.opt.TurnCommits, c.opt.TurnTime
+	}
+	return max(minTurnCommits, c.opt.TurnCommits*turnShare/waiters), max(minTurnTime, c.opt.TurnTime*turnShare/time.Duration(waiters))
+}
+
+// A turn is full length while up to turnShare other writers wait, and
+// never shorter than minTurnCommits or minTurnTime: a handoff costs the
+// next writer a catch-up.
+const (
+	turnShare      = 3
+	minTurnCommits = 4
+	minTurnTime    = 5 * time.Millisecond
+)
+
+// staleAt is when w is forgotten unless heard again: a waiter says
+// nothing while it tries.
+func (c *Manager) staleAt(w waiter) time.Time {
+	return w.heard.Add(c.opt.StaleAfter + min(2*w.try, c.opt.MaxClaimGrace))
+}
+
+// waiterID names a waiter, with how long its tries take as it says.
+type waiterID struct {
+	id  string
+	try time.Duration
+}
+
 // newest is the age of the youngest live waiter heard, 0 if none.
 func (c *Manager) newest() uint64 {
 	c.mu.Lock()
@@ -363,7 +448,7 @@ func (c *Manager) newest() uint64 {
 	var since uint64
 	now := time.Now()
 	for _, w := range c.waiting {
-		if now.Sub(w.heard) < c.opt.StaleAfter {
+		if now.Before(c.staleAt(w)) {
 			since = max(since, w.since)
 		}
 	}
@@ -374,12 +459,12 @@ func (c *Manager) newest() uint64 {
 // first, when the earliest of them goes stale, and a channel closed when
 // one says it is done. It forgets the stale waiters, and ignores those
 // whose claim came to nothing or that already went before w.
-func (c *Manager) ahead(w *Write, now time.Time) (n int, first string, stale time.Time, changed <-chan struct{}) {
+func (c *Manager) ahead(w *Write, now time.Time) (n int, first waiterID, stale time.Time, changed <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var firstSince uint64
 	for id, wt := range c.waiting {
-		st := wt.heard.Add(c.opt.StaleAfter)
+		st := c.staleAt(wt)
 		if !now.Before(st) {
 			delete(c.waiting, id)
 			continue
@@ -391,8 +476,8 @@ func (c *Manager) ahead(w *Write, now time.Time) (n int, first string, stale tim
 			continue
 		}
 		n++
-		if first == "" || wt.since < firstSince || wt.since == firstSince && id < first {
-			first, firstSince = id, wt.since
+		if first.id == "" || wt.since < firstSince || wt.since == firstSince && id < first.id {
+			first, firstSince = waiterID{id, wt.try}, wt.since
 		}
 		if stale.IsZero() || st.Before(stale) {
 			stale = st

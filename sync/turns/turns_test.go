@@ -40,15 +40,23 @@ func listen(t *testing.T, log turns.Announcer) *heard {
 	return h
 }
 
+// saw reports whether word was said; a "wait" word matches whatever try
+// time it says.
 func (h *heard) saw(word string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, w := range h.words {
-		if w == word {
+		if sameWord(w, word) {
 			return true
 		}
 	}
 	return false
+}
+
+// sameWord: said is want, or want with a try time after it.
+func sameWord(said, want string) bool {
+	f := strings.Fields(said)
+	return said == want || len(f) == 4 && f[0] == "wait" && strings.Join(f[:3], " ") == want
 }
 
 func (h *heard) from(id string) []string {
@@ -243,7 +251,7 @@ func TestLoserAnnouncesAndTakesATurn(t *testing.T) {
 	}
 	// Its age is where the log was at its first try: the rival's entry.
 	want := fmt.Sprintf("wait %s %d", me, base+1)
-	if words := h.from(me); len(words) == 0 || words[0] != want {
+	if words := h.from(me); len(words) == 0 || !sameWord(words[0], want) {
 		t.Fatalf("after three losses the writer said %q, want %q first", words, want)
 	}
 	// It holds the turn for a while, then gives it up.
@@ -601,5 +609,92 @@ func TestWaiterThatWritesKeepsItsClaimForOneTurn(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	if d := heldBack(t, s, tries, mu); d < turn || d > 3*turn {
 		t.Errorf("the write held back %v for a waiter that writes; want about %v", d, turn)
+	}
+}
+
+// A waiter that says its tries are slow keeps its claim for about that
+// long, past ClaimGrace: a writer whose own tries are quick does not cut
+// short a slow one (a large snapshot) that would land.
+func TestSlowWaiterKeepsItsClaimForItsTries(t *testing.T) {
+	t.Parallel()
+	const grace, slow = 20 * time.Millisecond, 150 * time.Millisecond
+	log := memlog.New("t")
+	s, tries, mu := tracedCounter(t, log, turns.Options{MaxHoldBack: 2 * time.Second, ClaimGrace: grace})
+	data, err := counterCodec.EncodeUpdates([]statesync.Update[counter]{add{N: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, landed := time.Now(), false
+	talk(t, log, func(int) string {
+		switch {
+		case landed:
+			return "done slow"
+		case time.Since(start) < slow:
+			return "wait slow 0 200" // its tries take 200 ms, it says
+		}
+		if _, err := log.Append(turns.SpeakerContext(context.Background(), "slow"), statesync.AnyRevision, data); err != nil {
+			t.Error(err)
+		}
+		landed = true
+		return "done slow"
+	})
+	time.Sleep(20 * time.Millisecond)
+	if d := heldBack(t, s, tries, mu); d < slow-40*time.Millisecond || d > time.Second {
+		t.Errorf("the write held back %v for a waiter whose try took %v; want about that", d, slow)
+	}
+	if got := value(t, s); got != 2 {
+		t.Errorf("value %d, want 2: the slow waiter's entry and the write", got)
+	}
+}
+
+// Made-up waiters that say their tries are slow cost a write at most
+// MaxClaimGrace, and each such claim that comes to nothing halves what the
+// next can cost.
+func TestMadeUpSlowWaitersCostLessEachTime(t *testing.T) {
+	t.Parallel()
+	const grace, most = 20 * time.Millisecond, 400 * time.Millisecond
+	log := memlog.New("t")
+	s, tries, mu := tracedCounter(t, log, turns.Options{MaxHoldBack: 2 * time.Second, ClaimGrace: grace, MaxClaimGrace: most})
+	talk(t, log, func(i int) string { return fmt.Sprintf("wait spam%d 0 60000", i) })
+	time.Sleep(20 * time.Millisecond)
+	var took []time.Duration
+	var total time.Duration
+	for range 6 {
+		d := heldBack(t, s, tries, mu)
+		took, total = append(took, d), total+d
+	}
+	t.Logf("writes held back %v", took)
+	if took[0] > 2*most || total > 3*most || took[5] > 8*grace {
+		t.Errorf("writes held back %v for made-up slow waiters; want at most %v, then less each time", took, most)
+	}
+}
+
+// A turn is shorter when many writers wait: each waits for the turns of
+// those before it about as long however many they are.
+func TestTurnIsShorterWhenManyWait(t *testing.T) {
+	t.Parallel()
+	const turnCommits, waiters = 16, 8
+	log := &rivalLog{Log: memlog.New("t")}
+	s := newCounter(t, log, turns.Options{StaleAfter: time.Hour, Heartbeat: time.Hour, MaxHoldBack: time.Hour,
+		BackToBack: time.Hour, TurnTime: time.Hour, TurnCommits: turnCommits, ClaimGrace: time.Hour})
+	if _, err := increment(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	h := listen(t, log)
+	me := turnID(s)
+	for i := range waiters { // younger than s: they wait behind it
+		log.Announce(fmt.Appendf(nil, "wait young%d 1000000", i))
+	}
+	log.mu.Lock()
+	log.rivals = 2
+	log.mu.Unlock()
+	want := turnCommits * 3 / waiters // a third of the writers' share
+	for i := 1; i <= turnCommits; i++ {
+		if _, err := increment(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		if said := h.saw("done " + me); said != (i >= want) {
+			t.Fatalf("after write %d: said done = %v, want done after %d writes with %d waiting", i, said, want, waiters)
+		}
 	}
 }

@@ -42,10 +42,14 @@ type Write struct {
 	said       time.Time     // when it last announced its wait; zero if never
 	heldBack   time.Duration // in all
 	lastHold   time.Duration // before the try under way
+	longestTry time.Duration // how long its slowest try took
 
 	// The claim of the waiter first in line, as this write judges it.
 	first   string          // its id
 	firstAt time.Time       // since when it is first
+	grace   time.Duration   // how long it has to show an entry of its own
+	earned  time.Duration   // how much of that its word about its tries earned it
+	granted time.Duration   // all that waiters' words earned them in this write
 	from    uint64          // the local revision then
 	shownAt time.Time       // when an entry of its own was read; zero before
 	voided  time.Duration   // time lost to claims that came to nothing
@@ -78,7 +82,10 @@ func (c *Manager) Start(ctx context.Context, log any, cp Copy) *Write {
 }
 
 // Tried records how long a try (an append, or a confirmation) took.
-func (w *Write) Tried(d time.Duration) { w.c.tried(d) }
+func (w *Write) Tried(d time.Duration) {
+	w.longestTry = max(w.longestTry, d)
+	w.c.tried(d)
+}
 
 // Lost records a try that another writer beat, with the log at current.
 func (w *Write) Lost(current uint64) { w.c.lost(w, current) }
@@ -107,8 +114,8 @@ func (c *Manager) lost(w *Write, current uint64) {
 
 func (c *Manager) sayWaiting(w *Write, now time.Time) {
 	w.said = now
-	word := waitWord(c.id, w.since)
 	c.mu.Lock()
+	word := waitWord(c.id, w.since, max(w.longestTry, c.tryTime))
 	c.mine = word
 	a := c.announcer
 	c.mu.Unlock()
@@ -141,7 +148,8 @@ func (c *Manager) endWrite(w *Write, landed bool) {
 	}
 	t.said = w.said
 	t.commits++
-	if t.commits >= c.opt.TurnCommits || c.landed.Sub(t.started) >= c.opt.TurnTime {
+	commits, length := c.turnLocked()
+	if t.commits >= commits || c.landed.Sub(t.started) >= length {
 		ended := c.endTurnLocked()
 		c.mu.Unlock()
 		c.sayDoneIf(ended)
@@ -217,7 +225,7 @@ func (w *Write) HoldBack(ctx context.Context) (err error) {
 			err = w.copy.CatchUp(ctx)
 		}
 	}()
-	for w.heldBack < c.opt.MaxHoldBack && w.voided < 2*c.grace() {
+	for w.heldBack < c.opt.MaxHoldBack+w.granted && w.voided < 2*c.grace() {
 		now := time.Now()
 		ahead, first, stale, changed := c.ahead(w, now)
 		if ahead == 0 {
@@ -233,7 +241,7 @@ func (w *Write) HoldBack(ctx context.Context) (err error) {
 		if err := w.queueUp(ctx, ahead, now); err != nil {
 			return err
 		}
-		wake := earliest(stale, judgeBy, now.Add(c.opt.MaxHoldBack-w.heldBack), w.said.Add(c.opt.Heartbeat)).Sub(now)
+		wake := earliest(stale, judgeBy, now.Add(c.opt.MaxHoldBack+w.granted-w.heldBack), w.said.Add(c.opt.Heartbeat)).Sub(now)
 		if err := w.sleepUnlocked(ctx, wake, changed); err != nil {
 			return err
 		}
@@ -270,14 +278,16 @@ func (w *Write) queueUp(ctx context.Context, ahead int, now time.Time) error {
 	return nil
 }
 
-// judgeClaim judges the claim of first, the waiter w holds back for: it
-// must show an entry of its own within ClaimGrace of becoming first, and
-// then goes before w for one turn (TurnTime). It returns when to judge
+// judgeClaim judges the claim of the waiter w holds back for: it must show
+// an entry of its own within its grace (see claimGrace) of becoming first,
+// and then goes before w for one turn (TurnTime). It returns when to judge
 // again, or again=true when first no longer goes before w.
-func (w *Write) judgeClaim(ctx context.Context, first string, now time.Time) (judgeBy time.Time, again bool, err error) {
-	c := w.c
+func (w *Write) judgeClaim(ctx context.Context, waiter waiterID, now time.Time) (judgeBy time.Time, again bool, err error) {
+	c, first := w.c, waiter.id
 	if w.first != first {
 		w.first, w.firstAt, w.from, w.shownAt = first, now, w.copy.Revision(), time.Time{}
+		w.grace, w.earned = c.claimGrace(waiter.try)
+		w.granted += w.earned
 	}
 	if !w.shownAt.IsZero() {
 		if judgeBy = w.shownAt.Add(c.opt.TurnTime); now.Before(judgeBy) {
@@ -286,13 +296,15 @@ func (w *Write) judgeClaim(ctx context.Context, first string, now time.Time) (ju
 		w.pass(first) // its turn before w is over
 		return judgeBy, true, nil
 	}
-	if judgeBy = w.firstAt.Add(c.grace()); now.Before(judgeBy) {
+	if judgeBy = w.firstAt.Add(max(w.grace, c.grace())); now.Before(judgeBy) {
 		return judgeBy, false, nil
 	}
 	if err := w.copy.CatchUp(ctx); err != nil {
 		return judgeBy, false, err
 	}
-	if c.wroteAfter(first, w.from) {
+	shown := c.wroteAfter(first, w.from)
+	c.judged(w.earned, shown)
+	if shown {
 		w.shownAt = now
 		return now.Add(c.opt.TurnTime), false, nil
 	}
