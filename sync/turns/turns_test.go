@@ -632,7 +632,7 @@ func TestSlowWaiterKeepsItsClaimForItsTries(t *testing.T) {
 		case time.Since(start) < slow:
 			return "wait slow 0 200" // its tries take 200 ms, it says
 		}
-		if _, err := log.Append(turns.SpeakerContext(context.Background(), "slow"), statesync.AnyRevision, data); err != nil {
+		if _, err := logtest.Append(log, turns.SpeakerContext(context.Background(), "slow"), statesync.AnyRevision, data); err != nil {
 			t.Error(err)
 		}
 		landed = true
