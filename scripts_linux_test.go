@@ -68,20 +68,8 @@ func TestTerminalPromptHistoryAndCtrlC(t *testing.T) {
 		t.Errorf("history file: %v, %v; want mode 0600", info.Mode(), err)
 	}
 
-	p = startPTYEnv(t, env, args...)
-	p.waitFor("demo/someConfig > ", 1)
-	for range 2 { // Up twice: QUIT, then PUT a, 1
-		p.paste("\x1b[A") // one write: one key
-		time.Sleep(50 * time.Millisecond)
-	}
-	p.waitFor("PUT a, 1", 1)
-	p.typeKeys("\r")
-	p.waitFor("**** Property 'a' updated from: '1' to: '1'", 1)
-	p.typeKeys("\x04")
-	if code := p.wait(); code != 0 {
-		t.Fatalf("exit %d", code)
-	}
 	want := "PUT a, 1\nQUIT\nPUT a, 1\n"
+	recallFromHistory(t, env, args)
 	if b, _ := os.ReadFile(path); string(b) != want {
 		t.Errorf("history file %q, want %q", b, want)
 	}
@@ -96,6 +84,25 @@ func TestTerminalPromptHistoryAndCtrlC(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != want {
 		t.Errorf("with --no-history the file became %q", b)
+	}
+}
+
+// recallFromHistory starts a shell that recalls the line before last of
+// the history file (Up twice), runs it, and leaves with Ctrl-D.
+func recallFromHistory(t *testing.T, env, args []string) {
+	t.Helper()
+	p := startPTYEnv(t, env, args...)
+	p.waitFor("demo/someConfig > ", 1)
+	for range 2 { // Up twice: QUIT, then PUT a, 1
+		p.paste("\x1b[A") // one write: one key
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.waitFor("PUT a, 1", 1)
+	p.typeKeys("\r")
+	p.waitFor("**** Property 'a' updated from: '1' to: '1'", 1)
+	p.typeKeys("\x04")
+	if code := p.wait(); code != 0 {
+		t.Fatalf("exit %d", code)
 	}
 }
 

@@ -17,6 +17,35 @@ import (
 // that last set its deadline (a registration, a refresh, or a snapshot
 // that holds it) to that deadline.
 func TestTimelineFromHistoryDrawsEndedLeases(t *testing.T) {
+	changes, state, was := historyOfEndedLeases(t)
+	tl := demo.FromHistory("tl/cfg", changes, state)
+	byName := map[string]timeline.Lease{}
+	for _, l := range tl.Leases {
+		byName[l.Name] = l
+	}
+	if len(tl.Leases) != 3 {
+		t.Fatalf("leases drawn: %+v; want refreshed, compacted (both revoked) and held", tl.Leases)
+	}
+	for name, was := range was {
+		l, revoke := byName[name], revokeOf(t, changes, name)
+		if !l.From.Equal(was.Deadline.Add(-was.TTL)) || !l.Deadline.Equal(was.Deadline) {
+			t.Errorf("%s: from %s to %s; want to its deadline %s, from %s before", name, l.From, l.Deadline, was.Deadline, was.TTL)
+		}
+		if l.Ended.IsZero() || !l.Ended.Equal(revoke.Time) || l.EndedAt != revoke.Revision || l.Expired || tl.Lanes[l.Lane] != was.Holder || tl.Lanes[l.EndedBy] != "w" {
+			t.Errorf("%s: %+v; want held by %s, revoked at r%d by w (lanes %q)", name, l, was.Holder, revoke.Revision, tl.Lanes)
+		}
+	}
+	if l := byName["held"]; !l.Ended.IsZero() {
+		t.Errorf("held: %+v; want it drawn as held", l)
+	}
+}
+
+// historyOfEndedLeases writes a config's history with one lease known from
+// the snapshot a compaction wrote and one from its registration and refresh
+// after it, both revoked, and a third still held. It returns the history,
+// the state, and the two revoked leases as they were before their end.
+func historyOfEndedLeases(t *testing.T) ([]sharedconfig.Change, sharedconfig.State, map[string]sharedconfig.Lease) {
+	t.Helper()
 	srv := jstest.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -29,62 +58,37 @@ func TestTimelineFromHistoryDrawsEndedLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cfg.Close()
-	must := func(err error) {
+	must := func(_ any, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	// One lease known from the snapshot a compaction wrote, one from its
-	// registration and refresh after it.
-	_, err = cfg.Leases().Register(ctx, "compacted", 2*time.Hour)
-	must(err)
-	must(cfg.Compact(ctx))
+	leases := cfg.Leases()
+	must(leases.Register(ctx, "compacted", 2*time.Hour))
+	must(nil, cfg.Compact(ctx))
 	compacted, _ := cfg.State().Lease("compacted")
-	_, err = cfg.Leases().Register(ctx, "refreshed", time.Hour)
-	must(err)
-	_, err = cfg.Leases().Refresh(ctx, "refreshed")
-	must(err)
+	must(leases.Register(ctx, "refreshed", time.Hour))
+	must(leases.Refresh(ctx, "refreshed"))
 	refreshed, _ := cfg.State().Lease("refreshed")
-	_, err = cfg.Leases().Revoke(ctx, "refreshed")
-	must(err)
-	_, err = cfg.Leases().Revoke(ctx, "compacted")
-	must(err)
-	_, err = cfg.Leases().Register(ctx, "held", time.Hour)
-	must(err)
+	must(leases.Revoke(ctx, "refreshed"))
+	must(leases.Revoke(ctx, "compacted"))
+	must(leases.Register(ctx, "held", time.Hour))
 	changes, err := cfg.History(ctx, sharedconfig.HistoryQuery{Last: 100})
-	must(err)
-	tl := demo.FromHistory("tl/cfg", changes, cfg.State())
+	must(nil, err)
+	return changes, cfg.State(), map[string]sharedconfig.Lease{"refreshed": refreshed, "compacted": compacted}
+}
 
-	revokeOf := func(lease string) sharedconfig.Change {
-		t.Helper()
-		for _, ch := range changes {
-			for _, op := range ch.Ops {
-				if op.Kind == "revoke_lease" && op.Lease == lease {
-					return ch
-				}
+// revokeOf is the change in changes that revoked lease.
+func revokeOf(t *testing.T, changes []sharedconfig.Change, lease string) sharedconfig.Change {
+	t.Helper()
+	for _, ch := range changes {
+		for _, op := range ch.Ops {
+			if op.Kind == "revoke_lease" && op.Lease == lease {
+				return ch
 			}
 		}
-		t.Fatalf("no revocation of %s in the history", lease)
-		return sharedconfig.Change{}
 	}
-	byName := map[string]timeline.Lease{}
-	for _, l := range tl.Leases {
-		byName[l.Name] = l
-	}
-	if len(tl.Leases) != 3 {
-		t.Fatalf("leases drawn: %+v; want refreshed, compacted (both revoked) and held", tl.Leases)
-	}
-	for name, was := range map[string]sharedconfig.Lease{"refreshed": refreshed, "compacted": compacted} {
-		l, revoke := byName[name], revokeOf(name)
-		if !l.From.Equal(was.Deadline.Add(-was.TTL)) || !l.Deadline.Equal(was.Deadline) {
-			t.Errorf("%s: from %s to %s; want to its deadline %s, from %s before", name, l.From, l.Deadline, was.Deadline, was.TTL)
-		}
-		if l.Ended.IsZero() || !l.Ended.Equal(revoke.Time) || l.EndedAt != revoke.Revision || l.Expired || tl.Lanes[l.Lane] != was.Holder || tl.Lanes[l.EndedBy] != "w" {
-			t.Errorf("%s: %+v; want held by %s, revoked at r%d by w (lanes %q)", name, l, was.Holder, revoke.Revision, tl.Lanes)
-		}
-	}
-	if l := byName["held"]; !l.Ended.IsZero() {
-		t.Errorf("held: %+v; want it drawn as held", l)
-	}
+	t.Fatalf("no revocation of %s in the history", lease)
+	return sharedconfig.Change{}
 }
