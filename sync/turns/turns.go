@@ -178,22 +178,23 @@ type Manager struct {
 	id  string // names this synchronizer in its words and entries
 
 	mu        sync.Mutex
-	announcer Announcer            // nil until listening
-	unlisten  func()               // stops the listening
-	closed    bool                 // listens no more (Synchronizer.Close)
-	waiting   map[string]waiter    // other writers' announced waits, by id
-	changed   chan struct{}        // closed when waiting loses an entry
-	mine      []byte               // the wait announced and not yet said done to
-	wrote     map[string]uint64    // the newest entry read of each speaker
-	void      map[string]time.Time // speakers whose claim came to nothing, and when
+	announcer Announcer         // nil until listening
+	unlisten  func()            // stops the listening
+	closed    bool              // listens no more (Synchronizer.Close)
+	waiting   map[string]waiter // other writers' announced waits, by id
+	changed   chan struct{}     // closed when waiting loses an entry
+	mine      []byte            // the wait announced and not yet said done to
+	wrote     map[string]uint64 // the newest entry read of each speaker
+	void      map[string]voided // speakers whose claim came to nothing
 	own       ownTurn
 	landed    time.Time     // when this synchronizer's last append landed
 	tryTime   time.Duration // a moving average of how long a try takes here
 	// trust bounds the grace a waiter's own word about its tries can earn
 	// it: halved by each such claim that came to nothing, so that made-up
 	// waiters that say their tries are slow cost little for long, and
-	// restored by claims the log bore out.
-	trust time.Duration
+	// restored by claims the log bore out, and over voidFor.
+	trust   time.Duration
+	trustAt time.Time // when trust was last brought up to date
 }
 
 type waiter struct {
@@ -208,7 +209,7 @@ func New(o Options) *Manager {
 	rand.Read(b)
 	o = o.withDefaults()
 	return &Manager{opt: o, id: hex.EncodeToString(b), waiting: map[string]waiter{}, trust: o.MaxClaimGrace,
-		changed: make(chan struct{}), wrote: map[string]uint64{}, void: map[string]time.Time{}}
+		changed: make(chan struct{}), wrote: map[string]uint64{}, void: map[string]voided{}}
 }
 
 // A word is "wait <id> <since> <try>" (try: how long the waiter's tries
@@ -371,6 +372,7 @@ func (c *Manager) claimGrace(try time.Duration) (grace, earned time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	base := c.graceLocked()
+	c.recoverTrustLocked(time.Now())
 	said := min(c.opt.ClaimGrace+2*try, c.trust)
 	return max(base, said), max(said-base, 0)
 }
@@ -380,6 +382,7 @@ func (c *Manager) claimGrace(try time.Duration) (grace, earned time.Duration) {
 func (c *Manager) judged(earned time.Duration, shown bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.recoverTrustLocked(time.Now())
 	if shown {
 		c.trust = min(c.opt.MaxClaimGrace, 2*c.trust+c.opt.ClaimGrace)
 	} else if earned > 0 {
@@ -395,13 +398,43 @@ func (c *Manager) voidClaim(id string) {
 	if len(c.void) > maxRemembered {
 		clear(c.void)
 	}
-	c.void[id] = time.Now()
+	period := voidFirst
+	if v, ok := c.void[id]; ok {
+		period = min(2*v.period, voidFor)
+	}
+	c.void[id] = voided{until: time.Now().Add(period), period: period}
 	delete(c.waiting, id)
 }
 
-// voidFor is how long a claim that came to nothing keeps its speaker's
-// words ignored, unless the log shows an entry of the speaker first.
-const voidFor = 30 * time.Second
+// A claim that came to nothing has its speaker's words ignored, unless the
+// log shows an entry of the speaker first, for voidFirst, and twice as
+// long at each claim of it that comes to nothing again, up to voidFor: a
+// slow honest writer cut short once on a loaded machine is heard again
+// soon, one that only talks ever more rarely.
+const (
+	voidFirst = time.Second
+	voidFor   = 30 * time.Second
+)
+
+type voided struct {
+	until  time.Time
+	period time.Duration
+}
+
+// ignored: id's claim came to nothing and its words are still ignored.
+func (c *Manager) ignored(id string, now time.Time) bool {
+	v, ok := c.void[id]
+	return ok && now.Before(v.until)
+}
+
+// recoverTrustLocked gives back trust at MaxClaimGrace per voidFor.
+func (c *Manager) recoverTrustLocked(now time.Time) {
+	if !c.trustAt.IsZero() {
+		back := float64(c.opt.MaxClaimGrace) * min(now.Sub(c.trustAt), voidFor).Seconds() / voidFor.Seconds()
+		c.trust = min(c.opt.MaxClaimGrace, c.trust+time.Duration(back))
+	}
+	c.trustAt = now
+}
 
 // turnLocked is how long a turn lasts, in commits and in time: TurnCommits
 // and TurnTime while up to turnShare other writers wait, and shorter beyond,
@@ -410,7 +443,7 @@ const voidFor = 30 * time.Second
 func (c *Manager) turnLocked() (int, time.Duration) {
 	waiters, now := 0, time.Now()
 	for id, w := range c.waiting {
-		if v, ok := c.void[id]; now.Before(c.staleAt(w)) && !(ok && now.Sub(v) < voidFor) {
+		if now.Before(c.staleAt(w)) && !c.ignored(id, now) {
 			waiters++
 		}
 	}
@@ -469,7 +502,7 @@ func (c *Manager) ahead(w *Write, now time.Time) (n int, first waiterID, stale t
 			delete(c.waiting, id)
 			continue
 		}
-		if v, ok := c.void[id]; ok && now.Sub(v) < voidFor || w.passed[id] {
+		if c.ignored(id, now) || w.passed[id] {
 			continue
 		}
 		if wt.since > w.since || (wt.since == w.since && id > c.id) {

