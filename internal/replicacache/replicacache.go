@@ -40,11 +40,14 @@ type Stamp struct {
 	Created time.Time `json:"created"`
 }
 
-// header is a file's first line after the magic: the stamp, and the length
-// of the checkpoint after it, so that a file cut short is refused here.
+// header is a file's first line after the magic: the stamp, the revision
+// the checkpoint stands at (so that a process can tell whether its copy is
+// newer without decoding the file), and the checkpoint's length (so that a
+// file cut short is refused here).
 type header struct {
 	Stamp
-	Length int `json:"length"`
+	Revision uint64 `json:"revision"`
+	Length   int    `json:"length"`
 }
 
 // magic opens every cache file.
@@ -79,62 +82,62 @@ func Path(dir string, s Stamp) string {
 // ErrUntrusted: the file exists but is not one to use; the reason follows.
 var ErrUntrusted = errors.New("cache file not used")
 
-// Load returns the checkpoint in the file at path if the file can be
-// trusted to be this user's copy of the stream want names. A file that does
-// not exist is fs.ErrNotExist; one that cannot be trusted, ErrUntrusted
-// with the reason.
-func Load(path string, want Stamp) ([]byte, error) {
+// Load returns the checkpoint in the file at path, and the revision Save
+// was given with it, if the file can be trusted to be this user's copy of
+// the stream want names. A file that does not exist is fs.ErrNotExist; one
+// that cannot be trusted, ErrUntrusted with the reason.
+func Load(path string, want Stamp) (checkpoint []byte, revision uint64, err error) {
 	if err := checkDir(filepath.Dir(path)); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("%w: %s is a symbolic link", ErrUntrusted, path)
+			return nil, 0, fmt.Errorf("%w: %s is a symbolic link", ErrUntrusted, path)
 		}
-		return nil, err
+		return nil, 0, err
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := checkOwn(path, info, 0o077); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if info.Size() > maxFile {
-		return nil, fmt.Errorf("%w: %s is larger than any copy of a config", ErrUntrusted, path)
+		return nil, 0, fmt.Errorf("%w: %s is larger than any copy of a config", ErrUntrusted, path)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	return parse(path, data, want)
 }
 
 // parse checks the file's header against want and returns the checkpoint
 // after it.
-func parse(path string, data []byte, want Stamp) ([]byte, error) {
+func parse(path string, data []byte, want Stamp) ([]byte, uint64, error) {
 	rest, ok := bytes.CutPrefix(data, []byte(magic))
 	if !ok {
-		return nil, fmt.Errorf("%w: %s is not a sharedconfig cache file", ErrUntrusted, path)
+		return nil, 0, fmt.Errorf("%w: %s is not a sharedconfig cache file", ErrUntrusted, path)
 	}
 	line, checkpoint, ok := bytes.Cut(rest, []byte{'\n'})
 	if !ok {
-		return nil, fmt.Errorf("%w: %s ends in its header", ErrUntrusted, path)
+		return nil, 0, fmt.Errorf("%w: %s ends in its header", ErrUntrusted, path)
 	}
 	var got header
 	if err := json.Unmarshal(line, &got); err != nil {
-		return nil, fmt.Errorf("%w: %s: its header: %w", ErrUntrusted, path, err)
+		return nil, 0, fmt.Errorf("%w: %s: its header: %w", ErrUntrusted, path, err)
 	}
 	if got.Length != len(checkpoint) {
-		return nil, fmt.Errorf("%w: %s holds %d bytes of the %d it was written with", ErrUntrusted, path, len(checkpoint), got.Length)
+		return nil, 0, fmt.Errorf("%w: %s holds %d bytes of the %d it was written with", ErrUntrusted, path, len(checkpoint), got.Length)
 	}
 	if got.Server != want.Server || got.Stream != want.Stream || !got.Created.Equal(want.Created) {
-		return nil, fmt.Errorf("%w: %s holds stream %s created %s on %q, not this one", ErrUntrusted, path,
+		return nil, 0, fmt.Errorf("%w: %s holds stream %s created %s on %q, not this one", ErrUntrusted, path,
 			got.Stream, got.Created.Format(time.RFC3339Nano), got.Server)
 	}
-	return checkpoint, nil
+	return checkpoint, got.Revision, nil
 }
 
 // checkDir refuses a directory that is not this user's, or that others may
@@ -169,11 +172,11 @@ func checkOwn(path string, info fs.FileInfo, forbidden fs.FileMode) error {
 	return nil
 }
 
-// Save writes checkpoint, stamped s, to the file at path, creating its
+// Save writes checkpoint, at revision, stamped s, to the file at path, creating its
 // directory (0700) if need be. The file (0600) is written under another
 // name and renamed into place, so that a process reading it, or another
 // saving at once, sees a whole file, this one or another's.
-func Save(path string, s Stamp, checkpoint []byte) error {
+func Save(path string, s Stamp, revision uint64, checkpoint []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -181,7 +184,7 @@ func Save(path string, s Stamp, checkpoint []byte) error {
 	if err := checkDir(dir); err != nil {
 		return err
 	}
-	head, err := json.Marshal(header{s, len(checkpoint)})
+	head, err := json.Marshal(header{s, revision, len(checkpoint)})
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ var stamp = replicacache.Stamp{Server: "cluster:c1", Stream: "SC_7_example_someC
 func saved(t *testing.T, checkpoint string) (path string) {
 	t.Helper()
 	path = replicacache.Path(filepath.Join(t.TempDir(), "sharedconfig"), stamp)
-	if err := replicacache.Save(path, stamp, []byte(checkpoint)); err != nil {
+	if err := replicacache.Save(path, stamp, 7, []byte(checkpoint)); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -27,9 +27,9 @@ func saved(t *testing.T, checkpoint string) (path string) {
 
 func TestSaveThenLoad(t *testing.T) {
 	path := saved(t, "the checkpoint\nwith lines")
-	got, err := replicacache.Load(path, stamp)
-	if err != nil || string(got) != "the checkpoint\nwith lines" {
-		t.Fatalf("Load: %q, %v", got, err)
+	got, rev, err := replicacache.Load(path, stamp)
+	if err != nil || string(got) != "the checkpoint\nwith lines" || rev != 7 {
+		t.Fatalf("Load: %q at %d, %v", got, rev, err)
 	}
 	for p, want := range map[string]fs.FileMode{path: 0o600, filepath.Dir(path): 0o700} {
 		info, err := os.Stat(p)
@@ -40,7 +40,7 @@ func TestSaveThenLoad(t *testing.T) {
 			t.Errorf("%s has mode %s, want %s", p, info.Mode().Perm(), want)
 		}
 	}
-	if _, err := replicacache.Load(filepath.Join(filepath.Dir(path), "other.cache"), stamp); !errors.Is(err, fs.ErrNotExist) {
+	if _, _, err := replicacache.Load(filepath.Join(filepath.Dir(path), "other.cache"), stamp); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Load of no file: %v, want ErrNotExist", err)
 	}
 }
@@ -54,7 +54,7 @@ func TestAnotherStreamsFileIsNotUsed(t *testing.T) {
 		"created": {Server: stamp.Server, Stream: stamp.Stream, Created: stamp.Created.Add(time.Nanosecond)},
 		"server":  {Server: "server:NOTHER", Stream: stamp.Stream, Created: stamp.Created},
 	} {
-		if got, err := replicacache.Load(path, other); !errors.Is(err, replicacache.ErrUntrusted) {
+		if got, _, err := replicacache.Load(path, other); !errors.Is(err, replicacache.ErrUntrusted) {
 			t.Errorf("another %s: Load gave %q, %v; want ErrUntrusted", name, got, err)
 		}
 	}
@@ -75,7 +75,7 @@ func TestDamagedFileIsNotUsed(t *testing.T) {
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := replicacache.Load(path, stamp); !errors.Is(err, replicacache.ErrUntrusted) {
+		if got, _, err := replicacache.Load(path, stamp); !errors.Is(err, replicacache.ErrUntrusted) {
 			t.Errorf("a file of %q: Load gave %q, %v; want ErrUntrusted", b, got, err)
 		}
 	}
@@ -120,19 +120,19 @@ func TestFileOthersCouldWriteIsNotUsed(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := saved(t, "checkpoint")
 			spoil(t, path)
-			if got, err := replicacache.Load(path, stamp); !errors.Is(err, replicacache.ErrUntrusted) {
+			if got, _, err := replicacache.Load(path, stamp); !errors.Is(err, replicacache.ErrUntrusted) {
 				t.Fatalf("Load gave %q, %v; want ErrUntrusted", got, err)
 			}
 			if name == "directory 0777" || name == "another user's directory" {
-				if err := replicacache.Save(path, stamp, []byte("new")); !errors.Is(err, replicacache.ErrUntrusted) {
+				if err := replicacache.Save(path, stamp, 7, []byte("new")); !errors.Is(err, replicacache.ErrUntrusted) {
 					t.Fatalf("Save into that directory: %v, want ErrUntrusted", err)
 				}
 				return
 			}
-			if err := replicacache.Save(path, stamp, []byte("new")); err != nil {
+			if err := replicacache.Save(path, stamp, 7, []byte("new")); err != nil {
 				t.Fatal(err)
 			}
-			if got, err := replicacache.Load(path, stamp); err != nil || string(got) != "new" {
+			if got, _, err := replicacache.Load(path, stamp); err != nil || string(got) != "new" {
 				t.Fatalf("after a new Save, Load gave %q, %v", got, err)
 			}
 		})
@@ -157,7 +157,7 @@ func TestConcurrentSavesLeaveWholeFiles(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := range 20 {
-				if err := replicacache.Save(path, stamp, bytes.Repeat(fmt.Appendf(nil, "%d.%d;", i, j), 1000+i*100)); err != nil {
+				if err := replicacache.Save(path, stamp, 7, bytes.Repeat(fmt.Appendf(nil, "%d.%d;", i, j), 1000+i*100)); err != nil {
 					errs <- err
 				}
 			}
@@ -165,7 +165,7 @@ func TestConcurrentSavesLeaveWholeFiles(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 20 {
-				got, err := replicacache.Load(path, stamp)
+				got, _, err := replicacache.Load(path, stamp)
 				if err != nil {
 					errs <- err
 					continue
@@ -198,7 +198,7 @@ func TestConcurrentSavesLeaveWholeFiles(t *testing.T) {
 func FuzzLoad(f *testing.F) {
 	dir := filepath.Join(f.TempDir(), "sharedconfig")
 	path := replicacache.Path(dir, stamp)
-	if err := replicacache.Save(path, stamp, []byte("checkpoint")); err != nil {
+	if err := replicacache.Save(path, stamp, 7, []byte("checkpoint")); err != nil {
 		f.Fatal(err)
 	}
 	whole, err := os.ReadFile(path)
@@ -212,6 +212,6 @@ func FuzzLoad(f *testing.F) {
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, _ = replicacache.Load(path, stamp)
+		_, _, _ = replicacache.Load(path, stamp)
 	})
 }
