@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"testing"
+	"time"
 
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
@@ -115,5 +116,29 @@ func TestOpenIgnoresWhatIsNotACheckpoint(t *testing.T) {
 			t.Errorf("opened with %q as a checkpoint: k=%q, want v", bad, v)
 		}
 		c.Close()
+	}
+}
+
+// A config opened from a checkpoint, with nothing new to read, estimates
+// the server's clock as one that read the config from the log does (from
+// the server's time on the last entry), not from this machine's clock: the
+// lease deadlines it judges are the same.
+func TestCheckpointKeepsTheServersTime(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	w := e.open(sharedconfig.Options{})
+	defer w.Close()
+	if _, err := w.Put(ctx, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	cp := e.checkpoint()
+	time.Sleep(2 * time.Second) // the log is quiet: a fresh read still sees the put's time
+	fresh := e.open(sharedconfig.Options{})
+	defer fresh.Close()
+	resumed := e.open(sharedconfig.Options{Resume: cp})
+	defer resumed.Close()
+	gap := resumed.Leases().Now().Sub(fresh.Leases().Now())
+	if gap < -time.Second || gap > time.Second {
+		t.Fatalf("opened from the checkpoint the server's clock reads %v from what a fresh open reads (the log has been quiet for 2s)", gap)
 	}
 }
