@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -52,8 +53,9 @@ func TestMain(m *testing.M) {
 type leakChecked struct{ m *testing.M }
 
 func (l leakChecked) Run() int {
-	// Shells on a terminal keep a history file: the tests' go to a
-	// directory of their own, not the user's.
+	// Shells on a terminal keep a history file, and every process a copy
+	// of its config in the replica cache: the tests' go to directories of
+	// their own, not the user's.
 	state, err := os.MkdirTemp("", "sharedconfig-test-state")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -61,6 +63,7 @@ func (l leakChecked) Run() int {
 	}
 	defer os.RemoveAll(state)
 	os.Setenv("XDG_STATE_HOME", state)
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(state, "cache"))
 	moreInParallel()
 	code := l.m.Run()
 	if code == 0 {

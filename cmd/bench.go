@@ -26,6 +26,12 @@ type benchFlags struct {
 	writers string
 	cluster bool
 	scale   bool
+	// kvGet is BUCKET/KEY: instead of measuring, get KEY as "nats kv get"
+	// does and print its value (the one-shot figure's anchor, run as a
+	// process of its own).
+	kvGet string
+	// only names the phases to run (hidden: for working on one figure).
+	only []string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -73,6 +79,10 @@ ordered consumers. With --cluster too, on R3 streams of the cluster.`,
 	fl.IntVar(&f.o.Configs, "configs", f.o.Configs, "configs the --scale run creates")
 	fl.IntVar(&f.o.Followers, "followers", f.o.Followers, "connections following one config in the --scale run")
 	fl.StringVar(&f.conn.opts.URLs, "server", "", "measure against these NATS server `URLS` (default: $NATS_URL, else an embedded server)")
+	fl.StringVar(&f.kvGet, "kv-get", "", "get `BUCKET/KEY` as nats kv get does, print the value and exit (the one-shot figure's anchor)")
+	fl.StringSliceVar(&f.only, "phase", nil, "run only these phases")
+	_ = fl.MarkHidden("kv-get")
+	_ = fl.MarkHidden("phase")
 	return c
 }
 
@@ -85,6 +95,9 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	}
 	connOpts := f.conn.opts
 	connOpts.Name = "sharedconfig-bench"
+	if f.kvGet != "" {
+		return kvGet(cmd, connOpts, f.kvGet)
+	}
 	where := "an embedded server on a temporary store"
 	phases := bench.Phases
 	if f.cluster {
@@ -105,6 +118,10 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		where = localserver.RedactURLs(connOpts.ResolveURLs())
 	}
 	o.Connect = func() (*nats.Conn, error) { return localserver.Connect(connOpts) }
+	o.Process = benchProcess(connOpts.ResolveURLs())
+	if phases, err = onlyPhases(phases, f.only); err != nil {
+		return &exitError{exitStartup, err}
+	}
 	// Fail early and clearly if the server is not there.
 	nc, err := o.Connect()
 	if err != nil {

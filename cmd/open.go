@@ -33,6 +33,7 @@ func (f *rootFlags) register(cmd *cobra.Command) {
 	fl.BoolVarP(&f.stopOnError, "stop-on-error", "e", false, "a script stops at its first failed line, exit status 1 (as sh -e)")
 	fl.IntVar(&f.replicas, "replicas", 0, "replicas of a config's stream when this creates it (default: 1 on a standalone server, 3 on a cluster)")
 	fl.StringVar(&f.writer, "writer", defaultWriter(), "the `NAME` others see on this process's changes (LOG, follow mode)")
+	fl.BoolVar(&f.noCache, "no-cache", false, "read the whole config from the server and keep no copy in the user's cache directory (also "+noCacheEnv+"=1)")
 	f.conn.register(cmd)
 	f.source.register(cmd)
 }
@@ -76,6 +77,7 @@ type session struct {
 	// damaged, if set, is why the config opened read-only at its last
 	// good state.
 	damaged *sharedconfig.DamagedError
+	replica *replica // the config's file in the replica cache; nil if off
 }
 
 // Close stops following, closes the config and its log, and closes the
@@ -83,6 +85,9 @@ type session struct {
 func (s *session) Close() {
 	s.sh.Close()
 	if s.cfg != nil {
+		if s.damaged == nil {
+			s.replica.save(s.cfg)
+		}
 		s.cfg.Close()
 	}
 	s.log.Close()
@@ -178,6 +183,8 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 		Advice:          advice,
 	})
 	s := &session{nc: nc, log: log, sh: sh}
+	var resume []byte
+	s.replica, resume = f.cacheFor(nc, log)
 	s.cfg, err = sharedconfig.Open(openCtx, log, sharedconfig.Options{
 		Compaction:       sharedconfig.DefaultCompactionPolicy,
 		CompactionFailed: sh.CompactionFailed,
@@ -185,6 +192,7 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 		CatchingUp:       catchUpProgress(cmd.ErrOrStderr()),
 		Holder:           f.writer,
 		MostlyReads:      f.mostlyReads,
+		Resume:           resume,
 	})
 	var damaged *sharedconfig.DamagedError
 	if errors.As(err, &damaged) && s.cfg != nil {

@@ -195,6 +195,7 @@ type rootFlags struct {
 	writer          string
 	replicas        int
 	mostlyReads     bool // a read-only command: join the writers' turns only if it writes
+	noCache         bool // --no-cache: read the whole config, keep no copy
 	conn            connFlags
 	source          sourceFlags
 }

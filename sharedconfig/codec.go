@@ -230,6 +230,13 @@ func (codec) EncodeInitial(i statesync.InitialUpdate[State]) ([]byte, error) {
 
 // DecodeInitial implements statesync.Codec.
 func (codec) DecodeInitial(data []byte) (statesync.InitialUpdate[State], error) {
+	if init, ok := decodeCanonicalSnapshot(data); ok {
+		return init, nil
+	}
+	return decodeSnapshotStrict(data)
+}
+
+func decodeSnapshotStrict(data []byte) (statesync.InitialUpdate[State], error) {
 	var w struct {
 		Properties *map[string]string `json:"properties"`
 		Revisions  map[string]uint64  `json:"revisions"`

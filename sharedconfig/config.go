@@ -80,6 +80,11 @@ type Options struct {
 	// config, so that one that only reads adds nothing to their traffic
 	// (turns.Options.FromFirstWrite).
 	MostlyReads bool
+	// Resume, if set, is a Checkpoint of this config taken earlier: Open
+	// starts from it and reads only the entries after it. One of another
+	// incarnation of the log (deleted and created again) is dropped and the
+	// log loaded afresh; bytes that are not a checkpoint are ignored.
+	Resume []byte
 }
 
 // Config is one shared config, open in this process. It is safe for
@@ -129,7 +134,7 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 		syncOpts = append(syncOpts, statesync.WithTurns(turns.New(turns.Options{FromFirstWrite: true})))
 	}
 	c.sync = statesync.New[State](log, codec{}, syncOpts...)
-	if err := c.sync.Initialize(ctx, snapshotUpdate{State{}}); err != nil {
+	if err := c.load(ctx, o.Resume); err != nil {
 		var entryErr *statesync.EntryError
 		if _, ok := c.sync.State(); ok && errors.As(err, &entryErr) {
 			return c, &DamagedError{Entry: entryErr, GoodRevision: c.State().Revision(), log: log.Name()}

@@ -39,7 +39,10 @@ type Synchronizer[S any] struct {
 }
 
 // logTime is what a read told of the log's clock.
-type logTime struct{ stored, seen time.Time }
+type logTime struct {
+	stored, seen time.Time
+	revision     uint64 // of the entry stored at stored
+}
 
 // LastLogTime returns the log's clock as the last read that carried a time
 // saw it (entries read back after an append included): the time the log
@@ -205,7 +208,7 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 	err := s.log.ReadAfter(ctx, cur.position(), target, c.take)
 	c.finish()
 	if !c.newest.IsZero() {
-		s.logTime.Store(&logTime{stored: c.newest, seen: time.Now()})
+		s.logTime.Store(&logTime{stored: c.newest, seen: time.Now(), revision: c.newestAt})
 	}
 	if err == nil && c.cur.Revision < target {
 		// Every entry up to target was read; those not delivered carry no
@@ -238,12 +241,13 @@ type catchUp[S any] struct {
 	speakers     map[string]uint64 // the last entry read of each speaker (see package turns)
 	start, total uint64            // where the read began, and how many entries it covers
 	newest       time.Time         // the log's time on the newest entry read that had one
+	newestAt     uint64            // that entry's revision
 }
 
 // take is the Log.Read callback: it takes in one entry.
 func (c *catchUp[S]) take(e Entry) error {
 	if !e.Time.IsZero() {
-		c.newest = e.Time
+		c.newest, c.newestAt = e.Time, e.Revision
 	}
 	a, err := c.takeEntry(e)
 	if err != nil {

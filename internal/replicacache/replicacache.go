@@ -1,0 +1,210 @@
+// Package replicacache keeps, in the user's cache directory, the copy of a
+// config a process read (a statesync checkpoint: the state, its revision and
+// the ID of the entry there), so that the next process on the same config
+// starts from it and reads only the entries written since, instead of the
+// whole config.
+//
+// A file is used only if it is this user's own and no one else can write it
+// (mode 0600 in a 0700 directory), if it is whole, and if it was written for
+// the same server and the same stream, created at the same time: anything
+// else is ignored (and the next save replaces it). Even then it is not
+// trusted with the config: the synchronizer checks that the stream still
+// holds the entry the copy was read up to before it takes in anything after
+// it (statesync.Synchronizer.Resume), so a stream deleted and created again
+// is loaded afresh.
+package replicacache
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Stamp says which stream a file holds a copy of.
+type Stamp struct {
+	// Server names the server or cluster (one JetStream) the stream is on.
+	Server string `json:"server"`
+	// Stream is the stream's name.
+	Stream string `json:"stream"`
+	// Created is when the server created the stream: a stream deleted and
+	// created again under its name has another.
+	Created time.Time `json:"created"`
+}
+
+// header is a file's first line after the magic: the stamp, the revision
+// the checkpoint stands at (so that a process can tell whether its copy is
+// newer without decoding the file), and the checkpoint's length (so that a
+// file cut short is refused here).
+type header struct {
+	Stamp
+	Revision uint64 `json:"revision"`
+	Length   int    `json:"length"`
+}
+
+// magic opens every cache file.
+const magic = "sharedconfig-cache 1\n"
+
+// maxFile bounds what Load reads: a file larger than this is no copy of a
+// config this program wrote.
+const maxFile = 1 << 30
+
+// Dir is where the files are: sharedconfig in the user's cache directory
+// ($XDG_CACHE_HOME, or ~/.cache, on Linux).
+func Dir() (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(base, "sharedconfig"), nil
+}
+
+// Path is the file for stream on server in dir: the stream's name (it tells
+// a person which config it is) and a digest of the server.
+func Path(dir string, s Stamp) string {
+	sum := sha256.Sum256([]byte(s.Server))
+	name := s.Stream
+	if len(name) > 200 { // a file name has at most 255 bytes
+		long := sha256.Sum256([]byte(name))
+		name = name[:100] + "-" + hex.EncodeToString(long[:8])
+	}
+	return filepath.Join(dir, name+"-"+hex.EncodeToString(sum[:8])+".cache")
+}
+
+// ErrUntrusted: the file exists but is not one to use; the reason follows.
+var ErrUntrusted = errors.New("cache file not used")
+
+// Load returns the checkpoint in the file at path, and the revision Save
+// was given with it, if the file can be trusted to be this user's copy of
+// the stream want names. A file that does not exist is fs.ErrNotExist; one
+// that cannot be trusted, ErrUntrusted with the reason.
+func Load(path string, want Stamp) (checkpoint []byte, revision uint64, err error) {
+	if err := checkDir(filepath.Dir(path)); err != nil {
+		return nil, 0, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, 0, fmt.Errorf("%w: %s is a symbolic link", ErrUntrusted, path)
+		}
+		return nil, 0, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := checkOwn(path, info, 0o077); err != nil {
+		return nil, 0, err
+	}
+	if info.Size() > maxFile {
+		return nil, 0, fmt.Errorf("%w: %s is larger than any copy of a config", ErrUntrusted, path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
+	if err != nil {
+		return nil, 0, err
+	}
+	return parse(path, data, want)
+}
+
+// parse checks the file's header against want and returns the checkpoint
+// after it.
+func parse(path string, data []byte, want Stamp) ([]byte, uint64, error) {
+	rest, ok := bytes.CutPrefix(data, []byte(magic))
+	if !ok {
+		return nil, 0, fmt.Errorf("%w: %s is not a sharedconfig cache file", ErrUntrusted, path)
+	}
+	line, checkpoint, ok := bytes.Cut(rest, []byte{'\n'})
+	if !ok {
+		return nil, 0, fmt.Errorf("%w: %s ends in its header", ErrUntrusted, path)
+	}
+	var got header
+	if err := json.Unmarshal(line, &got); err != nil {
+		return nil, 0, fmt.Errorf("%w: %s: its header: %w", ErrUntrusted, path, err)
+	}
+	if got.Length != len(checkpoint) {
+		return nil, 0, fmt.Errorf("%w: %s holds %d bytes of the %d it was written with", ErrUntrusted, path, len(checkpoint), got.Length)
+	}
+	if got.Server != want.Server || got.Stream != want.Stream || !got.Created.Equal(want.Created) {
+		return nil, 0, fmt.Errorf("%w: %s holds stream %s created %s on %q, not this one", ErrUntrusted, path,
+			got.Stream, got.Created.Format(time.RFC3339Nano), got.Server)
+	}
+	return checkpoint, got.Revision, nil
+}
+
+// checkDir refuses a directory that is not this user's, or that others may
+// write in (they could put a file there, or swap one).
+func checkDir(dir string) error {
+	info, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("%w: %s is not a directory", ErrUntrusted, dir)
+	}
+	return checkOwn(dir, info, 0o022)
+}
+
+// checkOwn refuses a file or directory another user owns, or whose mode
+// has any of the bits in forbidden.
+func checkOwn(path string, info fs.FileInfo, forbidden fs.FileMode) error {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("%w: cannot tell who owns %s", ErrUntrusted, path)
+	}
+	if int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("%w: %s belongs to user %d, not to this user (%d)", ErrUntrusted, path, st.Uid, os.Getuid())
+	}
+	if info.Mode().Perm()&forbidden != 0 {
+		return fmt.Errorf("%w: %s has mode %s: others may read or write it", ErrUntrusted, path, info.Mode().Perm())
+	}
+	if !info.IsDir() && !info.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s is not a regular file", ErrUntrusted, path)
+	}
+	return nil
+}
+
+// Save writes checkpoint, at revision, stamped s, to the file at path, creating its
+// directory (0700) if need be. The file (0600) is written under another
+// name and renamed into place, so that a process reading it, or another
+// saving at once, sees a whole file, this one or another's.
+func Save(path string, s Stamp, revision uint64, checkpoint []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := checkDir(dir); err != nil {
+		return err
+	}
+	head, err := json.Marshal(header{s, revision, len(checkpoint)})
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".saving-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after a rename, nothing is left to remove
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	for _, b := range [][]byte{[]byte(magic), head, {'\n'}, checkpoint} {
+		if _, err := tmp.Write(b); err != nil {
+			tmp.Close()
+			return err
+		}
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
