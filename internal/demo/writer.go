@@ -126,8 +126,7 @@ type compactionWatch struct {
 	tries int
 }
 
-// CompactAfter is what the synchronizer calls (the log is
-// statesync.Incarnated): the hook is on it, not on Compact.
+// CompactAfter is the log's one compaction call, so the hook is on it.
 func (l *compactionWatch) CompactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
 	at, err := l.Log.CompactAfter(ctx, last, snapshot)
 	rev := at.Revision
