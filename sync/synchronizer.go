@@ -216,11 +216,7 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 		// may have taken it further.)
 		c.cur.Revision, c.cur.id = target, ""
 	}
-	s.local.Store(&c.cur)
-	// Watchers hear of changes only once reads of the local copy show them.
-	for _, a := range c.applied {
-		s.applied(a)
-	}
+	c.deliver()
 	if errors.Is(err, ErrReplaced) {
 		return s.reloadedLocked(ctx, err)
 	}
@@ -236,7 +232,7 @@ type catchUp[S any] struct {
 	cur          local[S]
 	pending      []Update[S]
 	revisions    []uint64          // of the entries that carry pending
-	applied      []Applied[S]      // for watchers, once the copy is stored
+	applied      []Applied[S]      // for the applied hook, once the copy shows them
 	record       bool              // keep every entry in applied, not only this process's own
 	speakers     map[string]uint64 // the last entry read of each speaker (see package turns)
 	start, total uint64            // where the read began, and how many entries it covers
@@ -266,6 +262,9 @@ func (c *catchUp[S]) take(e Entry) error {
 	}
 	if c.record || a.Local && c.s.applied != nil {
 		c.applied = append(c.applied, a)
+		if len(c.applied) >= batchSize {
+			c.deliver()
+		}
 	}
 	if done := c.cur.Revision - c.start; c.reporting() && done%progressEvery == 0 {
 		c.s.progress(min(done, c.total), c.total)
@@ -307,6 +306,21 @@ func (c *catchUp[S]) flush() {
 		c.cur.Value = any(c.cur.Value).(BatchState[S]).ApplyAll(c.pending, c.revisions)
 		c.pending, c.revisions = c.pending[:0], c.revisions[:0]
 	}
+}
+
+// deliver makes the local copy what the catch-up has read so far and then
+// tells the applied hook of the entries taken in since the last delivery:
+// the hook hears an entry only once State shows it, and a long catch-up
+// holds no more than batchSize of them.
+func (c *catchUp[S]) deliver() {
+	c.flush()
+	cur := c.cur // c.cur goes on changing
+	c.s.local.Store(&cur)
+	for _, a := range c.applied {
+		c.s.applied(a)
+	}
+	clear(c.applied)
+	c.applied = c.applied[:0]
 }
 
 // finish applies what is pending and reports the end of a long catch-up.
@@ -543,7 +557,8 @@ func gaveUp(ctx context.Context, lost int, err error) error {
 // progressEvery is how often, in entries, a long catch-up reports.
 const progressEvery = 1024
 
-// batchSize is how many updates a catch-up gathers before applying them.
+// batchSize is how many updates a catch-up gathers before applying them,
+// and how many entries it takes in before it shows them (see deliver).
 const batchSize = 4096
 
 // UpdateUnconditionally appends updates whatever the log's revision, for

@@ -470,6 +470,42 @@ func TestAppliedWhenWanted(t *testing.T) {
 	}
 }
 
+// A long catch-up shows what it has read, and tells the applied hook of it,
+// as it goes: the hook, which hears every entry once State shows it, need
+// not wait for the end of the read, nor the catch-up hold every entry.
+func TestAppliedAsALongCatchUpGoes(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New("t")
+	newCounter(t, log)
+	one, err := counterCodec.EncodeUpdates([]statesync.Update[counter]{add{N: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10_000 { // revisions 2 to 10,001
+		log.AppendRaw(one, false)
+	}
+	var s *statesync.Synchronizer[counter]
+	var heard, shown []uint64 // each entry's revision, and State's when the hook heard it
+	s = statesync.New[counter](log, counterCodec, statesync.WithApplied(func(a statesync.Applied[counter]) {
+		st, _ := s.State()
+		heard, shown = append(heard, a.Revision), append(shown, st.Revision)
+	}, nil))
+	if err := s.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(heard) != 10_001 || heard[0] != 1 || heard[len(heard)-1] != 10_001 {
+		t.Fatalf("the hook heard %d entries, from %v; want revisions 1 to 10,001", len(heard), heard[:min(3, len(heard))])
+	}
+	for i, rev := range heard {
+		if i > 0 && rev != heard[i-1]+1 || shown[i] < rev {
+			t.Fatalf("the hook heard revision %d (after %d) with State at %d", rev, heard[max(i-1, 0)], shown[i])
+		}
+	}
+	if shown[0] == 10_001 {
+		t.Fatal("the hook heard of the first entries only once the whole catch-up was done")
+	}
+}
+
 func lastRevision(t *testing.T, log statesync.Log) uint64 {
 	t.Helper()
 	rev, err := logtest.LastRevision(log, context.Background())
