@@ -125,11 +125,7 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 		removesLeft: o.Compaction.RemovesBeforeCompaction,
 		leases:      newLeaseClient(o.Holder),
 	}
-	// Watches hear every entry; without one, a catch-up keeps no record of
-	// what it applies.
-	syncOpts = append(syncOpts, statesync.WithApplied(c.applied, func() bool {
-		return c.watching.Load() > 0
-	}))
+	syncOpts = append(syncOpts, statesync.WithApplied(c.applied))
 	if o.MostlyReads {
 		syncOpts = append(syncOpts, statesync.WithTurns(turns.New(turns.Options{FromFirstWrite: true})))
 	}

@@ -34,19 +34,19 @@ import (
 // Several watches may run at once; each follows the log on its own.
 func (c *Config) Watch(prefix string, fn func(Change), onError func(error)) (stop func(), err error) {
 	w := &watcher{prefix: prefix, fn: fn}
-	// Registered while no catch-up runs, so that the next one records every
-	// entry after the copy's revision for it.
-	c.sync.Locked(func(st statesync.Revisioned[State]) {
-		c.watchMu.Lock()
-		defer c.watchMu.Unlock()
-		// Entries up to the copy's revision are in seen.
-		w.seen, w.from = st.Value, st.Revision
-		if c.watchers == nil {
-			c.watchers = map[*watcher]struct{}{}
-		}
-		c.watchers[w] = struct{}{}
-		c.watching.Add(1)
-	})
+	c.watchMu.Lock()
+	// Counted before the copy is read: the hook, which skips its work while
+	// nobody watches, then hears of an entry stored after that read, and the
+	// synchronizer tells it of an entry only once State shows it.
+	c.watching.Add(1)
+	st, _ := c.sync.State()
+	// Entries up to the copy's revision are in seen.
+	w.seen, w.from = st.Value, st.Revision
+	if c.watchers == nil {
+		c.watchers = map[*watcher]struct{}{}
+	}
+	c.watchers[w] = struct{}{}
+	c.watchMu.Unlock()
 	unregister := func() {
 		c.watchMu.Lock()
 		delete(c.watchers, w)

@@ -33,7 +33,7 @@ func TestForeignEntriesAreSteppedOver(t *testing.T) {
 	ctx := context.Background()
 	log := foreignLog{memlog.New("t")}
 	var heard []statesync.Entry
-	s := newCounter(t, log, statesync.WithApplied(func(a statesync.Applied[counter]) { heard = append(heard, a.Entry) }, nil))
+	s := newCounter(t, log, statesync.WithApplied(func(a statesync.Applied[counter]) { heard = append(heard, a.Entry) }))
 	if _, err := increment(ctx, s); err != nil {
 		t.Fatal(err)
 	}

@@ -493,7 +493,7 @@ func TestUnconditionalWriteLandsWhileAnAppendIsInFlight(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		local[a.Entry.Revision] = a.Local
-	}, nil))
+	}))
 	release := holdOne(t, log, s)
 	before, err := logtest.LastRevision(log, context.Background())
 	if err != nil {

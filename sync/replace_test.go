@@ -16,7 +16,7 @@ func TestReplaceIsConditional(t *testing.T) {
 	ctx := context.Background()
 	log := memlog.New("t")
 	var heard []statesync.Applied[counter]
-	reader := newCounter(t, log, statesync.WithApplied(func(a statesync.Applied[counter]) { heard = append(heard, a) }, nil))
+	reader := newCounter(t, log, statesync.WithApplied(func(a statesync.Applied[counter]) { heard = append(heard, a) }))
 	writer := newCounter(t, log)
 	other := newCounter(t, log)
 	if _, err := increment(ctx, other); err != nil { // writer has not seen it

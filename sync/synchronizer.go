@@ -21,7 +21,6 @@ type Synchronizer[S any] struct {
 	codec    Codec[S]
 	trace    func(Attempt)
 	applied  func(Applied[S])
-	wanted   func() bool // whether applied wants entries this process did not write
 	progress func(done, total uint64)
 
 	mu    sync.Mutex // serialises Fetch, UpdateState's batches, Initialize and Compact
@@ -87,7 +86,6 @@ type Option func(*options)
 type options struct {
 	trace    func(Attempt)
 	applied  any // func(Applied[S]) for the synchronizer's S
-	wanted   func() bool
 	progress func(done, total uint64)
 	turns    *turns.Manager
 }
@@ -109,17 +107,14 @@ func WithTrace(fn func(Attempt)) Option { return func(o *options) { o.trace = fn
 
 // WithApplied calls fn for every entry the local copy takes in, whether it
 // was read from the log or written by this synchronizer, in revision order,
-// once State shows it. It runs while the synchronizer's lock is held: fn
-// must not call back into it. S must be the synchronizer's state type: New
-// panics otherwise.
-//
-// If wanted is not nil, fn hears the entries others wrote only while wanted
-// reports true (it always hears this synchronizer's own): a catch-up that
-// starts while wanted is false keeps no record of the entries it applies,
-// which over a long catch-up costs more than reading them. Whatever makes
-// wanted true should do so inside Locked, so that no catch-up is under way.
-func WithApplied[S any](fn func(Applied[S]), wanted func() bool) Option {
-	return func(o *options) { o.applied, o.wanted = fn, wanted }
+// once State shows it (a long catch-up shows its progress, and tells fn of
+// it, every 4,096 entries). So a listener that fn tells of entries, set up
+// by reading State under a lock fn takes too, hears every entry after the
+// revision it read, each once, and nothing before it. fn runs while the
+// synchronizer's lock is held: it must not call back into it, except for
+// State. S must be the synchronizer's state type: New panics otherwise.
+func WithApplied[S any](fn func(Applied[S])) Option {
+	return func(o *options) { o.applied = fn }
 }
 
 // New returns a synchronizer over log. Its state is empty and uninitialized
@@ -135,7 +130,7 @@ func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace, wanted: o.wanted, progress: o.progress, cm: o.turns}
+	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace, progress: o.progress, cm: o.turns}
 	if s.cm == nil {
 		s.cm = turns.New(turns.Options{})
 	}
@@ -148,16 +143,6 @@ func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
 	}
 	s.local.Store(&local[S]{})
 	return s
-}
-
-// Locked calls fn with the local state while no catch-up, update or
-// compaction runs, so that what fn sets up (a watcher's starting point, say)
-// is in place before the next entry is taken in. fn must not call back into
-// the synchronizer.
-func (s *Synchronizer[S]) Locked(fn func(Revisioned[S])) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fn(s.local.Load().Revisioned)
 }
 
 // State returns the local copy of the state and whether it holds one yet.
@@ -204,7 +189,6 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 		return s.sameLengthLocked(ctx, cur)
 	}
 	c := &catchUp[S]{s: s, cur: cur, start: cur.Revision, total: target - cur.Revision}
-	c.record = s.applied != nil && (s.wanted == nil || s.wanted())
 	err := s.log.ReadAfter(ctx, cur.position(), target, c.take)
 	c.finish()
 	if !c.newest.IsZero() {
@@ -233,7 +217,6 @@ type catchUp[S any] struct {
 	pending      []Update[S]
 	revisions    []uint64          // of the entries that carry pending
 	applied      []Applied[S]      // for the applied hook, once the copy shows them
-	record       bool              // keep every entry in applied, not only this process's own
 	speakers     map[string]uint64 // the last entry read of each speaker (see package turns)
 	start, total uint64            // where the read began, and how many entries it covers
 	newest       time.Time         // the log's time on the newest entry read that had one
@@ -260,7 +243,10 @@ func (c *catchUp[S]) take(e Entry) error {
 		}
 		c.speakers[e.Speaker] = e.Revision
 	}
-	if c.record || a.Local && c.s.applied != nil {
+	if c.s.applied != nil {
+		if c.applied == nil {
+			c.applied = make([]Applied[S], 0, min(c.total, batchSize))
+		}
 		c.applied = append(c.applied, a)
 		if len(c.applied) >= batchSize {
 			c.deliver()

@@ -3,10 +3,8 @@ package statesync_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -334,7 +332,7 @@ func TestFollow(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		seen = append(seen, a.Revision)
-	}, nil))
+	}))
 	stop, err := follower.Follow(func(err error) { t.Error(err) })
 	if err != nil {
 		t.Fatal(err)
@@ -364,7 +362,7 @@ func TestAppliedReportsLocalWrites(t *testing.T) {
 	var local []bool
 	s := newCounter(t, memlog.New("t"), statesync.WithApplied(func(a statesync.Applied[counter]) {
 		local = append(local, a.Local)
-	}, nil))
+	}))
 	if _, err := increment(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +380,7 @@ func TestAppliedAfterStateShowsIt(t *testing.T) {
 		if st, _ := s.State(); st.Revision < a.Revision {
 			lagging = append(lagging, a.Revision)
 		}
-	}, nil))
+	}))
 	if _, err := increment(context.Background(), newCounter(t, log)); err != nil {
 		t.Fatal(err)
 	}
@@ -425,49 +423,8 @@ func TestWithAppliedOfAnotherStateIsRefused(t *testing.T) {
 			t.Fatalf("New with a watcher of sets on a counter: recovered %q; want a panic naming WithApplied and the watcher's type", msg)
 		}
 	}()
-	statesync.New[counter](memlog.New("t"), counterCodec, statesync.WithApplied(func(statesync.Applied[example.Set]) {}, nil))
+	statesync.New[counter](memlog.New("t"), counterCodec, statesync.WithApplied(func(statesync.Applied[example.Set]) {}))
 	t.Fatal("New accepted a watcher of another state type")
-}
-
-// A watcher that wants others' entries only while it says so hears its own
-// writes always, others' only from a catch-up that starts once it wants them
-// (set up inside Locked, so that no catch-up is under way).
-func TestAppliedWhenWanted(t *testing.T) {
-	log := memlog.New("t")
-	other := newCounter(t, log)
-	var wanted atomic.Bool
-	var heard []uint64
-	s := newCounter(t, log, statesync.WithApplied(func(a statesync.Applied[counter]) {
-		heard = append(heard, a.Revision)
-	}, wanted.Load))
-	ctx := context.Background()
-	if _, err := increment(ctx, other); err != nil { // revision 2
-		t.Fatal(err)
-	}
-	if err := s.Fetch(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := increment(ctx, s); err != nil { // revision 3, its own
-		t.Fatal(err)
-	}
-	if !slices.Equal(heard, []uint64{3}) {
-		t.Fatalf("heard %v before wanting others' entries, want only its own write [3]", heard)
-	}
-	s.Locked(func(st statesync.Revisioned[counter]) {
-		if st.Revision != 3 {
-			t.Errorf("Locked sees revision %d, want 3", st.Revision)
-		}
-		wanted.Store(true)
-	})
-	if _, err := increment(ctx, other); err != nil { // revision 4
-		t.Fatal(err)
-	}
-	if err := s.Fetch(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(heard, []uint64{3, 4}) {
-		t.Fatalf("heard %v, want [3 4]", heard)
-	}
 }
 
 // A long catch-up shows what it has read, and tells the applied hook of it,
@@ -489,7 +446,7 @@ func TestAppliedAsALongCatchUpGoes(t *testing.T) {
 	s = statesync.New[counter](log, counterCodec, statesync.WithApplied(func(a statesync.Applied[counter]) {
 		st, _ := s.State()
 		heard, shown = append(heard, a.Revision), append(shown, st.Revision)
-	}, nil))
+	}))
 	if err := s.Fetch(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func TestTimedUpdateGetsTheLogsTime(t *testing.T) {
 	logTime := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
 	log.SetClock(func() time.Time { return logTime })
 	var heard []statesync.Applied[stamped]
-	w := statesync.New[stamped](log, stampCodec{}, statesync.WithApplied(func(a statesync.Applied[stamped]) { heard = append(heard, a) }, nil))
+	w := statesync.New[stamped](log, stampCodec{}, statesync.WithApplied(func(a statesync.Applied[stamped]) { heard = append(heard, a) }))
 	if err := w.Initialize(ctx, stampStart{}); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestEntryTimeIsTheLogsOrZero(t *testing.T) {
 	logTime := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
 	log.SetClock(func() time.Time { return logTime })
 	var heard []statesync.Applied[stamped]
-	w := statesync.New[stamped](log, stampCodec{}, statesync.WithApplied(func(a statesync.Applied[stamped]) { heard = append(heard, a) }, nil))
+	w := statesync.New[stamped](log, stampCodec{}, statesync.WithApplied(func(a statesync.Applied[stamped]) { heard = append(heard, a) }))
 	if err := w.Initialize(ctx, stampStart{}); err != nil {
 		t.Fatal(err)
 	}

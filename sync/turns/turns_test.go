@@ -449,8 +449,8 @@ func finishes(fn func()) (<-chan struct{}, func(d time.Duration) bool) {
 }
 
 // A write that holds back for another writer's turn holds no lock while it
-// waits: a fetch, an unconditional write (a lease's refresh) and Locked (a
-// watch being set up) go on meanwhile.
+// waits: a fetch and an unconditional write (a lease's refresh) go on
+// meanwhile.
 func TestWaitingForATurnHoldsNoLock(t *testing.T) {
 	t.Parallel()
 	log := memlog.New("t")
@@ -464,7 +464,6 @@ func TestWaitingForATurnHoldsNoLock(t *testing.T) {
 	for name, op := range map[string]func(){
 		"Fetch":                 func() { _ = s.Fetch(ctx) },
 		"UpdateUnconditionally": func() { _, _ = s.UpdateUnconditionally(ctx, add{N: 10}) },
-		"Locked":                func() { s.Locked(func(statesync.Revisioned[counter]) {}) },
 	} {
 		done, within := finishes(op)
 		if !within(time.Second) {
