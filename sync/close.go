@@ -5,8 +5,8 @@ import (
 	"sync"
 )
 
-// ErrClosed: the synchronizer was closed.
-var ErrClosed = errors.New("the synchronizer is closed")
+// errClosed: the synchronizer was closed.
+var errClosed = errors.New("the synchronizer is closed")
 
 // lifetime is what a synchronizer runs in the background, for Close to
 // stop: its follows (Follow). Its hearing of turns is the contention
@@ -69,7 +69,7 @@ func (l *lifetime) close() (stops []func(), first bool) {
 // it to end: its follows, and its hearing of other writers' turns (saying
 // it is done first, if it holds a turn, so that nobody waits for it). The
 // log is the caller's, who closes it. The local copy stays readable;
-// Follow fails with ErrClosed. Closing again does nothing.
+// Follow fails afterwards. Closing again does nothing.
 func (s *Synchronizer[S]) Close() {
 	stops, first := s.life.close()
 	if !first {

@@ -10,5 +10,8 @@ func Queued[S any](s *Synchronizer[S]) int {
 // TurnID is the id a synchronizer's words and entries name it by.
 func TurnID[S any](s *Synchronizer[S]) string { return s.cm.ID() }
 
+// ErrClosed is the error of a Follow after Close.
+var ErrClosed = errClosed
+
 // ErrNotInitialized is the error of an update on a log with no initial state.
 var ErrNotInitialized = errNotInitialized

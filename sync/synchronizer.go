@@ -689,7 +689,7 @@ func (s *Synchronizer[S]) Follow(onError func(error)) (stop func(), err error) {
 		}
 	}
 	if s.life.isClosed() {
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 	stopNotify, err := s.log.Notify(poke)
 	if err != nil {
@@ -710,7 +710,7 @@ func (s *Synchronizer[S]) Follow(onError func(error)) (stop func(), err error) {
 	tracked, ok := s.life.track(end)
 	if !ok { // closed meanwhile
 		end()
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 	return tracked, nil
 }
