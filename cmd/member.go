@@ -48,7 +48,7 @@ func memberCommandFunc(cmd *cobra.Command, f *rootFlags, key, value string, ttl 
 		return err
 	}
 	if _, err := sharedconfig.ParseTTL(ttl.String()); err != nil {
-		return &exitError{exitStartup, fmt.Errorf("--ttl %s: %w (from %s to %s)", ttl, err, sharedconfig.MinLeaseTTL, sharedconfig.MaxLeaseTTL)}
+		return &exitError{exitStartup, fmt.Errorf("--ttl %s: %w", ttl, err)}
 	}
 	s, err := f.open(cmd)
 	if err != nil {

@@ -46,7 +46,7 @@ func (codec) EncodeUpdates(us []statesync.Update[State]) ([]byte, error) {
 	w := wireUpdates{Ops: make([]wireOp, len(us))}
 	for i, u := range us {
 		if k, ok := updateKey(u); ok && k == "" {
-			return nil, ErrEmptyKey
+			return nil, errEmptyKey
 		}
 		switch u := u.(type) {
 		case putUpdate:
@@ -180,9 +180,9 @@ func decodeUpdatesStrict(data []byte) ([]statesync.Update[State], error) {
 	return us, nil
 }
 
-// ErrEmptyKey: readers take an entry with an empty key for damage, so none
+// errEmptyKey: readers take an entry with an empty key for damage, so none
 // is written (no command can name one to read, replace or remove it).
-var ErrEmptyKey = errors.New("a key is empty: keys are never empty")
+var errEmptyKey = errors.New("a key is empty: keys are never empty")
 
 // updateKey is the key a put or remove names.
 func updateKey(u statesync.Update[State]) (string, bool) {

@@ -54,8 +54,8 @@ func TestDecodeRefuses(t *testing.T) {
 		}
 	}
 	for _, u := range []statesync.Update[State]{putUpdate{"", "v"}, removeUpdate{""}, putWithLease{"", "v", "L"}} {
-		if data, err := (codec{}).EncodeUpdates([]statesync.Update[State]{u}); !errors.Is(err, ErrEmptyKey) {
-			t.Errorf("EncodeUpdates(%#v) = %s, %v; want ErrEmptyKey", u, data, err)
+		if data, err := (codec{}).EncodeUpdates([]statesync.Update[State]{u}); !errors.Is(err, errEmptyKey) {
+			t.Errorf("EncodeUpdates(%#v) = %s, %v; want errEmptyKey", u, data, err)
 		}
 	}
 	// Other spacing and field order are valid JSON and decode the same.

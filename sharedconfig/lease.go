@@ -39,13 +39,13 @@ type Lease struct {
 	Registration uint64
 	TTL          time.Duration
 	Deadline     time.Time
-	// Watched: the log holds a lease entry (of any lease) from the second
+	// watched: the log holds a lease entry (of any lease) from the second
 	// half of the time before Deadline, so the log was being written when
 	// the lease fell due. A deadline that passed while the log was silent
 	// (a server down or restarting, or nobody running) proves nothing about
 	// the holder: the first entry after the silence gives the lease a
 	// fresh TTL instead of ending it.
-	Watched bool
+	watched bool
 }
 
 // overdue: at time t, by the log's clock, the lease is past its deadline.
@@ -58,17 +58,17 @@ func (l Lease) heldUnder(holder string, registration uint64) bool {
 
 // dead: at t the lease is overdue and the log saw it fall due: it can
 // only expire now (a refresh does not revive it).
-func (l Lease) dead(t time.Time) bool { return l.overdue(t) && l.Watched }
+func (l Lease) dead(t time.Time) bool { return l.overdue(t) && l.watched }
 
 // renewed is l with a fresh deadline, a TTL after t.
 func (l Lease) renewed(t time.Time) Lease {
-	l.Deadline, l.Watched = t.Add(l.TTL), false
+	l.Deadline, l.watched = t.Add(l.TTL), false
 	return l
 }
 
 // The lease updates. They depend on the time the log stored their entry
 // (statesync.TimedUpdate), and every one is evidence that the log was
-// being written at that time (see Lease.Watched).
+// being written at that time (see Lease.watched).
 type (
 	// registerLease creates lease Lease held by Holder, or renews it (with
 	// a new TTL) if Holder holds it; either way the lease's registration is
@@ -93,7 +93,7 @@ type (
 	}
 	// expireLease ends a lease whose deadline has passed, removing its keys,
 	// in this one entry. Before the deadline it does nothing but witness
-	// the time; after a silence in the log (see Lease.Watched) it gives the
+	// the time; after a silence in the log (see Lease.watched) it gives the
 	// lease a fresh TTL. Any process may write it: the entry's own time
 	// decides.
 	expireLease struct{ Lease string }
@@ -170,8 +170,8 @@ func (s State) endLease(name string) State {
 // is at most half a TTL after t is watched.
 func (s State) tick(t time.Time) State {
 	for name, l := range s.Leases() {
-		if !l.Watched && t.Before(l.Deadline) && !t.Before(l.Deadline.Add(-l.TTL/2)) {
-			l.Watched = true
+		if !l.watched && t.Before(l.Deadline) && !t.Before(l.Deadline.Add(-l.TTL/2)) {
+			l.watched = true
 			s = s.setLease(name, l)
 		}
 	}
@@ -225,7 +225,7 @@ func (u expireLease) ApplyAt(s State, _ uint64, t time.Time) State {
 	l, ok := s.Lease(u.Lease)
 	switch {
 	case !ok || !l.overdue(t):
-	case l.Watched:
+	case l.watched:
 		s = s.endLease(u.Lease)
 	default: // the log was silent when it fell due: grace
 		s = s.setLease(u.Lease, l.renewed(t))

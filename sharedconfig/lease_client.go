@@ -36,10 +36,10 @@ var (
 	ErrBadTTL       = errors.New("a lease's ttl must be a whole number of milliseconds, from 1s to 24h")
 )
 
-// MinLeaseTTL and MaxLeaseTTL bound a lease's ttl.
+// minLeaseTTL and maxLeaseTTL bound a lease's ttl.
 const (
-	MinLeaseTTL = time.Second
-	MaxLeaseTTL = 24 * time.Hour
+	minLeaseTTL = time.Second
+	maxLeaseTTL = 24 * time.Hour
 )
 
 // leaseClient is what a Config knows about leases beyond the state: who it
@@ -214,7 +214,7 @@ func ParseTTL(s string) (time.Duration, error) {
 		}
 		d = time.Duration(secs * float64(time.Second))
 	}
-	if d < MinLeaseTTL || d > MaxLeaseTTL || d%time.Millisecond != 0 {
+	if d < minLeaseTTL || d > maxLeaseTTL || d%time.Millisecond != 0 {
 		return 0, fmt.Errorf("%w: '%s'", ErrBadTTL, s)
 	}
 	return d, nil
@@ -261,7 +261,7 @@ func (ls Leases) Register(ctx context.Context, name string, ttl time.Duration) (
 	if err := checkLeaseName(name); err != nil {
 		return false, err
 	}
-	if ttl < MinLeaseTTL || ttl > MaxLeaseTTL || ttl%time.Millisecond != 0 {
+	if ttl < minLeaseTTL || ttl > maxLeaseTTL || ttl%time.Millisecond != 0 {
 		return false, fmt.Errorf("%w: %s", ErrBadTTL, ttl)
 	}
 	type found struct {
@@ -360,7 +360,7 @@ func (c *Config) refreshed(after State, name string, reg uint64, before time.Tim
 		return l, fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)
 	case l.Registration != reg:
 		return l, fmt.Errorf("lease '%s': %w", name, ErrLeaseNotMine)
-	case l.Watched || l.Deadline.Equal(before):
+	case l.watched || l.Deadline.Equal(before):
 		return l, fmt.Errorf("lease '%s': %w", name, ErrLeaseExpired)
 	}
 	return l, nil
@@ -485,13 +485,13 @@ func putLanded(after State, key, value, lease string) error {
 // by serverNow, and a witness (an expiry that is not yet due, which only
 // records the log's time) for a lease about to fall due while the log has
 // been quiet, so that its expiry will be judged rather than forgiven (see
-// Lease.Watched). The log's time on each entry decides; this process's
+// Lease.watched). The log's time on each entry decides; this process's
 // clock only picks the moment to ask. It returns the leases that ended.
 func (c *Config) expireDue(ctx context.Context) ([]string, error) {
 	now := c.serverNow()
 	// dueNow: l looks overdue, or about to fall due unwatched.
 	dueNow := func(l Lease) bool {
-		return l.overdue(now) || (!l.Watched && now.After(l.Deadline.Add(-l.TTL/4)))
+		return l.overdue(now) || (!l.watched && now.After(l.Deadline.Add(-l.TTL/4)))
 	}
 	var due []string
 	st := c.State()

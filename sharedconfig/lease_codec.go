@@ -97,7 +97,7 @@ func decodeLeaseOp(op wireOp) (statesync.Update[State], bool) {
 // other program) could never be watched falling due, so every keeper would
 // witness it for ever; a longer one may not fit a time.Duration.
 func validTTLms(ms int64) bool {
-	return ms >= MinLeaseTTL.Milliseconds() && ms <= MaxLeaseTTL.Milliseconds()
+	return ms >= minLeaseTTL.Milliseconds() && ms <= maxLeaseTTL.Milliseconds()
 }
 
 type wireLease struct {
@@ -126,9 +126,9 @@ func (w wireSnapshotLeases) snapshot(s State) (statesync.InitialUpdate[State], e
 	}
 	for name, l := range w.Leases {
 		if !validTTLms(l.TTLms) {
-			return nil, fmt.Errorf("not a sharedconfig snapshot: lease %q has ttl_ms %d, not %d to %d", name, l.TTLms, MinLeaseTTL.Milliseconds(), MaxLeaseTTL.Milliseconds())
+			return nil, fmt.Errorf("not a sharedconfig snapshot: lease %q has ttl_ms %d, not %d to %d", name, l.TTLms, minLeaseTTL.Milliseconds(), maxLeaseTTL.Milliseconds())
 		}
-		s = s.setLease(name, Lease{Holder: l.Holder, Registration: l.Registration, TTL: time.Duration(l.TTLms) * time.Millisecond, Deadline: l.Deadline, Watched: l.Watched})
+		s = s.setLease(name, Lease{Holder: l.Holder, Registration: l.Registration, TTL: time.Duration(l.TTLms) * time.Millisecond, Deadline: l.Deadline, watched: l.Watched})
 	}
 	return snapshotUpdate{s}, nil
 }
@@ -141,7 +141,7 @@ func encodeSnapshotLeases(b *bytes.Buffer, s State) error {
 	}
 	w := wireSnapshotLeases{Leases: map[string]wireLease{}, LeaseOf: map[string]string{}}
 	for name, l := range s.Leases() {
-		w.Leases[name] = wireLease{Holder: l.Holder, Registration: l.Registration, TTLms: l.TTL.Milliseconds(), Deadline: l.Deadline, Watched: l.Watched}
+		w.Leases[name] = wireLease{Holder: l.Holder, Registration: l.Registration, TTLms: l.TTL.Milliseconds(), Deadline: l.Deadline, Watched: l.watched}
 	}
 	for k, p := range s.All() {
 		if p.Lease != "" {

@@ -471,7 +471,7 @@ func llLeaseOf(l sharedconfig.Lease, ok bool) llLease {
 	if _, err := fmt.Sscanf(l.Holder, "c%d", &holder); err != nil {
 		holder = -1
 	}
-	return llLease{present: true, holder: holder, ttl: l.TTL, deadline: l.Deadline.UnixNano(), watched: l.Watched}
+	return llLease{present: true, holder: holder, ttl: l.TTL, deadline: l.Deadline.UnixNano(), watched: sharedconfig.Watched(l)}
 }
 
 // llInputFor picks an operation for cl. Lease i is mostly client i's: the

@@ -339,7 +339,7 @@ func describe(s sharedconfig.State) string {
 		out += k + "=" + p.Value + "@" + p.Lease + ";"
 	}
 	for n, l := range s.Leases() {
-		out += n + ":" + l.Holder + "," + l.TTL.String() + "," + l.Deadline.UTC().String() + "," + fmt.Sprint(l.Watched) + ";"
+		out += n + ":" + l.Holder + "," + l.TTL.String() + "," + l.Deadline.UTC().String() + "," + fmt.Sprint(sharedconfig.Watched(l)) + ";"
 	}
 	return out
 }

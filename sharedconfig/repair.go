@@ -66,8 +66,8 @@ func IfLastRevision(last uint64) RepairOption {
 	return func(o *repairOptions) { o.expectedLast = last }
 }
 
-// ErrNothingToRepair: the log reads to its end.
-var ErrNothingToRepair = errors.New("every entry reads: nothing to repair")
+// errNothingToRepair: the log reads to its end.
+var errNothingToRepair = errors.New("every entry reads: nothing to repair")
 
 // Repair lists the entries after the local copy's revision, decoded where
 // they decode, and, if one of them does not read, writes the local state
@@ -87,7 +87,7 @@ func (c *Config) Repair(ctx context.Context, opts ...RepairOption) (RepairReport
 	case o.expectedLast != 0 && r.LastRevision != o.expectedLast:
 		return r, fmt.Errorf("%w: the log ends at revision %d, not %d; nothing was written", statesync.ErrConflict, r.LastRevision, o.expectedLast)
 	case !r.Damaged():
-		return r, ErrNothingToRepair
+		return r, errNothingToRepair
 	}
 	data, err := codec{}.EncodeInitial(snapshotUpdate{c.State()})
 	if err != nil {

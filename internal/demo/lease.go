@@ -13,9 +13,9 @@ import (
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
-// leaseTTL is the members' lease ttl: the shortest a lease may have, so
+// leaseTTL is the members' lease ttl: twice the shortest a lease may have, so
 // that the run is short; the server's clock, not the speed, sets its pace.
-const leaseTTL = sharedconfig.MinLeaseTTL * 2
+const leaseTTL = 2 * time.Second
 
 // member is one member's registration under /servers/.
 type member struct {
