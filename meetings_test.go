@@ -64,7 +64,7 @@ func meetingsWorker() int {
 	log, err := jetstream.OpenLog(openCtx, nc, scope, name, jetstream.LogOptions{Writer: id})
 	if err == nil {
 		var cfg *sharedconfig.Config
-		cfg, err = sharedconfig.Open(openCtx, log, sharedconfig.Options{Compaction: sharedconfig.DefaultCompactionPolicy, Holder: id})
+		cfg, err = sharedconfig.Open(openCtx, log, sharedconfig.Options{Compaction: true, Holder: id})
 		cancel()
 		if err == nil {
 			return runMeetingsWorker(ctx, cfg, id)

@@ -186,7 +186,7 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 	var resume []byte
 	s.replica, resume = f.cacheFor(nc, log)
 	s.cfg, err = sharedconfig.Open(openCtx, log, sharedconfig.Options{
-		Compaction:       sharedconfig.DefaultCompactionPolicy,
+		Compaction:       true,
 		CompactionFailed: sh.CompactionFailed,
 		Trace:            sh.Attempt,
 		CatchingUp:       catchUpProgress(cmd.ErrOrStderr()),

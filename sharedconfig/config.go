@@ -39,30 +39,33 @@ import (
 	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
-// CompactionPolicy says when a process writes a snapshot and drops the
+// compactionPolicy says when a process writes a snapshot and drops the
 // history before it.
-type CompactionPolicy struct {
-	// RemovesBeforeCompaction: compact after this many Remove calls by
-	// this process, conditional or not, whether or not they removed
-	// anything (the original's rule, with 5). 0 turns the rule off.
-	RemovesBeforeCompaction int
-	// CompactOnClear: compact after every Clear (the original's rule).
-	CompactOnClear bool
-	// MaxEntries: compact when the history since the last snapshot reaches
-	// this many entries, so that a put-only workload cannot grow it without
-	// bound. 0 turns the rule off.
-	MaxEntries uint64
+type compactionPolicy struct {
+	// removes: compact after this many Remove calls by this process,
+	// conditional or not, whether or not they removed anything. 0 turns
+	// the rule off.
+	removes int
+	// onClear: compact after every Clear.
+	onClear bool
+	// maxEntries: compact when the history since the last snapshot reaches
+	// this many entries. 0 turns the rule off.
+	maxEntries uint64
 }
 
-// DefaultCompactionPolicy is the original's policy plus a bound of 1,000
-// entries of history.
-var DefaultCompactionPolicy = CompactionPolicy{RemovesBeforeCompaction: 5, CompactOnClear: true, MaxEntries: 1000}
+// originalCompaction is the original's policy plus a bound on the history,
+// so that a put-only workload cannot grow it without bound.
+var originalCompaction = compactionPolicy{removes: 5, onClear: true, maxEntries: 1000}
 
 // Options configure Open.
 type Options struct {
-	// Compaction is the compaction policy; the zero value never compacts
-	// on its own. Use DefaultCompactionPolicy for the original's.
-	Compaction CompactionPolicy
+	// Compaction: compact as the original does, after every 5th Remove by
+	// this process and after every Clear, and whenever the history since
+	// the last snapshot reaches 1,000 entries. Without it, the config is
+	// compacted only by Compact.
+	Compaction bool
+	// policy, if set (by tests), replaces the one Compaction picks.
+	policy *compactionPolicy
 	// CompactionFailed, if set, hears of compactions that failed. A failed
 	// compaction loses nothing (the history just stays longer) and does not
 	// fail the operation that triggered it.
@@ -90,9 +93,10 @@ type Options struct {
 // Config is one shared config, open in this process. It is safe for
 // concurrent use.
 type Config struct {
-	sync *statesync.Synchronizer[State]
-	log  statesync.Log
-	opts Options
+	sync   *statesync.Synchronizer[State]
+	log    statesync.Log
+	opts   Options
+	policy compactionPolicy
 
 	mu          sync.Mutex
 	removesLeft int
@@ -119,12 +123,14 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	if o.CatchingUp != nil {
 		syncOpts = append(syncOpts, statesync.WithProgress(o.CatchingUp))
 	}
-	c := &Config{
-		log:         log,
-		opts:        o,
-		removesLeft: o.Compaction.RemovesBeforeCompaction,
-		leases:      newLeaseClient(o.Holder),
+	c := &Config{log: log, opts: o, leases: newLeaseClient(o.Holder)}
+	switch {
+	case o.policy != nil:
+		c.policy = *o.policy
+	case o.Compaction:
+		c.policy = originalCompaction
 	}
+	c.removesLeft = c.policy.removes
 	syncOpts = append(syncOpts, statesync.WithApplied(c.applied))
 	if o.MostlyReads {
 		syncOpts = append(syncOpts, statesync.WithTurns(turns.New(turns.Options{FromFirstWrite: true})))
@@ -226,14 +232,14 @@ func updateAt[R any](ctx context.Context, c *Config, fn func(State) ([]statesync
 
 // compactIfDue compacts when the policy's entry count is reached.
 func (c *Config) compactIfDue(ctx context.Context) {
-	if c.opts.Compaction.MaxEntries > 0 && c.sync.EntriesSinceCompaction() >= c.opts.Compaction.MaxEntries {
+	if c.policy.maxEntries > 0 && c.sync.EntriesSinceCompaction() >= c.policy.maxEntries {
 		c.compact(ctx)
 	}
 }
 
 func (c *Config) compact(ctx context.Context) {
 	c.mu.Lock()
-	c.removesLeft = c.opts.Compaction.RemovesBeforeCompaction
+	c.removesLeft = c.policy.removes
 	c.mu.Unlock()
 	if err := c.Compact(ctx); err != nil && c.opts.CompactionFailed != nil {
 		c.opts.CompactionFailed(err)
@@ -242,7 +248,7 @@ func (c *Config) compact(ctx context.Context) {
 
 // countRemove applies the original's rule: every fifth remove compacts.
 func (c *Config) countRemove(ctx context.Context) {
-	if c.opts.Compaction.RemovesBeforeCompaction <= 0 {
+	if c.policy.removes <= 0 {
 		return
 	}
 	c.mu.Lock()
@@ -270,7 +276,7 @@ func (c *Config) Clear(ctx context.Context) (removed int, err error) {
 		}
 		return updates{clearUpdate{}}, s.Len()
 	})
-	if err == nil && c.opts.Compaction.CompactOnClear {
+	if err == nil && c.policy.onClear {
 		c.compact(ctx)
 	}
 	return removed, err

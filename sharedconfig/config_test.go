@@ -320,7 +320,7 @@ func TestStaleCopyAnswersAreTrue(t *testing.T) {
 func TestCompactionPolicy(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	c := e.open(sharedconfig.Options{Compaction: sharedconfig.DefaultCompactionPolicy})
+	c := e.open(sharedconfig.Options{Compaction: true})
 	for i := range 4 {
 		put(t, c, fmt.Sprint(i), "v")
 	}
@@ -342,7 +342,7 @@ func TestCompactionPolicy(t *testing.T) {
 		t.Fatalf("entries after Clear = %d, want 0 (compacted)", n)
 	}
 
-	bounded := e.open(sharedconfig.Options{Compaction: sharedconfig.CompactionPolicy{MaxEntries: 10}})
+	bounded := e.open(sharedconfig.CompactAt(sharedconfig.Options{}, 10))
 	for i := range 25 {
 		put(t, bounded, "k", fmt.Sprint(i))
 		if n := sharedconfig.EntriesSinceCompaction(bounded); n >= 10 {

@@ -197,7 +197,7 @@ func (k *keeper) round(ctx context.Context) {
 // cut short among them, is tried again next round, and says nothing.
 func (k *keeper) compactIfDue(ctx context.Context) {
 	c := k.c
-	if c.opts.Compaction.MaxEntries <= 0 || c.sync.EntriesSinceCompaction() < c.opts.Compaction.MaxEntries {
+	if c.policy.maxEntries <= 0 || c.sync.EntriesSinceCompaction() < c.policy.maxEntries {
 		return
 	}
 	limit, now := keeperOpTimeout, c.serverNow()

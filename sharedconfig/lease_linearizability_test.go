@@ -359,7 +359,7 @@ func (cl *llClient) open(connect func() (*nats.Conn, error), name string, g *llL
 	l, err := jetstream.OpenLog(ctx, nc, "ll", name, jetstream.LogOptions{Writer: writer})
 	if err == nil {
 		c, err = sharedconfig.Open(ctx, l, sharedconfig.Options{
-			Compaction: sharedconfig.DefaultCompactionPolicy,
+			Compaction: true,
 			Holder:     writer,
 			Trace:      func(a statesync.Attempt) { cl.attempt.Store(&a) },
 		})

@@ -240,7 +240,7 @@ func lzOpen(t *testing.T, connect func() (*nats.Conn, error), name string, repli
 		cancel()
 		t.Fatal(err)
 	}
-	c, err := sharedconfig.Open(ctx, l, sharedconfig.Options{Compaction: sharedconfig.DefaultCompactionPolicy})
+	c, err := sharedconfig.Open(ctx, l, sharedconfig.Options{Compaction: true})
 	cancel()
 	if err != nil {
 		t.Fatal(err)

@@ -9,3 +9,10 @@ var (
 // Watched reports whether the log was being written when l fell due (see
 // Lease.watched).
 func Watched(l Lease) bool { return l.watched }
+
+// CompactAt is o with a policy that compacts only when the history since
+// the last snapshot reaches maxEntries.
+func CompactAt(o Options, maxEntries uint64) Options {
+	o.policy = &compactionPolicy{maxEntries: maxEntries}
+	return o
+}

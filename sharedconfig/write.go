@@ -68,8 +68,8 @@ func (c *Config) Replace(ctx context.Context, key, value string, opts ...WriteOp
 }
 
 // Remove deletes key (if the options' conditions hold) and returns the
-// value it had, if any. Every call counts toward the compaction policy's
-// RemovesBeforeCompaction, whether or not it removed anything.
+// value it had, if any. Every call counts toward Options.Compaction's
+// rule of every 5th Remove, whether or not it removed anything.
 func (c *Config) Remove(ctx context.Context, key string, opts ...WriteOption) (WriteResult, error) {
 	r, err := c.write(ctx, writeCall{name: "Remove", key: key, mustExist: true}, opts)
 	if err == nil {
