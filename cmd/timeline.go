@@ -8,7 +8,6 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/internal/demo"
 	"github.com/sharedconfig/sharedconfig/internal/timeline"
-	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
 
 func newTimelineCmd(f *rootFlags) *cobra.Command {
@@ -43,7 +42,7 @@ func timelineCommandFunc(cmd *cobra.Command, f *rootFlags, html string, last int
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	changes, err := s.cfg.History(ctx, sharedconfig.HistoryQuery{Last: last})
+	changes, err := s.cfg.History(ctx, "", last)
 	if err != nil {
 		return failed(cmd, f, "TIMELINE", err)
 	}

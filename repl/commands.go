@@ -404,7 +404,7 @@ func runLog(ctx context.Context, sh *Shell, args []string) reply {
 		asked, _ := strconv.ParseUint(args[0], 10, 64) // checked
 		n = int(min(asked, math.MaxInt))
 	}
-	changes, err := sh.cfg.History(ctx, sharedconfig.HistoryQuery{Last: n})
+	changes, err := sh.cfg.History(ctx, "", n)
 	if err != nil {
 		return sh.failure(err)
 	}
@@ -428,7 +428,7 @@ func runLog(ctx context.Context, sh *Shell, args []string) reply {
 
 func runHistory(ctx context.Context, sh *Shell, args []string) reply {
 	key := args[0]
-	changes, err := sh.cfg.History(ctx, sharedconfig.HistoryQuery{Key: key})
+	changes, err := sh.cfg.History(ctx, key, 0)
 	if err != nil {
 		return sh.failure(err)
 	}

@@ -118,29 +118,21 @@ func (c *Config) decode(e statesync.Entry) (Change, error) {
 	return changeOf(e, updates, State{}, false), nil
 }
 
-// HistoryQuery says what History reads back.
-type HistoryQuery struct {
-	// Last: only the newest Last changes; 0 means all the log holds.
-	Last int
-	// Key, if set: only the changes to Key (HISTORY), each narrowed to what
-	// it did to Key: Ops is one put (the value it set, and its lease) or one
-	// remove (with the lease of the value removed), and Ended the lease
-	// whose end removed it, if one did. The first is the snapshot the
-	// history starts from (history before it was compacted away), with a
-	// put if Key had a value there. Without Key: every entry (LOG).
-	Key string
-}
-
-// History reads the log back as changes, oldest first: its entries, or
-// one key's changes, as q says. Where compaction has dropped older
-// entries, the first is the snapshot that replaced them.
-func (c *Config) History(ctx context.Context, q HistoryQuery) ([]Change, error) {
-	if q.Key == "" {
-		return c.logHistory(ctx, q.Last)
+// History reads the log back as changes, oldest first. With an empty key:
+// every entry (LOG). With a key: only the changes to key (HISTORY), each
+// narrowed to what it did to key: Ops is one put (the value it set, and
+// its lease) or one remove (with the lease of the value removed), and
+// Ended the lease whose end removed it, if one did; the first is the
+// snapshot the history starts from, with a put if key had a value there.
+// last > 0 keeps only the newest last changes. Where compaction has
+// dropped older entries, the first is the snapshot that replaced them.
+func (c *Config) History(ctx context.Context, key string, last int) ([]Change, error) {
+	if key == "" {
+		return c.logHistory(ctx, last)
 	}
-	changes, err := c.keyHistory(ctx, q.Key)
-	if q.Last > 0 && len(changes) > q.Last {
-		changes = changes[len(changes)-q.Last:]
+	changes, err := c.keyHistory(ctx, key)
+	if last > 0 && len(changes) > last {
+		changes = changes[len(changes)-last:]
 	}
 	return changes, err
 }
@@ -233,7 +225,7 @@ func (c *Config) readChanges(ctx context.Context, after, upTo uint64, fn func(Ch
 	return nil
 }
 
-// keyHistory returns the changes to key, narrowed to it (HistoryQuery.Key),
+// keyHistory returns the changes to key, narrowed to it (History with a key),
 // as far back as compaction allows. st is replayed from the newest snapshot
 // on, so that whatever removes the key shows (a lease's end too).
 func (c *Config) keyHistory(ctx context.Context, key string) ([]Change, error) {

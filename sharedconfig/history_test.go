@@ -37,7 +37,7 @@ func TestHistory(t *testing.T) {
 	if _, err := c.Remove(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	chs, err := c.History(ctx, sharedconfig.HistoryQuery{Last: 10})
+	chs, err := c.History(ctx, "", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestHistory(t *testing.T) {
 	if chs[1].Time.IsZero() {
 		t.Error("entries read from the stream carry no time")
 	}
-	chs, _ = c.History(ctx, sharedconfig.HistoryQuery{Last: 2})
+	chs, _ = c.History(ctx, "", 2)
 	if got := describeChanges(chs); got != "3:PUT b = 2 4:REMOVE a" {
 		t.Fatalf("History(Last: 2) = %s", got)
 	}
@@ -55,7 +55,7 @@ func TestHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(t, c, "b", "3")
-	chs, _ = c.History(ctx, sharedconfig.HistoryQuery{Last: 10})
+	chs, _ = c.History(ctx, "", 10)
 	if got := describeChanges(chs); got != "5:snapshot(1) 6:PUT b = 3" {
 		t.Fatalf("History after compaction = %s", got)
 	}
@@ -94,14 +94,14 @@ func TestKeyHistory(t *testing.T) {
 		}
 		return strings.Join(parts, " "), chs[0].Revision
 	}
-	chs, err := c.History(ctx, sharedconfig.HistoryQuery{Key: "k"})
+	chs, err := c.History(ctx, "k", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, start := describe(chs); got != "2:1 4:2 5:removed 6:3" || start != 1 {
 		t.Fatalf("History(Key: k) = %s from %d", got, start)
 	}
-	chs, _ = c.History(ctx, sharedconfig.HistoryQuery{Key: "k", Last: 2})
+	chs, _ = c.History(ctx, "k", 2)
 	if len(chs) != 2 || chs[0].Revision != 5 || chs[1].Revision != 6 {
 		t.Fatalf("History(Key: k, Last: 2) = %+v, want the changes at 5 and 6", chs)
 	}
@@ -109,7 +109,7 @@ func TestKeyHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(t, c, "k", "4")
-	chs, _ = c.History(ctx, sharedconfig.HistoryQuery{Key: "k"})
+	chs, _ = c.History(ctx, "k", 0)
 	if got, start := describe(chs); got != "7:snapshot=3 8:4" || start != 7 {
 		t.Fatalf("History(Key: k) after compaction = %s from %d", got, start)
 	}

@@ -61,7 +61,7 @@ func TestLeaseSurvivesLeaderFailover(t *testing.T) {
 	for other.Refresh(opCtx) != nil && opCtx.Err() == nil {
 		time.Sleep(100 * time.Millisecond)
 	}
-	changes, err := other.History(opCtx, sharedconfig.HistoryQuery{Key: "/servers/1"})
+	changes, err := other.History(opCtx, "/servers/1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func TestLeaseExpiresInOneEntryWithoutItsHolder(t *testing.T) {
 	}
 	// One entry ended the lease.
 	late := e.open("c")
-	hist, err := b.History(ctx, sharedconfig.HistoryQuery{Last: 100})
+	hist, err := b.History(ctx, "", 100)
 	ok(t, err)
 	expiries := 0
 	for _, ch := range hist {
@@ -169,7 +169,7 @@ func TestLeaseEndHeardByWatchers(t *testing.T) {
 		"/servers/1": {Lease: "a", Keys: []string{"/servers/1"}, Expired: true},
 		"/servers/2": {Lease: "b", Keys: []string{"/servers/2"}},
 	} {
-		chs, err := w.History(ctx, sharedconfig.HistoryQuery{Key: key})
+		chs, err := w.History(ctx, key, 0)
 		ok(t, err)
 		last := chs[len(chs)-1]
 		if len(last.Ops) != 1 || last.Ops[0] != (sharedconfig.Op{Kind: "remove", Key: key, Lease: want.Lease}) ||

@@ -74,7 +74,7 @@ func TestForeignEntryIsSteppedOver(t *testing.T) {
 	if v, _ := d.Get("k"); v != "w" {
 		t.Fatalf("a new reader: k = %q, want w", v)
 	}
-	h := must[[]sharedconfig.Change](t)(d.History(ctx, sharedconfig.HistoryQuery{Last: 2}))
+	h := must[[]sharedconfig.Change](t)(d.History(ctx, "", 2))
 	if h[0].Revision != rev || h[0].Foreign == "" {
 		t.Fatalf("History: %+v; want the foreign entry first", h)
 	}
@@ -105,7 +105,7 @@ func TestDamagedEntryOpensReadOnlyAndRepairs(t *testing.T) {
 	if _, err := d.Put(ctx, "k", "new"); err == nil {
 		t.Fatal("a write past the damage landed")
 	}
-	h := must[[]sharedconfig.Change](t)(d.History(ctx, sharedconfig.HistoryQuery{Last: 3}))
+	h := must[[]sharedconfig.Change](t)(d.History(ctx, "", 3))
 	if len(h) != 3 || h[1].Revision != bad || h[1].Damage == "" || h[2].Revision != later || h[2].Damage != "" {
 		t.Fatalf("History over damage: %+v; want the damaged entry marked and the one after it read", h)
 	}
@@ -146,7 +146,7 @@ func TestUnreadableEntryIsListed(t *testing.T) {
 	put(t, c, "k", "good")
 	bad := publishRaw(t, e, "{}", jetstream.HeaderFormat, "1", jetstream.HeaderKind, "mystery")
 	later := publishRaw(t, e, `{"ops":[{"op":"remove","key":"k"}]}`, jetstream.HeaderFormat, "1", jetstream.HeaderKind, "update")
-	h := must[[]sharedconfig.Change](t)(c.History(ctx, sharedconfig.HistoryQuery{Last: 2}))
+	h := must[[]sharedconfig.Change](t)(c.History(ctx, "", 2))
 	if len(h) != 2 || h[0].Revision != bad || !strings.Contains(h[0].Damage, `unknown entry kind "mystery"`) || h[1].Revision != later || h[1].Ops[0].Kind != "remove" {
 		t.Fatalf("History: %+v", h)
 	}

@@ -215,7 +215,7 @@ func (r *run) removeConfigs() error {
 func (r *run) tape(ctx context.Context, w *writer) ([]timeline.Entry, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
 	defer cancel()
-	changes, err := w.cfg.History(ctx, sharedconfig.HistoryQuery{Last: 100_000})
+	changes, err := w.cfg.History(ctx, "", 100_000)
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ func historyOfEndedLeases(t *testing.T) ([]sharedconfig.Change, sharedconfig.Sta
 	must(leases.Revoke(ctx, "refreshed"))
 	must(leases.Revoke(ctx, "compacted"))
 	must(leases.Register(ctx, "held", time.Hour))
-	changes, err := cfg.History(ctx, sharedconfig.HistoryQuery{Last: 100})
+	changes, err := cfg.History(ctx, "", 100)
 	must(nil, err)
 	return changes, cfg.State(), map[string]sharedconfig.Lease{"refreshed": refreshed, "compacted": compacted}
 }
