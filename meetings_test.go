@@ -122,8 +122,9 @@ func runMeetingsWorker(ctx context.Context, cfg *sharedconfig.Config, id string)
 func incrementUntilDone(ctx context.Context, cfg *sharedconfig.Config, who string) {
 	for ctx.Err() == nil {
 		st := cfg.State()
-		cur, ok := st.Get("counter")
-		epoch, _ := st.Get("epoch")
+		counter, ok := st.Lookup("counter")
+		epochProp, _ := st.Lookup("epoch")
+		cur, epoch := counter.Value, epochProp.Value
 		e, n, good := parseCount(cur)
 		switch {
 		case !ok:

@@ -192,7 +192,10 @@ func (c *Config) entriesSinceCompaction() uint64 { return c.sync.EntriesSinceCom
 func (c *Config) Log() statesync.Log { return c.log }
 
 // Get returns the local value of key.
-func (c *Config) Get(key string) (string, bool) { return c.State().Get(key) }
+func (c *Config) Get(key string) (string, bool) {
+	p, ok := c.State().Lookup(key)
+	return p.Value, ok
+}
 
 // Refresh brings the local copy up to date with the shared config.
 func (c *Config) Refresh(ctx context.Context) error { return c.sync.Fetch(ctx) }

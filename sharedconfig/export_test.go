@@ -109,7 +109,7 @@ func TestExportMarksLeasedKeys(t *testing.T) {
 func TestImportOfALeasedKeyDetachesIt(t *testing.T) {
 	e := newLeaseEnv(t)
 	a, _ := membership(t, e)
-	v, _ := a.State().Get("/servers/1")
+	v, _ := a.Get("/servers/1")
 	r, err := a.Import(context.Background(), map[string]string{"/servers/1": v}, false)
 	if err != nil || r.Updated != 1 || r.Unchanged != 0 {
 		t.Fatalf("Import = %+v, %v; want 1 updated", r, err)

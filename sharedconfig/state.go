@@ -42,12 +42,6 @@ func (s State) Set(key, value string, revision uint64) State {
 	return putUpdate{Key: key, Value: value}.Apply(s, revision)
 }
 
-// Get returns the value of key.
-func (s State) Get(key string) (string, bool) {
-	p, ok := s.root.get(key)
-	return p.Value, ok
-}
-
 // Lookup returns the value of key and the revision that set it.
 func (s State) Lookup(key string) (Property, bool) { return s.root.get(key) }
 

@@ -36,7 +36,7 @@ func BenchmarkStateGet(b *testing.B) {
 	s := stateOfSize(100_000)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, ok := s.Get("key0050000"); !ok {
+		if _, ok := s.Lookup("key0050000"); !ok {
 			b.Fatal("missing")
 		}
 	}

@@ -344,7 +344,7 @@ func TestGetAllocatesNothing(t *testing.T) {
 		s = putUpdate{fmt.Sprintf("key%05d", i), "value"}.Apply(s, uint64(i+1))
 	}
 	if n := testing.AllocsPerRun(1000, func() {
-		if _, ok := s.Get("key05000"); !ok {
+		if _, ok := s.Lookup("key05000"); !ok {
 			t.Fatal("key05000 missing")
 		}
 		if _, ok := s.Lookup("nokey"); ok {
