@@ -501,7 +501,7 @@ func runStatus(ctx context.Context, sh *Shell, _ []string) reply {
 	}
 	r := reply{lines: []string{
 		say("Config:    %s/%s", sh.scope, sh.name),
-		say("Stream:    %s (%s)", st.Stream, Counted(replicas, "replica", "replicas")),
+		say("Stream:    %s (%s)", sh.cfg.Log().Name(), Counted(replicas, "replica", "replicas")),
 		say("Server:    %s", sh.server()),
 		say("Revision:  %d local, %d in the stream (%d behind)", st.Revision, st.LastRevision, max(lag, 0)),
 		say("History:   %s since the last compaction", Counted(st.EntriesSinceCompaction, "entry", "entries")),
@@ -512,7 +512,7 @@ func runStatus(ctx context.Context, sh *Shell, _ []string) reply {
 		say("Process:   pid %d", os.Getpid()), // to name when stopping it: not go run's
 	}}
 	r.result = fields{
-		"scope": sh.scope, "name": sh.name, "stream": st.Stream, "replicas": replicas, "server": sh.server(),
+		"scope": sh.scope, "name": sh.name, "stream": sh.cfg.Log().Name(), "replicas": replicas, "server": sh.server(),
 		"local_revision": st.Revision, "stream_revision": st.LastRevision, "lag": max(lag, 0),
 		"entries_since_compaction": st.EntriesSinceCompaction, "properties": st.Properties, "bytes": st.Bytes,
 		"follow": on, "watching": on, "watch_prefix": prefix, "trace": sh.tracing.Load(), "pid": os.Getpid(),

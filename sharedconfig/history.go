@@ -295,7 +295,6 @@ func keyChange(ch Change, key string, before, after State, updates []statesync.U
 
 // Status is what STATUS shows.
 type Status struct {
-	Stream string
 	// Revision is the local copy's; LastRevision the log's, just read.
 	Revision, LastRevision uint64
 	EntriesSinceCompaction uint64
@@ -306,7 +305,7 @@ type Status struct {
 // Status reads the log's last revision and describes the local copy.
 func (c *Config) Status(ctx context.Context) (Status, error) {
 	state := c.State()
-	st := Status{Stream: c.Log().Name(), Revision: state.Revision(), EntriesSinceCompaction: c.entriesSinceCompaction()}
+	st := Status{Revision: state.Revision(), EntriesSinceCompaction: c.entriesSinceCompaction()}
 	st.Properties = state.Len()
 	for k, p := range state.All() {
 		st.Bytes += len(k) + len(p.Value)

@@ -140,7 +140,7 @@ func TestStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := sharedconfig.Status{Stream: jetstream.StreamName("test", e.name), Revision: 1, LastRevision: 2}
+	want := sharedconfig.Status{Revision: 1, LastRevision: 2}
 	if st != want {
 		t.Fatalf("Status = %+v, want %+v", st, want)
 	}
