@@ -200,12 +200,10 @@ func TestNoWriteBehindTheUsersBack(t *testing.T) {
 	}
 }
 
-// noRaceExitSleep is the environment of a process whose exit is timed: a
-// binary built with -race sleeps a second at exit by default, to let its
-// goroutines report races (GORACE atexit_sleep_ms).
-func noRaceExitSleep() []string {
-	return []string{"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")}
-}
+// noRaceExitSleep is the environment of a process whose exit is timed
+// (TestMain sets the same for every process; the timing tests say so
+// where they time an exit).
+func noRaceExitSleep() []string { return []string{"GORACE=" + raceWithoutExitSleep()} }
 
 // QUIT, Ctrl-D (in a terminal), the end of input and SIGTERM end a process
 // within 2s while its server hangs (SIGSTOP): shells that follow the config

@@ -64,6 +64,10 @@ func (l leakChecked) Run() int {
 	defer os.RemoveAll(state)
 	os.Setenv("XDG_STATE_HOME", state)
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(state, "cache"))
+	// A binary built with -race sleeps a second as it exits, to let late
+	// goroutines report races; the tests start hundreds of processes, and
+	// the library code they run is raced in-process by the packages' tests.
+	os.Setenv("GORACE", raceWithoutExitSleep())
 	moreInParallel()
 	code := l.m.Run()
 	if code == 0 {
@@ -86,6 +90,11 @@ func moreInParallel() {
 	if !given {
 		flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
 	}
+}
+
+// raceWithoutExitSleep is GORACE as given, with no sleep at exit.
+func raceWithoutExitSleep() string {
+	return strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
 }
 
 func freePort(t interface{ Fatal(...any) }) int {

@@ -39,6 +39,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("SERVER", srv.ClientURL())
 			env.Setenv("FREEPORT", strconv.Itoa(freePort(env.T())))
 			env.Setenv("XDG_DATA_HOME", filepath.Join(env.WorkDir, ".data"))
+			env.Setenv("GORACE", os.Getenv("GORACE")) // no sleep at exit: TestMain
 			env.Setenv("XDG_CACHE_HOME", filepath.Join(env.WorkDir, ".cache"))
 			env.Values[replsKey{}] = map[string]*scriptShell{}
 			return nil
