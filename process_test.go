@@ -8,7 +8,6 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -16,8 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,6 +25,7 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/cmd"
 	"github.com/sharedconfig/sharedconfig/internal/localserver"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
 // runMain is the sharedconfig binary inside the test binary: testscript
@@ -68,7 +66,7 @@ func (l leakChecked) Run() int {
 	// goroutines report races; the tests start hundreds of processes, and
 	// the library code they run is raced in-process by the packages' tests.
 	os.Setenv("GORACE", raceWithoutExitSleep())
-	moreInParallel()
+	jstest.MoreInParallel()
 	code := l.m.Run()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
@@ -77,19 +75,6 @@ func (l leakChecked) Run() int {
 		}
 	}
 	return code
-}
-
-// moreInParallel lets 4 tests per CPU run at once unless -parallel is
-// given: the tests here mostly wait for other processes (shells, servers,
-// lease ttls), so GOMAXPROCS at a time, go test's default, leaves the CPUs
-// idle.
-func moreInParallel() {
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
-	}
 }
 
 // raceWithoutExitSleep is GORACE as given, with no sleep at exit.

@@ -24,7 +24,10 @@ import (
 	"github.com/sharedconfig/sharedconfig/sync/logtest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	jstest.MoreInParallel()
+	goleak.VerifyTestMain(m)
+}
 
 var configCount atomic.Int64
 

@@ -3,8 +3,11 @@
 package jstest
 
 import (
+	"flag"
 	"fmt"
 	"net"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -150,4 +153,18 @@ func freePorts(t testing.TB, n int) []int {
 		l.Close()
 	}
 	return ports
+}
+
+// MoreInParallel lets 4 tests per CPU run at once unless -parallel is
+// given. Call it from TestMain, before m.Run: tests that mostly wait for
+// servers, processes and lease ttls leave the CPUs idle at go test's default
+// of GOMAXPROCS at a time. Tests that time themselves stay sequential, and
+// so run before any parallel one starts.
+func MoreInParallel() {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
+	}
 }
