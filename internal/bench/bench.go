@@ -18,6 +18,7 @@ import (
 	"runtime/metrics"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,14 +95,23 @@ func row(name, unit string, ours, anchor float64, anchorName string) Row {
 // atMost and atLeast set a target on the ratio.
 func (r Row) atMost(x float64) Row {
 	met := r.Ratio <= x
-	r.Target, r.Met = fmt.Sprintf("≤ %.1f×", x), &met
+	r.Target, r.Met = "≤ "+times(x), &met
 	return r
 }
 
 func (r Row) atLeast(x float64) Row {
 	met := r.Ratio >= x
-	r.Target, r.Met = fmt.Sprintf("≥ %.1f×", x), &met
+	r.Target, r.Met = "≥ "+times(x), &met
 	return r
+}
+
+// times writes a target as given, so ≤ 1.15× is not shown rounded to 1.1×.
+func times(x float64) string {
+	s := strconv.FormatFloat(x, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s + "×"
 }
 
 // Phase is one measurement.

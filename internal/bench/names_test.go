@@ -14,3 +14,11 @@ func TestUniqueNamesDiffer(t *testing.T) {
 		seen[n] = true
 	}
 }
+
+func TestTargetsAreShownAsGiven(t *testing.T) {
+	for x, want := range map[float64]string{1.15: "≤ 1.15×", 1.2: "≤ 1.2×", 4: "≤ 4.0×"} {
+		if got := (Row{Ratio: 1}).atMost(x).Target; got != want {
+			t.Errorf("atMost(%v) shows %q, want %q", x, got, want)
+		}
+	}
+}
