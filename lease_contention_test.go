@@ -10,10 +10,10 @@ import (
 	"testing"
 )
 
-// Issue 19's scenario with real processes: a shell registers lease L with
-// the shortest ttl (1s), puts a key under it and writes PUTs in a loop
-// while other processes write as many on the same config. The holder, alive
-// throughout, must keep its lease and its key.
+// A lease holder among contending writers, with real processes: a shell
+// registers lease L with the shortest ttl (1s), puts a key under it and
+// writes PUTs in a loop while other processes write as many on the same
+// config. The holder, alive throughout, must keep its lease and its key.
 //
 // It runs only with SHAREDCONFIG_CONTENTION_SCENARIO set (to the number of
 // other writers; 16 when not a number): it starts that many processes for
