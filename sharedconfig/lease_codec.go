@@ -24,7 +24,8 @@ import (
 //	"leases":{"L":{"holder":"h","registration":12,"ttl_ms":10000,"deadline":"<RFC 3339>","watched":true}},
 //	"lease_of":{"k":"L"}
 //
-// and one without leases is written as before, so older readers read it.
+// and one without leases is written without lease fields, so readers
+// without lease support read it.
 
 // wireLeaseFields are the fields of an op that lease operations use;
 // entries written before leases lack them.

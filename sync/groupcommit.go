@@ -17,7 +17,7 @@ import (
 // predecessors produced, and appends all their updates as one conditional
 // entry. A conflict re-runs the batch; each caller gets its own result. A
 // lone caller finds no append in flight and runs at once, on its own
-// goroutine, exactly as before: nothing waits for a batch to fill.
+// goroutine: nothing waits for a batch to fill.
 
 // request is one UpdateState call.
 type request[S any] struct {

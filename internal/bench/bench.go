@@ -913,10 +913,10 @@ func (r *runner) get(ctx context.Context) ([]Row, error) {
 // Each weighing builds the state as PUTs do, one key at a time, and weighs
 // the live heap with the state alive and again just after it is dropped,
 // each after a full collection, not before it is built: the embedded server
-// shares the process, and it frees caches of the phases before on its own
-// schedule, which made a before-and-after difference come out negative on a
-// busy machine. The median leaves out a weighing the server's own
-// allocations moved; the note gives the spread.
+// shares the process and frees the caches of earlier phases on its own
+// schedule, so a weighing taken before the state is built can be the larger
+// one. The median leaves out a weighing the server's own allocations moved;
+// the note gives the spread.
 func (r *runner) memory(context.Context) ([]Row, error) {
 	var perKey []float64
 	raw := 0

@@ -12,7 +12,7 @@ import (
 
 // shares: W writers, each on its own connection, each putting n = Ops/5/W
 // times one key of one config (1,600 PUTs in all at the default sizes),
-// against one writer making all W·n alone (issue 22): how much longer the
+// against one writer making all W·n alone: how much longer the
 // work takes when shared, and how long the last writer finishes after the
 // median one.
 func (r *runner) shares(ctx context.Context) ([]Row, error) {
