@@ -185,3 +185,47 @@ func TestTurnsSubjectDeniedSaysNothing(t *testing.T) {
 		t.Errorf("put where publishing is denied: exit %d, stderr %q; want a failure and %s once", code, stderr, want)
 	}
 }
+
+// A chunked snapshot that landed whole is in use even if dropping the
+// history before it fails (here the server refuses every purge): the import
+// and a COMPACT succeed, with one warning line each; the next compaction
+// purges again.
+func TestSnapshotInUseWhenPurgeRefused(t *testing.T) {
+	t.Parallel()
+	s := jstest.NATS(t, &server.Options{JetStream: true})
+	refuseEveryPurge(t, s)
+	args := []string{"--server", s.ClientURL(), "-s", "purge", "-n", "c", "--timeout", "1m"}
+	if _, stderr, code := runShell(t, "", append(args, "put", "before", "1")...); code != 0 {
+		t.Fatalf("put: exit %d, %s", code, stderr)
+	}
+	inUse := "the snapshot was written at 4 and is in use, but dropping the entries before it failed"
+	stdout, stderr, code := runShell(t, "", append(args, "import", writeBigImport(t, 1200))...)
+	if code != 0 || !strings.Contains(stdout, "written as one snapshot") || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, inUse) {
+		t.Errorf("import: exit %d, stdout %q, stderr %q; want exit 0 and one warning line saying the snapshot is in use", code, stdout, stderr)
+	}
+	stdout, stderr, code = runShell(t, "", append(args, "exec", "COMPACT")...)
+	if code != 0 || !strings.Contains(stdout, "Compacted: the snapshot at revision 6") || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "written at 6 and is in use, but dropping") {
+		t.Errorf("COMPACT: exit %d, stdout %q, stderr %q; want exit 0 and one warning line", code, stdout, stderr)
+	}
+}
+
+// refuseEveryPurge maps the server's purge requests to a subject where the
+// test answers each with an error, as a server refusing them would.
+func refuseEveryPurge(t *testing.T, s *server.Server) {
+	t.Helper()
+	if err := s.GlobalAccount().AddMapping("$JS.API.STREAM.PURGE.*", "refused.purge.{{wildcard(1)}}"); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	refusal := []byte(`{"type":"io.nats.jetstream.api.v1.stream_purge_response","error":{"code":500,"err_code":10999,"description":"purge refused by the test"}}`)
+	if _, err := nc.Subscribe("refused.purge.*", func(m *nats.Msg) { _ = m.Respond(refusal) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -152,17 +152,9 @@ func (f *rootFlags) open(cmd *cobra.Command) (*session, error) {
 func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*session, error) {
 	openCtx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	// A shell opened during a leader election says why it waits; later
-	// commands just take longer, within their own --timeout.
 	var opened atomic.Bool
-	log, err := jetstream.OpenLog(openCtx, nc, f.scope, f.name, jetstream.LogOptions{
-		Writer: f.writer, Replicas: f.replicasFor(nc),
-		Waiting: func(reason string) {
-			if !opened.Load() {
-				fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig: %s; trying for up to %s\n", visible(reason), f.timeout)
-			}
-		},
-	})
+	var shell atomic.Pointer[repl.Shell] // set before the first write
+	log, err := jetstream.OpenLog(openCtx, nc, f.scope, f.name, f.logOptions(cmd, nc, &opened, &shell))
 	if err != nil {
 		nc.Close()
 		return nil, &exitError{exitStartup, err}
@@ -182,6 +174,7 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 		Abort:           nc.Close,
 		Advice:          advice,
 	})
+	shell.Store(sh)
 	s := &session{nc: nc, log: log, sh: sh}
 	var resume []byte
 	s.replica, resume = f.cacheFor(nc, log)
@@ -207,6 +200,26 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 	opened.Store(true)
 	sh.Attach(s.cfg)
 	return s, nil
+}
+
+// logOptions are the options of the log openOn opens. A shell opened
+// during a leader election says why it waits (until opened); later commands
+// just take longer, within their own --timeout. The log's warnings go to
+// the shell, once there is one.
+func (f *rootFlags) logOptions(cmd *cobra.Command, nc *nats.Conn, opened *atomic.Bool, shell *atomic.Pointer[repl.Shell]) jetstream.LogOptions {
+	return jetstream.LogOptions{
+		Writer: f.writer, Replicas: f.replicasFor(nc),
+		Waiting: func(reason string) {
+			if !opened.Load() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig: %s; trying for up to %s\n", visible(reason), f.timeout)
+			}
+		},
+		Warning: func(msg string) {
+			if sh := shell.Load(); sh != nil {
+				sh.Warn(msg)
+			}
+		},
+	}
 }
 
 // errorStream is where a shell's failures and warnings go: stderr, so that

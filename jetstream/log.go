@@ -63,6 +63,10 @@ type LogOptions struct {
 	// stream to elect a leader (the open, and reading the last revision,
 	// go on trying until their context ends), once per wait.
 	Waiting func(reason string)
+	// Warning, if set, hears what went wrong without failing the call that
+	// met it: the entries a whole chunked snapshot covers could not be
+	// dropped (the snapshot is in use; the next compaction drops them).
+	Warning func(msg string)
 }
 
 // OpenLog opens the log for scope/name on nc, creating its stream if it does

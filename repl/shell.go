@@ -473,6 +473,17 @@ func (sh *Shell) CompactionFailed(err error) {
 	sh.warnAsync(warn("Compaction failed (nothing is lost; it will be tried again): %s", sh.explain(err, sh.timeout)))
 }
 
+// Warn says something that went wrong without failing what the user asked
+// (say, a snapshot that landed but whose history could not be dropped), as
+// a warning line or, with JSON output, a "warning" event.
+func (sh *Shell) Warn(msg string) {
+	if sh.json {
+		sh.printJSONAsync(fields{"event": "warning", "message": msg})
+		return
+	}
+	sh.warnAsync(warn("%s", msg))
+}
+
 // heard is what the shell's watch (FOLLOW ON, or WATCH) calls with each
 // change as it lands: it shows those others made, and the expiries this
 // shell's keeper wrote (its user did not make them), but not what changes
