@@ -210,6 +210,57 @@ func TestLateRefreshDoesNotRevive(t *testing.T) {
 	}
 }
 
+// A refresh that lands after its lease's deadline says "expired", what its
+// own entry did, even when another read of its process takes that entry in
+// first together with a later expiry that ends the lease: it is judged by
+// the state just after its entry, not a later one, where the lease is gone.
+func TestLateRefreshJudgedAtItsEntry(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	log := &afterAppend{Log: e.log}
+	a, err := sharedconfig.Open(ctx, log, sharedconfig.Options{Holder: "a"})
+	ok(t, err)
+	sharedconfig.SetServerClock(a, e.clock.Now)
+	_, err = a.Leases().Register(ctx, "a", 10*time.Second)
+	ok(t, err)
+	b := e.open("b")
+	_, err = b.Leases().Register(ctx, "b", 10*time.Second)
+	ok(t, err)
+	e.clock.Advance(6 * time.Second)
+	_, err = b.Leases().Refresh(ctx, "b") // the log is alive in a's last half
+	ok(t, err)
+	e.clock.Advance(5 * time.Second) // a's deadline has passed
+	log.then = func() {
+		gone, err := sharedconfig.ExpireDue(ctx, b)
+		if err != nil || len(gone) != 1 || gone[0] != "a" {
+			t.Errorf("ExpireDue = %v, %v; want [a]", gone, err)
+		}
+		ok(t, a.Refresh(ctx)) // takes in the refresh and the expiry
+	}
+	if _, err := a.Leases().Refresh(ctx, "a"); !errors.Is(err, sharedconfig.ErrLeaseExpired) {
+		t.Fatalf("late refresh, taken in with the expiry after it: %v, want ErrLeaseExpired", err)
+	}
+	if _, held := a.State().Lease("a"); held {
+		t.Fatal("the expiry after the refresh did not end the lease")
+	}
+}
+
+// afterAppend is a log that calls then, once, after an append lands and
+// before the writer hears of it.
+type afterAppend struct {
+	*memlog.Log
+	then func()
+}
+
+func (l *afterAppend) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
+	at, err := l.Log.AppendAfter(ctx, last, data)
+	if then := l.then; then != nil && err == nil {
+		l.then = nil
+		then()
+	}
+	return at, err
+}
+
 // A refresh is appended unconditionally: from a stale copy it lands in one
 // try, with no conflict; and once another process has ended the lease, a
 // refresh from a copy that still shows it held is told that it ended, and

@@ -30,6 +30,13 @@ type Synchronizer[S any] struct {
 	readingBack uint64
 	readBackAt  time.Time // the log's time on that entry, once read
 	queue       queue[S]  // UpdateState calls waiting for the batch in flight
+	// While ownInFlight UpdateUnconditionally appends are under way, a
+	// catch-up keeps in afterOwn (under mu) the state just after each of
+	// this synchronizer's own entries that it applies on its own: a read
+	// that takes such an entry in before its writer reads it back must not
+	// leave the writer only a later state to judge it by.
+	ownInFlight atomic.Int32
+	afterOwn    map[Position]S
 
 	cm   *turns.Manager // how it takes turns with other writers
 	life lifetime
@@ -237,6 +244,12 @@ func (c *catchUp[S]) take(e Entry) error {
 		c.s.readBackAt = e.Time
 	}
 	a.Local = e.Revision == c.s.readingBack || e.Speaker != "" && e.Speaker == c.s.cm.ID()
+	if a.Local && a.HasStates && c.s.ownInFlight.Load() > 0 {
+		if c.s.afterOwn == nil {
+			c.s.afterOwn = map[Position]S{}
+		}
+		c.s.afterOwn[e.Position] = a.After
+	}
 	if e.Speaker != "" && len(e.Speaker) <= 64 {
 		if c.speakers == nil {
 			c.speakers = map[string]uint64{}
@@ -556,8 +569,10 @@ const batchSize = 4096
 // waiting longer. Nor does it wait for this process's other writes: it is
 // appended without the synchronizer's lock (a lease refresh must land
 // before its deadline whatever batch is in flight), and only reading it
-// back takes the lock. It returns the local state just after its entry, or
-// later (another read took the entry in first; a compaction covered it).
+// back takes the lock. It returns the state just after its entry, even when
+// another read took the entry in first, if the entry was applied on its own
+// (one holding a TimedUpdate always is); otherwise, or if a compaction
+// covered the entry, the local state, which is later.
 func (s *Synchronizer[S]) UpdateUnconditionally(ctx context.Context, updates ...Update[S]) (Revisioned[S], error) {
 	data, err := s.codec.EncodeUpdates(updates)
 	if err != nil {
@@ -573,20 +588,35 @@ func (s *Synchronizer[S]) UpdateUnconditionally(ctx context.Context, updates ...
 	}
 	// The speaker marks the entry as this process's for whichever read
 	// takes it in (see catchUp.take).
+	s.ownInFlight.Add(1)
 	at, err := s.log.AppendAfter(turns.SpeakerContext(ctx, s.cm.ID()), Position{Revision: AnyRevision}, data)
-	if err != nil {
-		return Revisioned[S]{}, err
-	}
 	rev := at.Revision
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	after, taken := s.afterOwn[at]
+	s.forgetOwnLocked(at)
+	if err != nil {
+		return Revisioned[S]{}, err
+	}
 	s.traceAttempt(Attempt{N: 1, Base: AnyRevision, Updates: len(updates), Revision: rev})
 	if s.local.Load().Revision < rev {
 		if err := s.readBackLocked(ctx, rev); err != nil {
 			return Revisioned[S]{}, err
 		}
+	} else if taken {
+		return Revisioned[S]{Value: after, Revision: rev}, nil
 	}
 	return s.local.Load().Revisioned, nil
+}
+
+// forgetOwnLocked ends an UpdateUnconditionally whose entry is at at (zero
+// if it failed): the state kept after it goes, and once no other is under
+// way, those kept after any other entry of this synchronizer's.
+func (s *Synchronizer[S]) forgetOwnLocked(at Position) {
+	delete(s.afterOwn, at)
+	if s.ownInFlight.Add(-1) == 0 {
+		s.afterOwn = nil
+	}
 }
 
 // Initialize writes init as the log's first entry if the log is empty, and
