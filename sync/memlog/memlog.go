@@ -64,33 +64,27 @@ func (l *Log) CompactAfter(ctx context.Context, last statesync.Position, snapsho
 
 func (l *Log) addAfter(ctx context.Context, last statesync.Position, e statesync.Entry) (statesync.Position, error) {
 	e.ID = last.ID // checked under the lock by add
-	rev, err := l.add(ctx, last.Revision, e)
+	stored, err := l.add(ctx, last.Revision, e)
 	if err != nil {
 		return statesync.Position{}, err
 	}
-	return statesync.Position{Revision: rev, ID: l.entryID(rev)}, nil
-}
-
-// entryID is the ID of the entry at rev of the current incarnation.
-func (l *Log) entryID(rev uint64) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return fmt.Sprintf("%d.%d", l.incarnation, rev)
+	return stored.Position, nil
 }
 
 // add appends e if the log is at expected and, when e.ID is set, its last
-// entry has that ID.
-func (l *Log) add(ctx context.Context, expected uint64, e statesync.Entry) (uint64, error) {
+// entry has that ID, and returns the entry as stored: its position is read
+// under the same lock, so that a Recreate cannot come between.
+func (l *Log) add(ctx context.Context, expected uint64, e statesync.Entry) (statesync.Entry, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return statesync.Entry{}, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if expected != statesync.AnyRevision && expected != l.last {
-		return 0, &statesync.ConflictError{Current: l.last}
+		return statesync.Entry{}, &statesync.ConflictError{Current: l.last}
 	}
 	if want := e.ID; want != "" && expected != statesync.AnyRevision && want != fmt.Sprintf("%d.%d", l.incarnation, l.last) {
-		return 0, fmt.Errorf("%s: its entry %d is not the one read (%s): %w", l.name, l.last, want, statesync.ErrReplaced)
+		return statesync.Entry{}, fmt.Errorf("%s: its entry %d is not the one read (%s): %w", l.name, l.last, want, statesync.ErrReplaced)
 	}
 	l.last++
 	e.Revision = l.last
@@ -107,7 +101,7 @@ func (l *Log) add(ctx context.Context, expected uint64, e statesync.Entry) (uint
 	for _, fn := range l.notifiers {
 		go fn()
 	}
-	return e.Revision, nil
+	return e, nil
 }
 
 // Notify implements statesync.Log.
@@ -215,8 +209,8 @@ func (l *Log) Listen(fn func(word []byte)) (stop func(), err error) {
 // AppendRaw appends an entry as a foreign writer would, bypassing any codec:
 // tests use it to put garbage in the log.
 func (l *Log) AppendRaw(data []byte, snapshot bool) uint64 {
-	rev, _ := l.add(context.Background(), statesync.AnyRevision, statesync.Entry{Data: slices.Clone(data), Snapshot: snapshot})
-	return rev
+	stored, _ := l.add(context.Background(), statesync.AnyRevision, statesync.Entry{Data: slices.Clone(data), Snapshot: snapshot})
+	return stored.Revision
 }
 
 // LastPosition implements statesync.Log.
