@@ -2,7 +2,9 @@ package turns
 
 import (
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 )
 
 // Words from ids nobody writes as cannot make a manager hold more than
@@ -17,4 +19,50 @@ func TestMadeUpWaitersAreBounded(t *testing.T) {
 	if n := len(c.waiting); n > maxRemembered || n == 0 {
 		t.Errorf("%d waiters remembered, want 1 to %d", n, maxRemembered)
 	}
+}
+
+// A flood of hellos, which anyone can say, costs a waiter one answer per
+// helloEvery, not one per hello; the first is answered at once.
+func TestHelloFloodIsAnsweredBounded(t *testing.T) {
+	c := New(Options{})
+	words := &countingAnnouncer{}
+	c.mu.Lock()
+	c.announcer, c.mine = words, []byte("wait me 1 0")
+	c.mu.Unlock()
+	const hellos = 1000
+	start := time.Now()
+	for i := range hellos {
+		c.hear(fmt.Appendf(nil, "hello forger%d", i))
+	}
+	if n := words.count(); n != 1 {
+		t.Fatalf("%d answers right after the first hello, want 1", n)
+	}
+	elapsed := time.Since(start)
+	time.Sleep(2 * helloEvery) // the answer due at the end of the interval
+	// One at once, then at most one per helloEvery while the flood lasted,
+	// and one at its end.
+	if n, most := words.count(), 2+int(elapsed/helloEvery); n < 2 || n > most {
+		t.Errorf("%d hellos in %s were answered %d times; want 2 to %d", hellos, elapsed, n, most)
+	}
+}
+
+// countingAnnouncer counts the words said through it.
+type countingAnnouncer struct {
+	mu    sync.Mutex
+	words int
+}
+
+func (a *countingAnnouncer) Announce([]byte) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.words++
+	return nil
+}
+
+func (a *countingAnnouncer) Listen(func([]byte)) (func(), error) { return func() {}, nil }
+
+func (a *countingAnnouncer) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.words
 }

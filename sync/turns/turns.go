@@ -195,6 +195,10 @@ type Manager struct {
 	// restored by claims the log bore out, and over voidFor.
 	trust   time.Duration
 	trustAt time.Time // when trust was last brought up to date
+	// Anyone can say hello: one is answered at once, and those heard within
+	// helloEvery after it by one answer when that ends.
+	helloAt  time.Time // when a hello was last answered
+	helloDue bool      // a hello waits for that answer
 }
 
 type waiter struct {
@@ -284,12 +288,7 @@ func (c *Manager) hear(word []byte) {
 		return
 	}
 	if f[0] == "hello" && len(f) == 2 {
-		c.mu.Lock()
-		mine, a := c.mine, c.announcer
-		c.mu.Unlock()
-		if mine != nil && a != nil {
-			a.Announce(mine) // a hint, as every word
-		}
+		c.heardHello()
 		return
 	}
 	c.mu.Lock()
@@ -321,6 +320,43 @@ func (c *Manager) hear(word []byte) {
 			close(c.changed)
 			c.changed = make(chan struct{})
 		}
+	}
+}
+
+// helloEvery bounds how often a manager answers hellos, which anyone can
+// say: a flood of them costs each waiter one word per helloEvery.
+const helloEvery = 50 * time.Millisecond
+
+// heardHello says this writer's wait again, if it has one, for a newcomer
+// that missed it: at once, or, within helloEvery of the last answer, once
+// that ends.
+func (c *Manager) heardHello() {
+	c.mu.Lock()
+	if wait := time.Until(c.helloAt.Add(helloEvery)); wait > 0 {
+		if !c.helloDue {
+			c.helloDue = true
+			time.AfterFunc(wait, c.answerHello)
+		}
+		c.mu.Unlock()
+		return
+	}
+	c.answerHelloUnlock()
+}
+
+func (c *Manager) answerHello() {
+	c.mu.Lock()
+	c.helloDue = false
+	c.answerHelloUnlock()
+}
+
+// answerHelloUnlock answers, with c.mu held, and releases it before it
+// speaks: an announcer may call hear back at once.
+func (c *Manager) answerHelloUnlock() {
+	c.helloAt = time.Now()
+	mine, a := c.mine, c.announcer
+	c.mu.Unlock()
+	if mine != nil && a != nil {
+		a.Announce(mine) // a hint, as every word
 	}
 }
 
