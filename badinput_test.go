@@ -229,3 +229,47 @@ func refuseEveryPurge(t *testing.T, s *server.Server) {
 		t.Fatal(err)
 	}
 }
+
+// repair's plan shows what it discards as LOG does: a long key, value or
+// writer's name by its start and size, and the first operations of a long
+// entry, not a line of megabytes.
+func TestRepairPlanShortensLongEntries(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	args := []string{"--server", srv.ClientURL(), "-s", "plan", "-n", "c"}
+	if _, stderr, code := runShell(t, "", append(args, "put", "k", "v")...); code != 0 {
+		t.Fatalf("put: exit %d, %s", code, stderr)
+	}
+	nc := jstest.Connect(t, srv)
+	js, err := natsjs.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 5000)
+	publish := func(body, writer string) {
+		t.Helper()
+		msg := nats.NewMsg(jetstream.Subject("plan", "c"))
+		msg.Data = []byte(body)
+		msg.Header.Set("Sharedconfig-Format", "1")
+		msg.Header.Set("Sharedconfig-Kind", "update")
+		msg.Header.Set("Sharedconfig-Writer", writer)
+		if _, err := js.PublishMsg(context.Background(), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish("garbage", "w")
+	ops := fmt.Sprintf(`{"op":"put","key":"key%s","value":"value%s"}`, long, long)
+	publish(`{"ops":[`+strings.Repeat(ops+",", 4)+ops+`]}`, "writer"+long)
+	stdout, stderr, code := runShell(t, "", append(args, "repair")...)
+	if code == 0 || !strings.Contains(stderr, "give --yes") {
+		t.Fatalf("repair without --yes: exit %d, stderr %q", code, stderr)
+	}
+	if strings.Contains(stdout, long) {
+		t.Fatalf("the plan shows a 5,000-byte name whole (%d bytes):\n%.3000s", len(stdout), stdout)
+	}
+	for _, want := range []string{"| writerxxx", "… (4.9 KiB) |", "PUT keyxx", "… (4.9 KiB) = valuexx", "... and 2 more (5 operations)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, stdout)
+		}
+	}
+}

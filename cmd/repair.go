@@ -94,12 +94,14 @@ func printRepairPlan(cmd *cobra.Command, f *rootFlags, plan sharedconfig.RepairR
 		f.scope, f.name, plan.GoodRevision, repl.Counted(properties, "property", "properties"), plan.LastRevision)
 	rows := [][]string{}
 	for _, d := range plan.Discarded {
-		rows = append(rows, []string{strconv.FormatUint(d.Revision, 10), formatTime(d.Time), d.Writer, describeDiscarded(d)})
+		rows = append(rows, []string{strconv.FormatUint(d.Revision, 10), formatTime(d.Time), repl.Previewed(d.Writer), describeDiscarded(d)})
 	}
 	repl.PrintTable(out, []string{"Revision", "Time", "Writer", "Entry"}, rows)
 }
 
-// describeDiscarded says what an entry repair discards held.
+// describeDiscarded says what an entry repair discards held: as LOG does,
+// long keys, values and names by their start and size, and no more than
+// the first describedOps operations.
 func describeDiscarded(d sharedconfig.Change) string {
 	switch {
 	case d.Damage != "":
@@ -109,11 +111,31 @@ func describeDiscarded(d sharedconfig.Change) string {
 	case d.Snapshot:
 		return fmt.Sprintf("SNAPSHOT of %d properties", d.Properties)
 	}
-	ops := make([]string, len(d.Ops))
-	for i, op := range d.Ops {
-		ops[i] = repl.Shown(op.String())
+	ops := make([]string, 0, min(len(d.Ops), describedOps+1))
+	for _, op := range d.Ops[:min(len(d.Ops), describedOps)] {
+		ops = append(ops, describeOp(op))
+	}
+	if len(d.Ops) > describedOps {
+		ops = append(ops, fmt.Sprintf("... and %d more (%d operations)", len(d.Ops)-describedOps, len(d.Ops)))
 	}
 	return strings.Join(ops, "; ")
+}
+
+// describedOps is how many operations of one entry the plan spells out, as
+// LOG does: an import is one entry of every key.
+const describedOps = 3
+
+// describeOp is op as Op.String says it, each name and value previewed.
+func describeOp(op sharedconfig.Op) string {
+	switch op.Kind {
+	case "put":
+		return "PUT " + repl.Previewed(op.Key) + " = " + repl.Previewed(op.Value)
+	case "remove":
+		return "REMOVE " + repl.Previewed(op.Key)
+	case "clear":
+		return "CLEAR"
+	}
+	return strings.ToUpper(op.Kind) + " " + repl.Previewed(op.Lease)
 }
 
 func formatTime(t time.Time) string {

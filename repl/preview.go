@@ -63,3 +63,7 @@ func previewed(s string) string {
 	text, size := previewShown(s)
 	return text + size
 }
+
+// Previewed is s as LOG shows a writer's name, for other commands' tables:
+// escaped as Shown, and for a long s its start and its size.
+func Previewed(s string) string { return previewed(s) }
