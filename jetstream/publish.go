@@ -25,13 +25,18 @@ const attemptTimeout = 2 * time.Second
 // Nats-Expected-Last-Msg-Id, which the server checks with the expected
 // sequence, in the same step.
 func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
-	if len(data)+headerRoom > l.maxPayload {
+	if len(data) > l.MaxUpdateSize() {
 		return statesync.Position{}, fmt.Errorf("an update of %d bytes is %w (%d bytes)", len(data), ErrTooLarge, l.maxPayload)
 	}
 	msg := l.newMsg(KindUpdate, data)
 	setSpeaker(msg, turns.Speaker(ctx))
 	return l.publishOnce(ctx, last, msg)
 }
+
+// MaxUpdateSize is the size, in bytes, of the largest update AppendAfter
+// takes: a larger one is refused with ErrTooLarge before anything is sent,
+// so a writer that knows its update is larger can write a snapshot at once.
+func (l *Log) MaxUpdateSize() int { return l.maxPayload - headerRoom }
 
 // setSpeaker records the speaker of the append, if any, with its entry:
 // the evidence that a writer who says it waits writes (see package turns).

@@ -29,11 +29,48 @@ func (c *Config) Import(ctx context.Context, props map[string]string, replace bo
 		strs = append(strs, k, v)
 	}
 	plan := func(s State) (updates, ImportResult) { return importUpdates(s, props, replace) }
-	r, err := update(ctx, c, plan, strs...)
-	if errors.Is(err, statesync.ErrTooLarge) {
+	// An update the log is known to refuse is not encoded (a copy of the
+	// whole import, and more) only to be refused: nothing is written, and
+	// the import goes on as a snapshot.
+	tooLarge := false
+	r, err := update(ctx, c, func(s State) (updates, ImportResult) {
+		ups, r := plan(s)
+		if tooLarge = c.refusesUpdate(ups); tooLarge {
+			return nil, r
+		}
+		return ups, r
+	}, strs...)
+	if tooLarge || errors.Is(err, statesync.ErrTooLarge) {
 		return c.importAsSnapshot(ctx, plan)
 	}
 	return r, err
+}
+
+// maxUpdateSizer is a log that says how large an update entry it takes
+// (jetstream.Log does).
+type maxUpdateSizer interface{ MaxUpdateSize() int }
+
+// refusesUpdate reports whether the log certainly refuses ups as one
+// update entry: their keys and values alone, which the entry holds at
+// least once, are larger than it takes.
+func (c *Config) refusesUpdate(ups updates) bool {
+	l, ok := c.Log().(maxUpdateSizer)
+	if !ok {
+		return false
+	}
+	limit, size := l.MaxUpdateSize(), 0
+	for _, u := range ups {
+		switch u := u.(type) {
+		case putUpdate:
+			size += len(u.Key) + len(u.Value)
+		case removeUpdate:
+			size += len(u.Key)
+		}
+		if size > limit {
+			return true
+		}
+	}
+	return false
 }
 
 // importAsSnapshot writes the state the import's updates make of the state

@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 	"github.com/sharedconfig/sharedconfig/sharedconfig/exportfile"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/logtest"
 )
 
@@ -127,6 +131,56 @@ func bigProps(n int) map[string]string {
 		props[fmt.Sprintf("big.%04d", i)] = fmt.Sprintf("%04d", i) + strings.Repeat("v", 996)
 	}
 	return props
+}
+
+// An import whose keys and values alone are larger than the log takes in
+// one update is written as a snapshot at once: its update is never encoded
+// only to be refused. One that changes a few keys of a large file is still
+// one update.
+func TestTooLargeImportIsNotBuiltAsAnUpdate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := jstest.Server(t)
+	l, err := jetstream.OpenLog(ctx, jstest.Connect(t, srv), "test", "toolarge", jetstream.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &appendSizes{Log: l}
+	c, err := sharedconfig.Open(ctx, log, sharedconfig.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := bigProps(2000)
+	if r, err := c.Import(ctx, props, false); err != nil || !r.AsSnapshot {
+		t.Fatalf("Import = %+v, %v; want it written as a snapshot", r, err)
+	}
+	if sizes := log.taken(); len(sizes) != 0 {
+		t.Errorf("the import offered updates of %v bytes (the log takes %d)", sizes, l.MaxUpdateSize())
+	}
+	props["big.0000"] = "changed"
+	if r, err := c.Import(ctx, props, false); err != nil || r.AsSnapshot || r.Updated != 1 {
+		t.Fatalf("Import of one change = %+v, %v; want one update", r, err)
+	}
+}
+
+// appendSizes is a log that records the size of each update offered to it.
+type appendSizes struct {
+	*jetstream.Log
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (l *appendSizes) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
+	l.mu.Lock()
+	l.sizes = append(l.sizes, len(data))
+	l.mu.Unlock()
+	return l.Log.AppendAfter(ctx, last, data)
+}
+
+func (l *appendSizes) taken() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sizes
 }
 
 // An import too large for one update lands whole as a snapshot, after
