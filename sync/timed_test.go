@@ -149,3 +149,50 @@ func TestEntryTimeIsTheLogsOrZero(t *testing.T) {
 		t.Fatalf("a reader saw the log's clock at %v (at %v), not %v after %v", stored, seen, logTime, before)
 	}
 }
+
+// UpdateUnconditionally returns the state just after its own entry, even
+// when another read of the synchronizer took that entry in first with a
+// later one: a timed update's effect is judged by its entry alone.
+func TestUnconditionalReturnsTheStateAtItsEntry(t *testing.T) {
+	ctx := context.Background()
+	log := &thenAfterAppend{Log: memlog.New("own")}
+	w := statesync.New[stamped](log, stampCodec{})
+	if err := w.Initialize(ctx, stampStart{}); err != nil {
+		t.Fatal(err)
+	}
+	other := statesync.New[stamped](log.Log, stampCodec{})
+	log.then = func() {
+		if _, err := other.UpdateUnconditionally(ctx, plain{}); err != nil {
+			t.Error(err)
+		}
+		if err := w.Fetch(ctx); err != nil { // takes in both entries
+			t.Error(err)
+		}
+	}
+	after, err := w.UpdateUnconditionally(ctx, stamp{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Revision != 2 || after.Value.count != 1 {
+		t.Errorf("UpdateUnconditionally returned %+v at revision %d; want the state after its entry: count 1 at revision 2", after.Value, after.Revision)
+	}
+	if now, _ := w.State(); now.Revision != 3 || now.Value.count != 2 {
+		t.Errorf("the local copy is %+v at %d; want both entries", now.Value, now.Revision)
+	}
+}
+
+// thenAfterAppend is a log that calls then, once, after the next append
+// lands and before its writer hears of it.
+type thenAfterAppend struct {
+	*memlog.Log
+	then func()
+}
+
+func (l *thenAfterAppend) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
+	at, err := l.Log.AppendAfter(ctx, last, data)
+	if then := l.then; then != nil && err == nil {
+		l.then = nil
+		then()
+	}
+	return at, err
+}
