@@ -12,6 +12,7 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/repl"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
@@ -47,7 +48,7 @@ func memberCommandFunc(cmd *cobra.Command, f *rootFlags, key, value string, ttl 
 	if err := f.check(cmd); err != nil {
 		return err
 	}
-	if _, err := sharedconfig.ParseTTL(ttl.String()); err != nil {
+	if _, err := lease.ParseTTL(ttl.String()); err != nil {
 		return &exitError{exitStartup, fmt.Errorf("--ttl %s: %w", ttl, err)}
 	}
 	s, err := f.open(cmd)

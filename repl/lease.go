@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
@@ -33,15 +34,15 @@ func leaseRows() []*command {
 func (sh *Shell) leaseFailure(name string, err error) reply {
 	var r reply
 	switch {
-	case errors.Is(err, sharedconfig.ErrUnknownLease):
+	case errors.Is(err, lease.ErrUnknown):
 		r = refuse("Unknown lease: '%s' (LEASES lists the leases)", name)
-	case errors.Is(err, sharedconfig.ErrLeaseHeld):
-		r = refuse("Lease '%s' is held by another writer %s", name, strings.TrimPrefix(err.Error(), sharedconfig.ErrLeaseHeld.Error()+" "))
-	case errors.Is(err, sharedconfig.ErrLeaseEnded):
+	case errors.Is(err, lease.ErrHeld):
+		r = refuse("Lease '%s' is held by another writer %s", name, strings.TrimPrefix(err.Error(), lease.ErrHeld.Error()+" "))
+	case errors.Is(err, lease.ErrEnded):
 		r = refuse("Lease '%s' had ended before this refresh reached the server (it expired, or was revoked); nothing was changed", name)
-	case errors.Is(err, sharedconfig.ErrLeaseNotMine):
+	case errors.Is(err, lease.ErrNotMine):
 		r = refuse("Lease '%s' is held by this writer under a registration another process made (or this shell's registration ended and it was registered again): only that process refreshes, revokes or puts under it; nothing was changed", name)
-	case errors.Is(err, sharedconfig.ErrLeaseExpired):
+	case errors.Is(err, lease.ErrExpired):
 		r = refuse("Lease '%s' is past its deadline by the server's clock and is expiring; nothing was changed", name)
 	default:
 		return sh.failure(err)
@@ -51,7 +52,7 @@ func (sh *Shell) leaseFailure(name string, err error) reply {
 
 func runRegisterLease(ctx context.Context, sh *Shell, args []string) reply {
 	name := args[0]
-	ttl, _ := sharedconfig.ParseTTL(args[1]) // checked
+	ttl, _ := lease.ParseTTL(args[1]) // checked
 	renewed, err := sh.cfg.Leases().Register(ctx, name, ttl)
 	if err != nil {
 		return sh.leaseFailure(name, err)

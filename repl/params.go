@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 )
 
 // kind is what a parameter holds, which decides how it is checked and
@@ -139,7 +139,7 @@ func (c *command) checkArgs(args []string) (reply, bool) {
 				return refuse("%s -- the lease name is empty", c.usage()), true
 			}
 		case ttlParam:
-			if _, err := sharedconfig.ParseTTL(a); err != nil {
+			if _, err := lease.ParseTTL(a); err != nil {
 				return refuse("%s takes a ttl such as 10s or a number of seconds, from 1s to 24h: '%s'", c.name, a), true
 			}
 		case countParam:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
@@ -32,8 +33,8 @@ func TestTwinRefreshOfARegistrationItDidNotMake(t *testing.T) {
 	ok(t, err)
 	e.clock.Advance(5 * time.Second) // L is past its deadline; nobody expired it yet
 	rev := b.State().Revision()
-	if _, err := a2.Leases().Refresh(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseNotMine) {
-		t.Fatalf("a twin's refresh: %v, want ErrLeaseNotMine", err)
+	if _, err := a2.Leases().Refresh(ctx, "L"); !errors.Is(err, lease.ErrNotMine) {
+		t.Fatalf("a twin's refresh: %v, want lease.ErrNotMine", err)
 	}
 	if a2.State().Revision() != rev {
 		t.Fatalf("a twin's refused refresh wrote: the log is at %d, was %d", a2.State().Revision(), rev)
@@ -65,8 +66,8 @@ func TestLateRefreshAfterAGraceItMissed(t *testing.T) {
 	_, err = sharedconfig.ExpireDue(ctx, other) // a witness: the log is alive as the grace ends
 	ok(t, err)
 	e.clock.Advance(3 * time.Second)
-	if _, err := a.Leases().Refresh(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseExpired) {
-		t.Fatalf("a refresh after the grace ran out: %v, want ErrLeaseExpired", err)
+	if _, err := a.Leases().Refresh(ctx, "L"); !errors.Is(err, lease.ErrExpired) {
+		t.Fatalf("a refresh after the grace ran out: %v, want lease.ErrExpired", err)
 	}
 }
 
@@ -84,8 +85,8 @@ func TestRefreshAfterATwinRevoked(t *testing.T) {
 	ok(t, err)
 	_, err = a2.Leases().Revoke(ctx, "L")
 	ok(t, err)
-	if _, err := a1.Leases().Refresh(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseEnded) || errors.Is(err, sharedconfig.ErrLeaseExpired) {
-		t.Fatalf("a refresh of a revoked lease: %v, want ErrLeaseEnded", err)
+	if _, err := a1.Leases().Refresh(ctx, "L"); !errors.Is(err, lease.ErrEnded) || errors.Is(err, lease.ErrExpired) {
+		t.Fatalf("a refresh of a revoked lease: %v, want lease.ErrEnded", err)
 	}
 	if _, held := a1.State().Lease("L"); held {
 		t.Fatal("the refresh revived a revoked lease")
@@ -113,8 +114,8 @@ func TestRefreshOfALeaseNowAnothers(t *testing.T) {
 	_, err = b.Leases().Register(ctx, "L", 10*time.Second)
 	ok(t, err)
 	mine, _ := b.State().Lease("L")
-	if _, err := a.Leases().Refresh(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseHeld) {
-		t.Fatalf("a refresh of a lease another writer holds now: %v, want ErrLeaseHeld", err)
+	if _, err := a.Leases().Refresh(ctx, "L"); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("a refresh of a lease another writer holds now: %v, want lease.ErrHeld", err)
 	}
 	ok(t, b.Refresh(ctx))
 	if l, _ := b.State().Lease("L"); l != mine {

@@ -7,39 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/turns"
-)
-
-// Errors of the lease operations.
-var (
-	ErrUnknownLease = errors.New("no such lease")
-	ErrLeaseHeld    = errors.New("the lease is held by another writer")
-	// ErrLeaseExpired: the operation reached the log after the lease's
-	// deadline, so the log refused it; the lease is ending.
-	ErrLeaseExpired = errors.New("the lease is past its deadline by the server's clock and is expiring")
-	// ErrLeaseEnded: a refresh, appended because the local copy showed the
-	// lease held, reached the log after the lease was gone: it had expired,
-	// or been revoked.
-	ErrLeaseEnded = errors.New("the lease had ended (it expired, or was revoked)")
-	// ErrLeaseNotMine: the lease is held by this process's holder, but
-	// under a registration another process made (a process keeps alive,
-	// revokes and puts under only the registration it made), or this
-	// process's registration ended and the lease was registered again.
-	ErrLeaseNotMine = errors.New("the lease is held by this writer under a registration another process made")
-	ErrBadTTL       = errors.New("a lease's ttl must be a whole number of milliseconds, from 1s to 24h")
-)
-
-// minLeaseTTL and maxLeaseTTL bound a lease's ttl.
-const (
-	minLeaseTTL = time.Second
-	maxLeaseTTL = 24 * time.Hour
 )
 
 // leaseClient is what a Config knows about leases beyond the state: who it
@@ -203,23 +178,6 @@ func (c *Config) serverNow() time.Time {
 	return c.leases.server.estimate(now)
 }
 
-// ParseTTL reads a ttl: a Go duration ("10s", "1m30s") or a bare number of
-// seconds ("10").
-func ParseTTL(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		secs, err2 := strconv.ParseFloat(s, 64)
-		if err2 != nil {
-			return 0, fmt.Errorf("%w: '%s' is neither a duration such as 10s nor a number of seconds", ErrBadTTL, s)
-		}
-		d = time.Duration(secs * float64(time.Second))
-	}
-	if d < minLeaseTTL || d > maxLeaseTTL || d%time.Millisecond != 0 {
-		return 0, fmt.Errorf("%w: '%s'", ErrBadTTL, s)
-	}
-	return d, nil
-}
-
 func checkLeaseName(name string) error {
 	if name == "" {
 		return errors.New("a lease needs a name")
@@ -255,14 +213,14 @@ func (ls Leases) List() []LeaseInfo {
 
 // Register creates lease name held by this process with the given
 // ttl, or renews it (with this ttl) if this process holds it already.
-// It returns ErrLeaseHeld if another writer holds it.
+// It returns lease.ErrHeld if another writer holds it.
 func (ls Leases) Register(ctx context.Context, name string, ttl time.Duration) (renewed bool, err error) {
 	c := ls.c
 	if err := checkLeaseName(name); err != nil {
 		return false, err
 	}
-	if ttl < minLeaseTTL || ttl > maxLeaseTTL || ttl%time.Millisecond != 0 {
-		return false, fmt.Errorf("%w: %s", ErrBadTTL, ttl)
+	if err := lease.CheckTTL(ttl); err != nil {
+		return false, err
 	}
 	type found struct {
 		err     error
@@ -272,7 +230,7 @@ func (ls Leases) Register(ctx context.Context, name string, ttl time.Duration) (
 	f, after, err := updateAt(ctx, c, func(s State) (updates, found) {
 		l, ok := s.Lease(name)
 		if ok && l.Holder != c.leases.holder {
-			return nil, found{err: fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)}
+			return nil, found{err: fmt.Errorf("%w (%s)", lease.ErrHeld, l.Holder)}
 		}
 		return updates{registerLease{name, c.leases.holder, ttl}}, found{existed: ok, before: l.Registration}
 	}, c.leases.holder)
@@ -284,7 +242,7 @@ func (ls Leases) Register(ctx context.Context, name string, ttl time.Duration) (
 	}
 	l, ok := after.Lease(name)
 	if !ok || l.Holder != c.leases.holder || (f.existed && l.Registration == f.before) {
-		return false, fmt.Errorf("lease '%s': %w", name, ErrLeaseExpired)
+		return false, fmt.Errorf("lease '%s': %w", name, lease.ErrExpired)
 	}
 	c.leases.keep(name, l.Registration)
 	return f.existed, nil
@@ -355,13 +313,13 @@ func (c *Config) refreshed(after State, name string, reg uint64, before time.Tim
 	l, ok := after.Lease(name)
 	switch {
 	case !ok:
-		return l, fmt.Errorf("lease '%s': %w", name, ErrLeaseEnded)
+		return l, fmt.Errorf("lease '%s': %w", name, lease.ErrEnded)
 	case l.Holder != c.leases.holder:
-		return l, fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)
+		return l, fmt.Errorf("%w (%s)", lease.ErrHeld, l.Holder)
 	case l.Registration != reg:
-		return l, fmt.Errorf("lease '%s': %w", name, ErrLeaseNotMine)
+		return l, fmt.Errorf("lease '%s': %w", name, lease.ErrNotMine)
 	case l.watched || l.Deadline.Equal(before):
-		return l, fmt.Errorf("lease '%s': %w", name, ErrLeaseExpired)
+		return l, fmt.Errorf("lease '%s': %w", name, lease.ErrExpired)
 	}
 	return l, nil
 }
@@ -437,7 +395,7 @@ func endedRevoking(st State, now time.Time, lost LostLease) bool {
 
 // lostBy: err says that this process's registration had ended.
 func lostBy(err error) bool {
-	return errors.Is(err, ErrUnknownLease) || errors.Is(err, ErrLeaseNotMine) || errors.Is(err, ErrLeaseHeld) || errors.Is(err, ErrLeaseEnded)
+	return errors.Is(err, lease.ErrUnknown) || errors.Is(err, lease.ErrNotMine) || errors.Is(err, lease.ErrHeld) || errors.Is(err, lease.ErrEnded)
 }
 
 // held is lease name in s, if this process holds it under registration
@@ -446,11 +404,11 @@ func (c *Config) held(s State, name string, reg uint64) (Lease, error) {
 	l, ok := s.Lease(name)
 	switch {
 	case !ok:
-		return l, fmt.Errorf("'%s': %w", name, ErrUnknownLease)
+		return l, fmt.Errorf("'%s': %w", name, lease.ErrUnknown)
 	case l.Holder != c.leases.holder:
-		return l, fmt.Errorf("%w (%s)", ErrLeaseHeld, l.Holder)
+		return l, fmt.Errorf("%w (%s)", lease.ErrHeld, l.Holder)
 	case reg == 0 || l.Registration != reg:
-		return l, fmt.Errorf("'%s': %w", name, ErrLeaseNotMine)
+		return l, fmt.Errorf("'%s': %w", name, lease.ErrNotMine)
 	}
 	return l, nil
 }
@@ -474,9 +432,9 @@ func putUnder(key, value, lease string) statesync.Update[State] {
 // putLanded judges a put of key = value under lease by the state just after
 // its entry (later entries, another writer's put or this process's own
 // keeper, do not count): the lease had ended if the key is not as put.
-func putLanded(after State, key, value, lease string) error {
-	if p, ok := after.Lookup(key); !ok || p.Lease != lease || p.Value != value {
-		return fmt.Errorf("lease '%s': %w", lease, ErrLeaseExpired)
+func putLanded(after State, key, value, leaseName string) error {
+	if p, ok := after.Lookup(key); !ok || p.Lease != leaseName || p.Value != value {
+		return fmt.Errorf("lease '%s': %w", leaseName, lease.ErrExpired)
 	}
 	return nil
 }

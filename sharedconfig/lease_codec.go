@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
@@ -98,7 +99,7 @@ func decodeLeaseOp(op wireOp) (statesync.Update[State], bool) {
 // other program) could never be watched falling due, so every keeper would
 // witness it for ever; a longer one may not fit a time.Duration.
 func validTTLms(ms int64) bool {
-	return ms >= minLeaseTTL.Milliseconds() && ms <= maxLeaseTTL.Milliseconds()
+	return ms >= lease.MinTTL.Milliseconds() && ms <= lease.MaxTTL.Milliseconds()
 }
 
 type wireLease struct {
@@ -127,7 +128,7 @@ func (w wireSnapshotLeases) snapshot(s State) (statesync.InitialUpdate[State], e
 	}
 	for name, l := range w.Leases {
 		if !validTTLms(l.TTLms) {
-			return nil, fmt.Errorf("not a sharedconfig snapshot: lease %q has ttl_ms %d, not %d to %d", name, l.TTLms, minLeaseTTL.Milliseconds(), maxLeaseTTL.Milliseconds())
+			return nil, fmt.Errorf("not a sharedconfig snapshot: lease %q has ttl_ms %d, not %d to %d", name, l.TTLms, lease.MinTTL.Milliseconds(), lease.MaxTTL.Milliseconds())
 		}
 		s = s.setLease(name, Lease{Holder: l.Holder, Registration: l.Registration, TTL: time.Duration(l.TTLms) * time.Millisecond, Deadline: l.Deadline, watched: l.Watched})
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 )
 
 // A registration has an identity. Process a registers L and stops
@@ -40,14 +41,14 @@ func TestStaleRegistrantNeverTouchesTheNextRegistration(t *testing.T) {
 	bs := expireAndRegisterAgain(t, b, ttl)
 	stopped := time.Now() // b died
 
-	if _, err := a.Leases().Refresh(ctx, "L"); !errors.Is(err, sharedconfig.ErrLeaseNotMine) {
-		t.Fatalf("a's late refresh: %v, want ErrLeaseNotMine", err)
+	if _, err := a.Leases().Refresh(ctx, "L"); !errors.Is(err, lease.ErrNotMine) {
+		t.Fatalf("a's late refresh: %v, want lease.ErrNotMine", err)
 	}
 	if l, _ := a.State().Lease("L"); l != bs {
 		t.Fatalf("a's late refresh made b's lease %+v, was %+v", l, bs)
 	}
-	if _, err := a.Put(ctx, "/servers/1", "A-again", sharedconfig.WithLease("L")); !errors.Is(err, sharedconfig.ErrLeaseNotMine) {
-		t.Fatalf("a's put under b's registration: %v, want ErrLeaseNotMine", err)
+	if _, err := a.Put(ctx, "/servers/1", "A-again", sharedconfig.WithLease("L")); !errors.Is(err, lease.ErrNotMine) {
+		t.Fatalf("a's put under b's registration: %v, want lease.ErrNotMine", err)
 	}
 	lost, err := a.Leases().RevokeHeld(ctx)
 	ok(t, err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 )
 
 // Keep runs in the background until stop is called: it refreshes the
@@ -252,9 +254,9 @@ func (k *keeper) refresh(ctx context.Context, name string, l Lease) bool {
 		// began, or already reported.
 	case lostBy(err):
 		// The registration ended: keptIn says so, with why, next round.
-	case errors.Is(err, ErrLeaseExpired) && (kept.lapsed || k.lapsed(l, k.c.serverNow())):
+	case errors.Is(err, lease.ErrExpired) && (kept.lapsed || k.lapsed(l, k.c.serverNow())):
 		k.tell(name, l, LostLease{Name: name, lapsed: true}.String())
-	case errors.Is(err, ErrLeaseExpired):
+	case errors.Is(err, lease.ErrExpired):
 		k.tell(name, l, fmt.Sprintf("Lease '%s' has expired: %v", name, err))
 	case time.Since(k.lastOK[name]) > l.TTL && !k.slow[name]:
 		k.slow[name] = true

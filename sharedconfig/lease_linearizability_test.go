@@ -21,6 +21,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
@@ -444,7 +445,7 @@ func (cl *llClient) outcome(in llInput, out llOutput, err error) (llOutput, erro
 	for _, e := range []struct {
 		err  error
 		name string
-	}{{sharedconfig.ErrUnknownLease, "unknown lease"}, {sharedconfig.ErrLeaseHeld, "held"}, {sharedconfig.ErrLeaseExpired, "expired"}, {sharedconfig.ErrLeaseEnded, "ended"}} {
+	}{{lease.ErrUnknown, "unknown lease"}, {lease.ErrHeld, "held"}, {lease.ErrExpired, "expired"}, {lease.ErrEnded, "ended"}} {
 		if errors.Is(err, e.err) {
 			out.res, err = llResult{err: e.name}, nil
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
@@ -192,12 +193,12 @@ func TestLateRefreshDoesNotRevive(t *testing.T) {
 	ok(t, err)
 	e.clock.Advance(5 * time.Second) // a's deadline has passed
 	_, err = a.Leases().Refresh(ctx, "a")
-	if !errors.Is(err, sharedconfig.ErrLeaseExpired) {
-		t.Fatalf("late refresh: %v, want ErrLeaseExpired", err)
+	if !errors.Is(err, lease.ErrExpired) {
+		t.Fatalf("late refresh: %v, want lease.ErrExpired", err)
 	}
 	_, err = a.Put(ctx, "/servers/1b", "x", sharedconfig.WithLease("a"))
-	if !errors.Is(err, sharedconfig.ErrLeaseExpired) {
-		t.Fatalf("late put with lease: %v, want ErrLeaseExpired", err)
+	if !errors.Is(err, lease.ErrExpired) {
+		t.Fatalf("late put with lease: %v, want lease.ErrExpired", err)
 	}
 	_, err = sharedconfig.ExpireDue(ctx, b)
 	ok(t, err)
@@ -237,8 +238,8 @@ func TestLateRefreshJudgedAtItsEntry(t *testing.T) {
 		}
 		ok(t, a.Refresh(ctx)) // takes in the refresh and the expiry
 	}
-	if _, err := a.Leases().Refresh(ctx, "a"); !errors.Is(err, sharedconfig.ErrLeaseExpired) {
-		t.Fatalf("late refresh, taken in with the expiry after it: %v, want ErrLeaseExpired", err)
+	if _, err := a.Leases().Refresh(ctx, "a"); !errors.Is(err, lease.ErrExpired) {
+		t.Fatalf("late refresh, taken in with the expiry after it: %v, want lease.ErrExpired", err)
 	}
 	if _, held := a.State().Lease("a"); held {
 		t.Fatal("the expiry after the refresh did not end the lease")
@@ -303,8 +304,8 @@ func TestRefreshFromAStaleCopy(t *testing.T) {
 	if _, held := a.State().Lease("a"); !held {
 		t.Fatal("a's copy should still be stale here")
 	}
-	if _, err := a.Leases().Refresh(ctx, "a"); !errors.Is(err, sharedconfig.ErrLeaseEnded) {
-		t.Fatalf("refresh of an ended lease: %v, want ErrLeaseEnded", err)
+	if _, err := a.Leases().Refresh(ctx, "a"); !errors.Is(err, lease.ErrEnded) {
+		t.Fatalf("refresh of an ended lease: %v, want lease.ErrEnded", err)
 	}
 	if _, held := a.State().Lease("a"); held {
 		t.Fatal("the refresh revived an ended lease")
@@ -359,7 +360,7 @@ func TestLeaseReplaysAgree(t *testing.T) {
 	ok(t, b.Compact(ctx)) // the snapshot carries leases, keys' leases, the clock
 	e.clock.Advance(5 * time.Second)
 	_, err = a.Leases().Refresh(ctx, "a") // late: refused alike by both replays
-	if !errors.Is(err, sharedconfig.ErrLeaseExpired) {
+	if !errors.Is(err, lease.ErrExpired) {
 		t.Fatal(err)
 	}
 	joined := e.open("joined") // from the snapshot
@@ -420,22 +421,22 @@ func TestLeaseErrorsAndDetach(t *testing.T) {
 	ctx := context.Background()
 	e := newLeaseEnv(t)
 	a, b := membership(t, e)
-	if _, err := b.Leases().Register(ctx, "a", time.Minute); !errors.Is(err, sharedconfig.ErrLeaseHeld) {
+	if _, err := b.Leases().Register(ctx, "a", time.Minute); !errors.Is(err, lease.ErrHeld) {
 		t.Fatalf("register a lease another holds: %v", err)
 	}
-	if _, err := b.Leases().Refresh(ctx, "a"); !errors.Is(err, sharedconfig.ErrLeaseHeld) {
+	if _, err := b.Leases().Refresh(ctx, "a"); !errors.Is(err, lease.ErrHeld) {
 		t.Fatalf("refresh a lease another holds: %v", err)
 	}
-	if _, err := b.Leases().Revoke(ctx, "a"); !errors.Is(err, sharedconfig.ErrLeaseHeld) {
+	if _, err := b.Leases().Revoke(ctx, "a"); !errors.Is(err, lease.ErrHeld) {
 		t.Fatalf("revoke a lease another holds: %v", err)
 	}
-	if _, err := a.Leases().Refresh(ctx, "nope"); !errors.Is(err, sharedconfig.ErrUnknownLease) {
+	if _, err := a.Leases().Refresh(ctx, "nope"); !errors.Is(err, lease.ErrUnknown) {
 		t.Fatalf("refresh an unknown lease: %v", err)
 	}
-	if _, err := a.Put(ctx, "k", "v", sharedconfig.WithLease("nope")); !errors.Is(err, sharedconfig.ErrUnknownLease) {
+	if _, err := a.Put(ctx, "k", "v", sharedconfig.WithLease("nope")); !errors.Is(err, lease.ErrUnknown) {
 		t.Fatalf("put with an unknown lease: %v", err)
 	}
-	if _, err := a.Leases().Register(ctx, "x", 10*time.Millisecond); !errors.Is(err, sharedconfig.ErrBadTTL) {
+	if _, err := a.Leases().Register(ctx, "x", 10*time.Millisecond); !errors.Is(err, lease.ErrBadTTL) {
 		t.Fatalf("a ttl under 1s: %v", err)
 	}
 	renewed, err := a.Leases().Register(ctx, "a", 20*time.Second)
@@ -467,20 +468,6 @@ func TestLeaseErrorsAndDetach(t *testing.T) {
 	ok(t, err)
 	if _, ok := b.Get("/servers/2"); ok {
 		t.Fatal("RevokeHeld left b's key")
-	}
-}
-
-func TestParseTTL(t *testing.T) {
-	for in, want := range map[string]time.Duration{"10s": 10 * time.Second, "10": 10 * time.Second, "1.5": 1500 * time.Millisecond, "2m": 2 * time.Minute} {
-		got, err := sharedconfig.ParseTTL(in)
-		if err != nil || got != want {
-			t.Errorf("ParseTTL(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "x", "0", "-5", "0.5s", "25h", "1.0001"} {
-		if _, err := sharedconfig.ParseTTL(in); !errors.Is(err, sharedconfig.ErrBadTTL) {
-			t.Errorf("ParseTTL(%q): %v, want ErrBadTTL", in, err)
-		}
 	}
 }
 

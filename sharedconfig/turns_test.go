@@ -14,6 +14,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 )
 
 // A live holder keeps a lease of the shortest ttl through as much
@@ -39,7 +40,7 @@ func TestLiveHolderKeepsItsLeaseUnderContention(t *testing.T) {
 		defer mu.Unlock()
 		warnings = append(warnings, msg)
 	})()
-	must[bool](t)(holder.Leases().Register(ctx, "L", sharedconfig.MinLeaseTTL))
+	must[bool](t)(holder.Leases().Register(ctx, "L", lease.MinTTL))
 	if _, err := holder.Put(ctx, "/live", "yes", sharedconfig.WithLease("L")); err != nil {
 		t.Fatal(err)
 	}
@@ -83,12 +84,12 @@ func TestLiveHolderKeepsItsLeaseUnderForgedWaits(t *testing.T) {
 		warnings = append(warnings, msg)
 	})()
 	defer watcher.Leases().Keep(nil)()
-	must[bool](t)(holder.Leases().Register(ctx, "L", sharedconfig.MinLeaseTTL))
+	must[bool](t)(holder.Leases().Register(ctx, "L", lease.MinTTL))
 	if _, err := holder.Put(ctx, "/live", "yes", sharedconfig.WithLease("L")); err != nil {
 		t.Fatal(err)
 	}
 	forgeWaits(t, e)
-	for start := time.Now(); time.Since(start) < 4*sharedconfig.MinLeaseTTL; {
+	for start := time.Now(); time.Since(start) < 4*lease.MinTTL; {
 		if _, err := holder.Put(ctx, "/holder", "x"); err != nil {
 			t.Fatal(err)
 		}
