@@ -167,14 +167,14 @@ func describeLeaseOp(op sharedconfig.Op) (operation, arguments string, ok bool) 
 }
 
 // describeEnded says which leases a change ended, and their keys.
-func describeEnded(ended []sharedconfig.EndedLease) string {
+func describeEnded(ended []lease.Ended) string {
 	var parts []string
 	for _, e := range ended {
 		how := "revoked"
 		if e.Expired {
 			how = "expired"
 		}
-		part := "lease " + previewQuoted(e.Lease) + " " + how
+		part := "lease " + previewQuoted(e.Name) + " " + how
 		if len(e.Keys) > 0 {
 			part += ", removing " + quoteAll(e.Keys)
 		}
@@ -199,10 +199,10 @@ func leaseOpFields(o fields, op sharedconfig.Op) {
 	}
 }
 
-func endedFields(ended []sharedconfig.EndedLease) []fields {
+func endedFields(ended []lease.Ended) []fields {
 	list := []fields{}
 	for _, e := range ended {
-		list = append(list, fields{"lease": e.Lease, "expired": e.Expired, "keys": nonNil(e.Keys)})
+		list = append(list, fields{"lease": e.Name, "expired": e.Expired, "keys": nonNil(e.Keys)})
 	}
 	return list
 }
@@ -291,9 +291,9 @@ func underLease(lease string) string {
 func removedWithLease(ch sharedconfig.Change) string {
 	for _, e := range ch.Ended {
 		if e.Expired {
-			return ": lease " + Quote(e.Lease) + " expired"
+			return ": lease " + Quote(e.Name) + " expired"
 		}
-		return ": lease " + Quote(e.Lease) + " revoked"
+		return ": lease " + Quote(e.Name) + " revoked"
 	}
 	return ""
 }

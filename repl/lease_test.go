@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 )
 
 func TestDescribeLeaseChanges(t *testing.T) {
@@ -34,7 +35,7 @@ func TestFollowShowsExpiriesNotRefreshes(t *testing.T) {
 	early := sharedconfig.Change{Revision: 6, Writer: "w", Ops: []sharedconfig.Op{{Kind: "expire_lease", Lease: "L"}}}
 	expired := early
 	expired.Revision, expired.Local = 7, true
-	expired.Ended = []sharedconfig.EndedLease{{Lease: "L", Keys: []string{"/servers/1"}, Expired: true}}
+	expired.Ended = []lease.Ended{{Name: "L", Keys: []string{"/servers/1"}, Expired: true}}
 	for _, ch := range []sharedconfig.Change{refresh, early, expired} {
 		sh.heard(ch, "")
 	}

@@ -5,12 +5,14 @@ import (
 	"maps"
 	"testing"
 	"time"
+
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 )
 
 // leasesByName is s's leases by name.
-func leasesByName(s State) map[string]Lease {
-	m := map[string]Lease{}
-	for name, l := range s.Leases() {
+func leasesByName(s State) map[string]leaseRecord {
+	m := map[string]leaseRecord{}
+	for name, l := range s.leaseRecords() {
 		m[name] = l
 	}
 	return m
@@ -18,7 +20,7 @@ func leasesByName(s State) map[string]Lease {
 
 // sameState: a and b hold the same properties and leases.
 func sameState(a, b State) bool {
-	return maps.Equal(collect(a), collect(b)) && maps.EqualFunc(leasesByName(a), leasesByName(b), func(x, y Lease) bool {
+	return maps.Equal(collect(a), collect(b)) && maps.EqualFunc(leasesByName(a), leasesByName(b), func(x, y leaseRecord) bool {
 		return x.Holder == y.Holder && x.Registration == y.Registration && x.TTL == y.TTL && x.Deadline.Equal(y.Deadline) && x.watched == y.watched
 	})
 }
@@ -31,7 +33,7 @@ func snapshotSeeds(t testing.TB) [][]byte {
 		plain = plain.Set(fmt.Sprintf("k%03d", i), fmt.Sprint("v", i), uint64(i+2))
 	}
 	escaped := plain.Set("a\"b", "<\u00e9>\n", 60).Set("\u00e9t\u00e9", "x\\y", 61)
-	leased := plain.setLease("L", Lease{Holder: "h", Registration: 7, TTL: 10 * time.Second, Deadline: time.Date(2026, 12, 1, 0, 0, 10, 0, time.UTC), watched: true})
+	leased := plain.setLease("L", leaseRecord{Lease: lease.Lease{Holder: "h", Registration: 7, TTL: 10 * time.Second, Deadline: time.Date(2026, 12, 1, 0, 0, 10, 0, time.UTC)}, watched: true})
 	leased = putWithLease{Key: "k001", Value: "held", Lease: "L"}.Apply(leased, 70)
 	var seeds [][]byte
 	for _, s := range []State{{}, plain, escaped, leased} {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
@@ -35,7 +36,7 @@ type Change struct {
 	// Ended are the leases the entry ended (expired or revoked) with the
 	// keys that went with them. Changes heard as they land (Watch) know
 	// it; History works it out for entries that expire or revoke a lease.
-	Ended []EndedLease
+	Ended []lease.Ended
 }
 
 // Op is one operation of an update: a put, a remove or a clear, or a lease
@@ -282,9 +283,9 @@ func keyChange(ch Change, key string, before, after State, updates []statesync.U
 	case had && !has:
 		ch.Ops = []Op{{Kind: "remove", Key: key, Lease: was.Lease}}
 		for _, e := range endedLeases(before, after, updates) {
-			if e.Lease == was.Lease {
+			if e.Name == was.Lease {
 				e.Keys = []string{key}
-				ch.Ended = []EndedLease{e}
+				ch.Ended = []lease.Ended{e}
 			}
 		}
 	default:

@@ -5,18 +5,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 // How the lease operations show in a config's changes (History, Watch):
 // their ops, and the leases an entry ended with the keys that went.
-
-// EndedLease is a lease an entry ended and the keys it removed.
-type EndedLease struct {
-	Lease   string
-	Keys    []string
-	Expired bool // false: revoked
-}
 
 // endsLeases: ch expires or revokes a lease, so what it ended depends on
 // the state before it.
@@ -47,14 +41,14 @@ func leaseOp(u statesync.Update[State]) (Op, bool) {
 }
 
 // endedLeases are the leases present before an entry and gone after it.
-func endedLeases(before, after State, us []statesync.Update[State]) []EndedLease {
-	var ended []EndedLease
-	for name := range before.Leases() {
-		if _, ok := after.Lease(name); ok {
+func endedLeases(before, after State, us []statesync.Update[State]) []lease.Ended {
+	var ended []lease.Ended
+	for name := range before.leaseRecords() {
+		if _, ok := after.lease(name); ok {
 			continue
 		}
 		expired := slices.ContainsFunc(us, func(u statesync.Update[State]) bool { return u == expireLease{name} })
-		ended = append(ended, EndedLease{Lease: name, Keys: before.leaseKeys(name), Expired: expired})
+		ended = append(ended, lease.Ended{Name: name, Keys: before.leaseKeys(name), Expired: expired})
 	}
 	return ended
 }
@@ -72,8 +66,8 @@ func changeWithLeases(a statesync.Applied[State]) Change {
 // endedUnder narrows the leases an entry ended to their keys under prefix,
 // and adds to ops the expiry or revocation that removed them: a watch of a
 // prefix sees a lease's end only when it removed keys there.
-func endedUnder(ended []EndedLease, ops []Op, us []statesync.Update[State], prefix string) ([]EndedLease, []Op) {
-	var kept []EndedLease
+func endedUnder(ended []lease.Ended, ops []Op, us []statesync.Update[State], prefix string) ([]lease.Ended, []Op) {
+	var kept []lease.Ended
 	for _, e := range ended {
 		var keys []string
 		for _, k := range e.Keys {
@@ -87,7 +81,7 @@ func endedUnder(ended []EndedLease, ops []Op, us []statesync.Update[State], pref
 		e.Keys = keys
 		kept = append(kept, e)
 		for _, op := range opsOf(us) {
-			if op.Lease == e.Lease && (op.Kind == "expire_lease" || op.Kind == "revoke_lease") {
+			if op.Lease == e.Name && (op.Kind == "expire_lease" || op.Kind == "revoke_lease") {
 				ops = append(ops, op)
 			}
 		}

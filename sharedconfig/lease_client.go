@@ -92,51 +92,27 @@ func (lc *leaseClient) mark(name string, reg uint64, set func(*keptLease)) {
 	}
 }
 
-// LostLease is a registration this process made and no longer holds, as a
-// process that lost it says once.
-type LostLease struct {
-	Name string
-	// lapsed: its deadline passed while this process was not running.
-	lapsed bool
-	// now is the lease of that name as it stands, if any.
-	now    Lease
-	exists bool
-	holder string // this process's
-}
-
-func (l LostLease) String() string {
-	switch {
-	case l.lapsed:
-		return fmt.Sprintf("Lease '%s' expired while this process was not running; it is no longer held", l.Name)
-	case !l.exists:
-		return fmt.Sprintf("Lease '%s' has ended (it expired or was revoked); it is no longer held", l.Name)
-	case l.now.Holder == l.holder:
-		return fmt.Sprintf("Lease '%s' was registered again by another process of writer '%s'; this process no longer holds it", l.Name, l.holder)
-	}
-	return fmt.Sprintf("Lease '%s' has ended and is now held by '%s'; this process no longer holds it", l.Name, l.now.Holder)
-}
-
 // keptIn returns the leases this process keeps that st shows held under
 // its registration, and forgets the others, which it returns as lost
 // unless their end was reported already: a lease gone, or held under
 // another registration, has ended for this process.
-func (c *Config) keptIn(st State) (held []string, lost []LostLease) {
+func (c *Config) keptIn(st State) (held []string, lost []lease.Lost) {
 	lc := &c.leases
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	for name, k := range lc.kept {
-		l, ok := st.Lease(name)
+		l, ok := st.lease(name)
 		if ok && l.heldUnder(lc.holder, k.registration) {
 			held = append(held, name)
 			continue
 		}
 		delete(lc.kept, name)
 		if !k.told {
-			lost = append(lost, LostLease{Name: name, lapsed: k.lapsed, now: l, exists: ok, holder: lc.holder})
+			lost = append(lost, lease.Lost{Name: name, Holder: lc.holder, Lapsed: k.lapsed, Now: present(l, ok)})
 		}
 	}
 	slices.Sort(held)
-	slices.SortFunc(lost, func(a, b LostLease) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(lost, func(a, b lease.Lost) int { return strings.Compare(a.Name, b.Name) })
 	return held, lost
 }
 
@@ -188,25 +164,14 @@ func checkLeaseName(name string) error {
 	return nil
 }
 
-// LeaseInfo describes a lease for LEASES.
-type LeaseInfo struct {
-	Name string
-	Lease
-	Keys []string
-	// Mine: this process holds it under the registration it made (another
-	// process with the same holder may hold a lease as well; that one is
-	// its own).
-	Mine bool
-}
-
 // List lists the leases of the local copy.
-func (ls Leases) List() []LeaseInfo {
+func (ls Leases) List() []lease.Info {
 	c := ls.c
 	st := c.State()
-	var out []LeaseInfo
-	for name, l := range st.Leases() {
+	var out []lease.Info
+	for name, l := range st.leaseRecords() {
 		reg := c.leases.registration(name)
-		out = append(out, LeaseInfo{Name: name, Lease: l, Keys: st.leaseKeys(name), Mine: reg != 0 && l.heldUnder(c.leases.holder, reg)})
+		out = append(out, lease.Info{Name: name, Lease: l.Lease, Keys: st.leaseKeys(name), Mine: reg != 0 && l.heldUnder(c.leases.holder, reg)})
 	}
 	return out
 }
@@ -228,7 +193,7 @@ func (ls Leases) Register(ctx context.Context, name string, ttl time.Duration) (
 		before  uint64 // the registration it replaces
 	}
 	f, after, err := updateAt(ctx, c, func(s State) (updates, found) {
-		l, ok := s.Lease(name)
+		l, ok := s.lease(name)
 		if ok && l.Holder != c.leases.holder {
 			return nil, found{err: fmt.Errorf("%w (%s)", lease.ErrHeld, l.Holder)}
 		}
@@ -240,7 +205,7 @@ func (ls Leases) Register(ctx context.Context, name string, ttl time.Duration) (
 	if err != nil {
 		return false, err
 	}
-	l, ok := after.Lease(name)
+	l, ok := after.lease(name)
 	if !ok || l.Holder != c.leases.holder || (f.existed && l.Registration == f.before) {
 		return false, fmt.Errorf("lease '%s': %w", name, lease.ErrExpired)
 	}
@@ -259,23 +224,23 @@ func (ls Leases) Register(ctx context.Context, name string, ttl time.Duration) (
 // lost theirs: refreshes cost those writers little (README, "Leases").
 // Otherwise the conditional path gives the answer of the latest state.
 // Then it compacts the config if that is due.
-func (ls Leases) Refresh(ctx context.Context, name string) (Lease, error) {
+func (ls Leases) Refresh(ctx context.Context, name string) (lease.Lease, error) {
 	c := ls.c
 	l, err := c.refreshLease(ctx, name)
 	if err == nil {
 		c.compactIfDue(ctx)
 	}
-	return l, err
+	return l.Lease, err
 }
 
 // refreshLease is Refresh without the compaction, for the keeper,
 // whose next refresh must not wait for one.
-func (c *Config) refreshLease(ctx context.Context, name string) (Lease, error) {
+func (c *Config) refreshLease(ctx context.Context, name string) (leaseRecord, error) {
 	reg := c.leases.registration(name)
 	if l, err := c.held(c.State(), name, reg); err == nil && utf8.ValidString(name) {
 		after, err := c.sync.UpdateUnconditionally(ctx, refreshLease{name, c.leases.holder, reg})
 		if err != nil {
-			return Lease{}, err
+			return leaseRecord{}, err
 		}
 		return c.refreshed(after.Value, name, reg, l.Deadline)
 	}
@@ -294,7 +259,7 @@ func (c *Config) refreshLease(ctx context.Context, name string) (Lease, error) {
 		err = f.err
 	}
 	if err != nil {
-		return Lease{}, err
+		return leaseRecord{}, err
 	}
 	return c.refreshed(after, name, reg, f.before)
 }
@@ -309,8 +274,8 @@ func (c *Config) refreshLease(ctx context.Context, name string) (Lease, error) {
 // the deadline differs from before though the refresh did nothing.
 // A lease gone, now another writer's, or held under another registration
 // than reg, is reported as such.
-func (c *Config) refreshed(after State, name string, reg uint64, before time.Time) (Lease, error) {
-	l, ok := after.Lease(name)
+func (c *Config) refreshed(after State, name string, reg uint64, before time.Time) (leaseRecord, error) {
+	l, ok := after.lease(name)
 	switch {
 	case !ok:
 		return l, fmt.Errorf("lease '%s': %w", name, lease.ErrEnded)
@@ -357,7 +322,7 @@ func (ls Leases) Revoke(ctx context.Context, name string) (keys []string, err er
 // as a clean exit does; those its holder holds under another process's
 // registration are left alone. It returns the registrations it found lost
 // whose end was not reported yet.
-func (ls Leases) RevokeHeld(ctx context.Context) ([]LostLease, error) {
+func (ls Leases) RevokeHeld(ctx context.Context) ([]lease.Lost, error) {
 	c := ls.c
 	st, now := c.State(), c.serverNow()
 	held, lost := c.keptIn(st)
@@ -368,8 +333,8 @@ func (ls Leases) RevokeHeld(ctx context.Context) ([]LostLease, error) {
 		switch {
 		case lostBy(err):
 			// Ended before the revocation caught up with the log.
-			l, ok := c.State().Lease(name)
-			gone := LostLease{Name: name, lapsed: k.lapsed, now: l, exists: ok, holder: c.leases.holder}
+			l, ok := c.State().lease(name)
+			gone := lease.Lost{Name: name, Holder: c.leases.holder, Lapsed: k.lapsed, Now: present(l, ok)}
 			if !k.told && !endedRevoking(st, now, gone) {
 				lost = append(lost, gone)
 			}
@@ -388,9 +353,17 @@ func (ls Leases) RevokeHeld(ctx context.Context) ([]LostLease, error) {
 // can wait for its turn among many writers longer than the ttl left. Its
 // end is the one the revocation was for. Registered again by another
 // process of this writer is news: it lives on, with its keys.
-func endedRevoking(st State, now time.Time, lost LostLease) bool {
-	l, ok := st.Lease(lost.Name)
-	return ok && !l.overdue(now) && !(lost.exists && lost.now.Holder == lost.holder)
+func endedRevoking(st State, now time.Time, lost lease.Lost) bool {
+	l, ok := st.lease(lost.Name)
+	return ok && !l.overdue(now) && !(lost.Now != nil && lost.Now.Holder == lost.Holder)
+}
+
+// present is the lease of a record a State may hold (ok), for Lost.Now.
+func present(r leaseRecord, ok bool) *lease.Lease {
+	if !ok {
+		return nil
+	}
+	return &r.Lease
 }
 
 // lostBy: err says that this process's registration had ended.
@@ -400,8 +373,8 @@ func lostBy(err error) bool {
 
 // held is lease name in s, if this process holds it under registration
 // reg, the one it made (0: none).
-func (c *Config) held(s State, name string, reg uint64) (Lease, error) {
-	l, ok := s.Lease(name)
+func (c *Config) held(s State, name string, reg uint64) (leaseRecord, error) {
+	l, ok := s.lease(name)
 	switch {
 	case !ok:
 		return l, fmt.Errorf("'%s': %w", name, lease.ErrUnknown)
@@ -443,17 +416,17 @@ func putLanded(after State, key, value, leaseName string) error {
 // by serverNow, and a witness (an expiry that is not yet due, which only
 // records the log's time) for a lease about to fall due while the log has
 // been quiet, so that its expiry will be judged rather than forgiven (see
-// Lease.watched). The log's time on each entry decides; this process's
+// leaseRecord.watched). The log's time on each entry decides; this process's
 // clock only picks the moment to ask. It returns the leases that ended.
 func (c *Config) expireDue(ctx context.Context) ([]string, error) {
 	now := c.serverNow()
 	// dueNow: l looks overdue, or about to fall due unwatched.
-	dueNow := func(l Lease) bool {
+	dueNow := func(l leaseRecord) bool {
 		return l.overdue(now) || (!l.watched && now.After(l.Deadline.Add(-l.TTL/4)))
 	}
 	var due []string
 	st := c.State()
-	for name, l := range st.Leases() {
+	for name, l := range st.leaseRecords() {
 		if dueNow(l) {
 			due = append(due, name)
 		}
@@ -465,7 +438,7 @@ func (c *Config) expireDue(ctx context.Context) ([]string, error) {
 	ctx = turns.Without(ctx)
 	for _, name := range due {
 		gone, err := update(ctx, c, func(s State) (updates, bool) {
-			if l, ok := s.Lease(name); ok && dueNow(l) {
+			if l, ok := s.lease(name); ok && dueNow(l) {
 				return updates{expireLease{name}}, true
 			}
 			return nil, false
@@ -474,7 +447,7 @@ func (c *Config) expireDue(ctx context.Context) ([]string, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if _, still := c.State().Lease(name); gone && !still {
+		if _, still := c.State().lease(name); gone && !still {
 			ended = append(ended, name)
 		}
 	}

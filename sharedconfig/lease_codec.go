@@ -130,7 +130,7 @@ func (w wireSnapshotLeases) snapshot(s State) (statesync.InitialUpdate[State], e
 		if !validTTLms(l.TTLms) {
 			return nil, fmt.Errorf("not a sharedconfig snapshot: lease %q has ttl_ms %d, not %d to %d", name, l.TTLms, lease.MinTTL.Milliseconds(), lease.MaxTTL.Milliseconds())
 		}
-		s = s.setLease(name, Lease{Holder: l.Holder, Registration: l.Registration, TTL: time.Duration(l.TTLms) * time.Millisecond, Deadline: l.Deadline, watched: l.Watched})
+		s = s.setLease(name, leaseRecord{Lease: lease.Lease{Holder: l.Holder, Registration: l.Registration, TTL: time.Duration(l.TTLms) * time.Millisecond, Deadline: l.Deadline}, watched: l.Watched})
 	}
 	return snapshotUpdate{s}, nil
 }
@@ -142,7 +142,7 @@ func encodeSnapshotLeases(b *bytes.Buffer, s State) error {
 		return nil
 	}
 	w := wireSnapshotLeases{Leases: map[string]wireLease{}, LeaseOf: map[string]string{}}
-	for name, l := range s.Leases() {
+	for name, l := range s.leaseRecords() {
 		w.Leases[name] = wireLease{Holder: l.Holder, Registration: l.Registration, TTLms: l.TTL.Milliseconds(), Deadline: l.Deadline, Watched: l.watched}
 	}
 	for k, p := range s.All() {

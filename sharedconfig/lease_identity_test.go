@@ -82,7 +82,7 @@ func TestStaleRegistrantNeverTouchesTheNextRegistration(t *testing.T) {
 // expireAndRegisterAgain: b keeps leases until it has expired L, then
 // registers L again with ttl, puts B-addr under it and dies (stops keeping
 // leases, without revoking). It returns b's lease.
-func expireAndRegisterAgain(t *testing.T, b *sharedconfig.Config, ttl time.Duration) sharedconfig.Lease {
+func expireAndRegisterAgain(t *testing.T, b *sharedconfig.Config, ttl time.Duration) lease.Lease {
 	t.Helper()
 	ctx := context.Background()
 	stopB := b.Leases().Keep(func(msg string) { t.Log("b:", msg) })

@@ -17,7 +17,7 @@ import (
 // typing; Close stops it too. warn hears, once per registration, that a
 // held lease could not be refreshed for longer than its ttl and may have
 // expired, or that it has, or that this process no longer holds it
-// (LostLease).
+// (lease.Lost).
 func (ls Leases) Keep(warn func(msg string)) (stop func()) {
 	c := ls.c
 	ctx, cancel := context.WithCancel(context.Background())
@@ -28,7 +28,7 @@ func (ls Leases) Keep(warn func(msg string)) (stop func()) {
 		return func() {}
 	}
 	done := make(chan struct{})
-	k := keeper{c: c, warn: warn, lastOK: map[string]time.Time{}, slow: map[string]bool{}, seen: map[string]Lease{}, pulse: &pulse{}}
+	k := keeper{c: c, warn: warn, lastOK: map[string]time.Time{}, slow: map[string]bool{}, seen: map[string]leaseRecord{}, pulse: &pulse{}}
 	pulseDone := k.pulse.run(ctx)
 	go func() {
 		defer close(done)
@@ -135,9 +135,9 @@ const keeperOpTimeout = 5 * time.Second
 type keeper struct {
 	c      *Config
 	warn   func(string)
-	lastOK map[string]time.Time // local time of the last good refresh
-	slow   map[string]bool      // warned that refreshes fail, since the last good one
-	seen   map[string]Lease     // the held leases as last seen (round or refresh)
+	lastOK map[string]time.Time   // local time of the last good refresh
+	slow   map[string]bool        // warned that refreshes fail, since the last good one
+	seen   map[string]leaseRecord // the held leases as last seen (round or refresh)
 	pulse  *pulse
 	// backoff, per lease whose last refresh failed, when to try again: a
 	// refresh that lands but cannot be read back (a damaged config) leaves
@@ -157,12 +157,12 @@ func (k *keeper) round(ctx context.Context) {
 	st := k.c.State()
 	held, lost := k.c.keptIn(st)
 	for _, l := range lost {
-		l.lapsed = l.lapsed || k.lapsed(k.seen[l.Name], now)
+		l.Lapsed = l.Lapsed || k.lapsed(k.seen[l.Name], now)
 		k.say(l.String())
 	}
 	clear(k.seen)
 	for _, name := range held {
-		l, _ := st.Lease(name)
+		l, _ := st.lease(name)
 		k.seen[name] = l
 		if _, ok := k.lastOK[name]; !ok {
 			k.lastOK[name] = time.Now()
@@ -226,13 +226,13 @@ func (k *keeper) lapsedIn(now time.Time) {
 
 // lapsed: l's deadline passed while this process was not running; now is
 // the server's clock.
-func (k *keeper) lapsed(l Lease, now time.Time) bool {
+func (k *keeper) lapsed(l leaseRecord, now time.Time) bool {
 	return !l.Deadline.IsZero() && l.overdue(now) && k.pulse.pausedAt(time.Now().Add(l.Deadline.Sub(now)))
 }
 
 // refresh refreshes lease name, l in the copy the round began with, and
 // warns of a failure that matters. It returns false when ctx ended.
-func (k *keeper) refresh(ctx context.Context, name string, l Lease) bool {
+func (k *keeper) refresh(ctx context.Context, name string, l leaseRecord) bool {
 	// A refresh that takes longer than the ttl is too late anyway.
 	opCtx, cancel := context.WithTimeout(ctx, min(keeperOpTimeout, l.TTL))
 	fresh, err := k.c.refreshLease(opCtx, name)
@@ -255,7 +255,7 @@ func (k *keeper) refresh(ctx context.Context, name string, l Lease) bool {
 	case lostBy(err):
 		// The registration ended: keptIn says so, with why, next round.
 	case errors.Is(err, lease.ErrExpired) && (kept.lapsed || k.lapsed(l, k.c.serverNow())):
-		k.tell(name, l, LostLease{Name: name, lapsed: true}.String())
+		k.tell(name, l, lease.Lost{Name: name, Lapsed: true}.String())
 	case errors.Is(err, lease.ErrExpired):
 		k.tell(name, l, fmt.Sprintf("Lease '%s' has expired: %v", name, err))
 	case time.Since(k.lastOK[name]) > l.TTL && !k.slow[name]:
@@ -266,7 +266,7 @@ func (k *keeper) refresh(ctx context.Context, name string, l Lease) bool {
 }
 
 // backOff puts off lease name's next refresh after a failed one.
-func (k *keeper) backOff(name string, l Lease) {
+func (k *keeper) backOff(name string, l leaseRecord) {
 	if k.backoff == nil {
 		k.backoff = map[string]backoff{}
 	}
@@ -277,7 +277,7 @@ func (k *keeper) backOff(name string, l Lease) {
 }
 
 // tell says msg of lease name's registration, once.
-func (k *keeper) tell(name string, l Lease, msg string) {
+func (k *keeper) tell(name string, l leaseRecord, msg string) {
 	k.c.leases.mark(name, l.Registration, func(kl *keptLease) { kl.told = true })
 	k.say(msg)
 }

@@ -21,7 +21,7 @@ func TestKeeperQuietAboutALeaseThisProcessRevoked(t *testing.T) {
 		t.Fatal(err)
 	}
 	var warnings []string
-	k := keeper{c: c, warn: func(msg string) { warnings = append(warnings, msg) }, lastOK: map[string]time.Time{}, slow: map[string]bool{}, seen: map[string]Lease{}, pulse: &pulse{}}
+	k := keeper{c: c, warn: func(msg string) { warnings = append(warnings, msg) }, lastOK: map[string]time.Time{}, slow: map[string]bool{}, seen: map[string]leaseRecord{}, pulse: &pulse{}}
 	for _, name := range []string{"L", "M"} {
 		if _, err := c.Leases().Register(ctx, name, 10*time.Second); err != nil {
 			t.Fatal(err)
@@ -31,7 +31,7 @@ func TestKeeperQuietAboutALeaseThisProcessRevoked(t *testing.T) {
 	if _, err := c.Leases().Revoke(ctx, "L"); err != nil {
 		t.Fatal(err)
 	}
-	l, _ := st.Lease("L")
+	l, _ := st.lease("L")
 	k.refresh(ctx, "L", l)
 	if len(warnings) != 0 {
 		t.Fatalf("warned of a lease this process revoked: %q", warnings)
@@ -45,7 +45,7 @@ func TestKeeperQuietAboutALeaseThisProcessRevoked(t *testing.T) {
 	if _, err := twin.Leases().Register(ctx, "M", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	m, _ := st.Lease("M")
+	m, _ := st.lease("M")
 	k.refresh(ctx, "M", m)
 	k.round(ctx)
 	k.round(ctx)
@@ -53,7 +53,7 @@ func TestKeeperQuietAboutALeaseThisProcessRevoked(t *testing.T) {
 	if len(warnings) != 1 || warnings[0] != want {
 		t.Fatalf("warnings %q, want only %q", warnings, want)
 	}
-	if l, _ := c.State().Lease("M"); l.Registration == m.Registration || !l.heldUnder("a", l.Registration) {
+	if l, _ := c.State().lease("M"); l.Registration == m.Registration || !l.heldUnder("a", l.Registration) {
 		t.Fatalf("the keeper touched the new registration: %+v, was %+v", l, m)
 	}
 }
@@ -102,11 +102,11 @@ func TestKeeperRefreshDoesNotWaitForACompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := keeper{c: c, lastOK: map[string]time.Time{}, slow: map[string]bool{}, seen: map[string]Lease{}, pulse: &pulse{}}
+	k := keeper{c: c, lastOK: map[string]time.Time{}, slow: map[string]bool{}, seen: map[string]leaseRecord{}, pulse: &pulse{}}
 	if _, err := c.Leases().Register(ctx, "L", time.Second); err != nil {
 		t.Fatal(err)
 	}
-	l, _ := c.State().Lease("L")
+	l, _ := c.State().lease("L")
 	log.stuck.Store(true)
 	began := time.Now()
 	k.refresh(ctx, "L", l)

@@ -410,7 +410,7 @@ func (cl *llClient) do(in llInput) (llOutput, error) {
 		out.res.value, out.res.ok = c.Get(key)
 		out.res.keyLease = p.Lease
 		l, ok := st.Lease(lease)
-		out.res.lease = llLeaseOf(l, ok)
+		out.res.lease = llLeaseOf(l, ok, sharedconfig.Watched(st, lease))
 		out.rev = st.Revision()
 		return out, nil
 	case "put":
@@ -424,9 +424,9 @@ func (cl *llClient) do(in llInput) (llOutput, error) {
 	case "register":
 		out.res.ok, err = c.Leases().Register(ctx, lease, in.ttl)
 	case "refresh":
-		var l sharedconfig.Lease
-		if l, err = c.Leases().Refresh(ctx, lease); err == nil {
-			out.res.lease = llLeaseOf(l, true)
+		l, rerr := c.Leases().Refresh(ctx, lease)
+		if err = rerr; err == nil {
+			out.res.lease = llLeaseOf(l, true, false) // a lease just renewed is not watched
 		}
 	case "revoke":
 		var keys []string
@@ -464,7 +464,7 @@ func (cl *llClient) outcome(in llInput, out llOutput, err error) (llOutput, erro
 	return out, nil
 }
 
-func llLeaseOf(l sharedconfig.Lease, ok bool) llLease {
+func llLeaseOf(l lease.Lease, ok, watched bool) llLease {
 	if !ok {
 		return llLease{}
 	}
@@ -472,7 +472,7 @@ func llLeaseOf(l sharedconfig.Lease, ok bool) llLease {
 	if _, err := fmt.Sscanf(l.Holder, "c%d", &holder); err != nil {
 		holder = -1
 	}
-	return llLease{present: true, holder: holder, ttl: l.TTL, deadline: l.Deadline.UnixNano(), watched: sharedconfig.Watched(l)}
+	return llLease{present: true, holder: holder, ttl: l.TTL, deadline: l.Deadline.UnixNano(), watched: watched}
 }
 
 // llInputFor picks an operation for cl. Lease i is mostly client i's: the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
@@ -118,10 +119,10 @@ func TestRevokeHeldQuietAboutALeaseThatExpiresWhileRevoked(t *testing.T) {
 
 // revokeHeldHeldUp runs a's RevokeHeld with its revocation's append held
 // up while meanwhile runs, and returns what it told.
-func revokeHeldHeldUp(t *testing.T, a *sharedconfig.Config, gate *gatedLog, meanwhile func()) []sharedconfig.LostLease {
+func revokeHeldHeldUp(t *testing.T, a *sharedconfig.Config, gate *gatedLog, meanwhile func()) []lease.Lost {
 	t.Helper()
 	type result struct {
-		lost []sharedconfig.LostLease
+		lost []lease.Lost
 		err  error
 	}
 	done := make(chan result, 1)

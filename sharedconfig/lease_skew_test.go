@@ -75,7 +75,7 @@ func leaseUnderSkew(t *testing.T, shift time.Duration) {
 	removed := make(chan time.Time, 1)
 	stopWatch, err := watcher.Watch("/servers/", func(ch sharedconfig.Change) {
 		for _, e := range ch.Ended {
-			if e.Lease == "member" {
+			if e.Name == "member" {
 				select {
 				case removed <- time.Now():
 				default:

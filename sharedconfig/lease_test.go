@@ -134,7 +134,7 @@ func TestLeaseEndHeardByWatchers(t *testing.T) {
 	ctx := context.Background()
 	e := newLeaseEnv(t)
 	var mu sync.Mutex
-	var ended []sharedconfig.EndedLease
+	var ended []lease.Ended
 	w, err := sharedconfig.Open(ctx, e.log, sharedconfig.Options{Holder: "w"})
 	ok(t, err)
 	stop, err := w.Watch("", func(ch sharedconfig.Change) {
@@ -161,20 +161,20 @@ func TestLeaseEndHeardByWatchers(t *testing.T) {
 	ok(t, w.Refresh(ctx))
 	mu.Lock()
 	defer mu.Unlock()
-	if len(ended) != 2 || ended[0].Lease != "a" || !ended[0].Expired || len(ended[0].Keys) != 1 || ended[0].Keys[0] != "/servers/1" ||
-		ended[1].Lease != "b" || ended[1].Expired || ended[1].Keys[0] != "/servers/2" {
+	if len(ended) != 2 || ended[0].Name != "a" || !ended[0].Expired || len(ended[0].Keys) != 1 || ended[0].Keys[0] != "/servers/1" ||
+		ended[1].Name != "b" || ended[1].Expired || ended[1].Keys[0] != "/servers/2" {
 		t.Fatalf("watchers heard %+v", ended)
 	}
 	// A key's History says which lease's end removed it, and how.
-	for key, want := range map[string]sharedconfig.EndedLease{
-		"/servers/1": {Lease: "a", Keys: []string{"/servers/1"}, Expired: true},
-		"/servers/2": {Lease: "b", Keys: []string{"/servers/2"}},
+	for key, want := range map[string]lease.Ended{
+		"/servers/1": {Name: "a", Keys: []string{"/servers/1"}, Expired: true},
+		"/servers/2": {Name: "b", Keys: []string{"/servers/2"}},
 	} {
 		chs, err := w.History(ctx, key, 0)
 		ok(t, err)
 		last := chs[len(chs)-1]
-		if len(last.Ops) != 1 || last.Ops[0] != (sharedconfig.Op{Kind: "remove", Key: key, Lease: want.Lease}) ||
-			len(last.Ended) != 1 || last.Ended[0].Lease != want.Lease || last.Ended[0].Expired != want.Expired || !slices.Equal(last.Ended[0].Keys, want.Keys) {
+		if len(last.Ops) != 1 || last.Ops[0] != (sharedconfig.Op{Kind: "remove", Key: key, Lease: want.Name}) ||
+			len(last.Ended) != 1 || last.Ended[0].Name != want.Name || last.Ended[0].Expired != want.Expired || !slices.Equal(last.Ended[0].Keys, want.Keys) {
 			t.Fatalf("History(Key: %s) ends with %+v, want its removal by %+v", key, last, want)
 		}
 	}
@@ -391,7 +391,7 @@ func describe(s sharedconfig.State) string {
 		out += k + "=" + p.Value + "@" + p.Lease + ";"
 	}
 	for n, l := range s.Leases() {
-		out += n + ":" + l.Holder + "," + l.TTL.String() + "," + l.Deadline.UTC().String() + "," + fmt.Sprint(sharedconfig.Watched(l)) + ";"
+		out += n + ":" + l.Holder + "," + l.TTL.String() + "," + l.Deadline.UTC().String() + "," + fmt.Sprint(sharedconfig.Watched(s, n)) + ";"
 	}
 	return out
 }

@@ -5,9 +5,12 @@ var (
 	ErrNothingToRepair = errNothingToRepair
 )
 
-// Watched reports whether the log was being written when l fell due (see
-// Lease.watched).
-func Watched(l Lease) bool { return l.watched }
+// Watched reports whether the log was being written when lease name of s
+// fell due (see leaseRecord.watched).
+func Watched(s State, name string) bool {
+	r, _ := s.lease(name)
+	return r.watched
+}
 
 // CompactAt is o with a policy that compacts only when the history since
 // the last snapshot reaches maxEntries.

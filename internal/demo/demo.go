@@ -71,7 +71,7 @@ var ErrUnknownScenario = errors.New("unknown scenario")
 // Run runs the scenario named name.
 func Run(ctx context.Context, name string, o Options) (*Result, error) {
 	scenarios := map[string]func(context.Context, *run) error{
-		"race": race, "stale": stale, "lease": lease, "turns": turns, "compact": compact,
+		"race": race, "stale": stale, "lease": leaseScenario, "turns": turns, "compact": compact,
 	}
 	fn, ok := scenarios[name]
 	if !ok {

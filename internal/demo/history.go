@@ -76,12 +76,12 @@ func endedLeases(changes []sharedconfig.Change, laneOf func(string) int) []timel
 			}
 		}
 		for _, e := range ch.Ended {
-			l, known := live[e.Lease]
+			l, known := live[e.Name]
 			if !known {
 				continue
 			}
-			delete(live, e.Lease)
-			out = append(out, timeline.Lease{Name: e.Lease, Lane: laneOf(l.holder), From: l.from, Deadline: l.deadline,
+			delete(live, e.Name)
+			out = append(out, timeline.Lease{Name: e.Name, Lane: laneOf(l.holder), From: l.from, Deadline: l.deadline,
 				Ended: ch.Time, EndedAt: ch.Revision, EndedBy: laneOf(ch.Writer), Expired: e.Expired})
 		}
 	}

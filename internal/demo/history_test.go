@@ -10,6 +10,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 )
 
 // A timeline drawn from a log shows the leases the log shows ending, up to
@@ -44,7 +45,7 @@ func TestTimelineFromHistoryDrawsEndedLeases(t *testing.T) {
 // the snapshot a compaction wrote and one from its registration and refresh
 // after it, both revoked, and a third still held. It returns the history,
 // the state, and the two revoked leases as they were before their end.
-func historyOfEndedLeases(t *testing.T) ([]sharedconfig.Change, sharedconfig.State, map[string]sharedconfig.Lease) {
+func historyOfEndedLeases(t *testing.T) ([]sharedconfig.Change, sharedconfig.State, map[string]lease.Lease) {
 	t.Helper()
 	srv := jstest.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -76,7 +77,7 @@ func historyOfEndedLeases(t *testing.T) ([]sharedconfig.Change, sharedconfig.Sta
 	must(leases.Register(ctx, "held", time.Hour))
 	changes, err := cfg.History(ctx, "", 100)
 	must(nil, err)
-	return changes, cfg.State(), map[string]sharedconfig.Lease{"refreshed": refreshed, "compacted": compacted}
+	return changes, cfg.State(), map[string]lease.Lease{"refreshed": refreshed, "compacted": compacted}
 }
 
 // revokeOf is the change in changes that revoked lease.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/internal/timeline"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
@@ -26,10 +27,10 @@ type member struct {
 	deadlineFrom time.Time
 }
 
-// lease: two members register under /servers/, one dies, and the watcher
+// leaseScenario: two members register under /servers/, one dies, and the watcher
 // sees its lease expire, written by the survivor and decided by the
 // server's timestamp on the expiry entry.
-func lease(ctx context.Context, r *run) error {
+func leaseScenario(ctx context.Context, r *run) error {
 	config := r.newConfig("lease")
 	r.say("Scenario lease: members register under /servers/ with leases of %s on %s/%s; one dies.", leaseTTL, r.o.Scope, config)
 	r.say("A lease's deadline is in the server's time: the time the server stored the entry that set it.")
@@ -172,9 +173,9 @@ func (r *run) leaveCleanly(ctx context.Context, watcher *writer, seen *watchLog,
 	return err
 }
 
-func endedLease(ch sharedconfig.Change, name string) *sharedconfig.EndedLease {
+func endedLease(ch sharedconfig.Change, name string) *lease.Ended {
 	for i := range ch.Ended {
-		if ch.Ended[i].Lease == name {
+		if ch.Ended[i].Name == name {
 			return &ch.Ended[i]
 		}
 	}
