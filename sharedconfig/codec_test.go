@@ -127,7 +127,7 @@ func FuzzDecodeInitial(f *testing.F) {
 	})
 }
 
-// ApplyAll equals applying the updates one by one, in batches with lease
+// applyAll equals applying the updates one by one, in batches with lease
 // updates too (it once dropped those before a CLEAR).
 func TestApplyAllEqualsOneByOne(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -159,12 +159,12 @@ func TestApplyAllEqualsOneByOne(t *testing.T) {
 		for _, p := range updates {
 			want = p.Update.Apply(want, p.Revision)
 		}
-		got := applyAll(start, updates)
+		got := applyBatch(start, updates)
 		if !reflect.DeepEqual(collect(got), collect(want)) {
-			t.Fatalf("round %d: ApplyAll gave %v, one by one %v", round, collect(got), collect(want))
+			t.Fatalf("round %d: applyAll gave %v, one by one %v", round, collect(got), collect(want))
 		}
 		if g, w := maps.Collect(got.Leases()), maps.Collect(want.Leases()); !reflect.DeepEqual(g, w) {
-			t.Fatalf("round %d: ApplyAll left leases %v, one by one %v", round, g, w)
+			t.Fatalf("round %d: applyAll left leases %v, one by one %v", round, g, w)
 		}
 	}
 }

@@ -131,7 +131,7 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 		c.policy = originalCompaction
 	}
 	c.removesLeft = c.policy.removes
-	syncOpts = append(syncOpts, statesync.WithApplied(c.applied))
+	syncOpts = append(syncOpts, statesync.WithApplied(c.applied), statesync.WithBatch(State.applyAll))
 	if o.MostlyReads {
 		syncOpts = append(syncOpts, statesync.WithTurns(turns.New(turns.Options{FromFirstWrite: true})))
 	}

@@ -89,7 +89,7 @@ func (c *Config) importAsSnapshot(ctx context.Context, plan func(State) (updates
 			}
 		}
 		r.AsSnapshot = true
-		return importedSnapshot{State: s.ApplyAll(ups, make([]uint64, len(ups))), set: set}, r
+		return importedSnapshot{State: s.applyAll(ups, make([]uint64, len(ups))), set: set}, r
 	})
 	return r, err
 }

@@ -13,7 +13,7 @@ func stateOfSize(n int) State {
 	for i := range n {
 		b = append(b, pending{Update: putUpdate{Key: fmt.Sprintf("key%07d", i), Value: fmt.Sprintf("value-%d", i)}, Revision: uint64(i + 1)})
 	}
-	return applyAll(State{}, b)
+	return applyBatch(State{}, b)
 }
 
 // BenchmarkStatePut: rewriting a key with 10 keys and with 100,000.
@@ -61,7 +61,7 @@ func BenchmarkStateApplyAll(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				applyAll(s, batch)
+				applyBatch(s, batch)
 			}
 		})
 	}

@@ -155,14 +155,14 @@ func TestTreeAgainstAMap(t *testing.T) {
 				batch = append(batch, pending{Update: u, Revision: rev})
 			}
 		}
-		if r.IntN(2) == 0 { // a batch of PUTs and REMOVEs only takes ApplyAll's own way
+		if r.IntN(2) == 0 { // a batch of PUTs and REMOVEs only takes applyAll's own way
 			batch = slices.DeleteFunc(batch, func(p pending) bool {
 				_, put := p.Update.(putUpdate)
 				_, remove := p.Update.(removeUpdate)
 				return !put && !remove
 			})
 		}
-		s = applyAll(s, batch)
+		s = applyBatch(s, batch)
 		for _, p := range batch {
 			want.apply(p.Update, p.Revision)
 		}
@@ -212,7 +212,7 @@ func checkUpdatesAgainstAMap(t *testing.T, ops []byte, seed uint64) {
 			batch = append(batch, pending{Update: u, Revision: rev})
 			continue
 		}
-		s = applyAll(s, batch)
+		s = applyBatch(s, batch)
 		for _, p := range batch {
 			want.apply(p.Update, p.Revision)
 		}
@@ -220,7 +220,7 @@ func checkUpdatesAgainstAMap(t *testing.T, ops []byte, seed uint64) {
 		s = u.Apply(s, rev)
 		want.apply(u, rev)
 	}
-	s = applyAll(s, batch)
+	s = applyBatch(s, batch)
 	for _, p := range batch {
 		want.apply(p.Update, p.Revision)
 	}
@@ -285,7 +285,7 @@ func TestTreeLeavesOfLargeValues(t *testing.T) {
 		}
 		want[k] = Property{Value: v, Revision: uint64(i + 1)}
 	}
-	s = applyAll(s, batch)
+	s = applyBatch(s, batch)
 	checkTree(t, s, want)
 }
 
@@ -355,17 +355,17 @@ func TestGetAllocatesNothing(t *testing.T) {
 	}
 }
 
-// pending is an update and the revision of its entry, for ApplyAll.
+// pending is an update and the revision of its entry, for applyAll.
 type pending struct {
 	Update   statesync.Update[State]
 	Revision uint64
 }
 
 // applyAll is s.ApplyAll of batch.
-func applyAll(s State, batch []pending) State {
+func applyBatch(s State, batch []pending) State {
 	updates, revisions := make([]statesync.Update[State], len(batch)), make([]uint64, len(batch))
 	for i, p := range batch {
 		updates[i], revisions[i] = p.Update, p.Revision
 	}
-	return s.ApplyAll(updates, revisions)
+	return s.applyAll(updates, revisions)
 }

@@ -71,12 +71,13 @@ var (
 	_ statesync.InitialUpdate[State] = snapshotUpdate{}
 )
 
-// ApplyAll implements statesync.BatchState: only the last change to each key
-// after the last Clear matters, so a catch-up that writes the same keys many
-// times touches the persistent map once per key, and each leaf once. A batch
+// applyAll applies a run of updates for a catch-up (statesync.WithBatch):
+// only the last change to each key after the last Clear matters, so a
+// catch-up that writes the same keys many times touches the persistent map
+// once per key, and each leaf once. A batch
 // with other updates (a lease's) is applied in order: a lease's update
 // before a Clear still counts.
-func (s State) ApplyAll(updates []statesync.Update[State], revisions []uint64) State {
+func (s State) applyAll(updates []statesync.Update[State], revisions []uint64) State {
 	for _, u := range updates {
 		switch u.(type) {
 		case putUpdate, removeUpdate, clearUpdate:
@@ -114,8 +115,6 @@ func (s State) ApplyAll(updates []statesync.Update[State], revisions []uint64) S
 	slices.SortFunc(changes, func(a, b change) int { return strings.Compare(a.key, b.key) })
 	return s.with(changes...)
 }
-
-var _ statesync.BatchState[State] = State{}
 
 // applyAt applies u as of revision, at the log's time on its entry when u
 // is timed (as the synchronizer does).

@@ -50,13 +50,3 @@ type Codec[S any] interface {
 	EncodeInitial(initial InitialUpdate[S]) ([]byte, error)
 	DecodeInitial(data []byte) (InitialUpdate[S], error)
 }
-
-// BatchState is implemented by states that can apply a run of updates at
-// once faster than one at a time (say, by keeping only the last write to
-// each key). revisions[i] is the revision of the entry that carries
-// updates[i]; none is a TimedUpdate (an entry holding one is applied on its
-// own). The result must equal applying them in order. Catching up uses it;
-// the synchronizer checks for it on the state's value.
-type BatchState[S any] interface {
-	ApplyAll(updates []Update[S], revisions []uint64) S
-}

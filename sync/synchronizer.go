@@ -22,6 +22,7 @@ type Synchronizer[S any] struct {
 	trace    func(Attempt)
 	applied  func(Applied[S])
 	progress func(done, total uint64)
+	batch    func(s S, updates []Update[S], revisions []uint64) S // WithBatch, or nil
 
 	mu    sync.Mutex // serialises Fetch, UpdateState's batches, Initialize and Compact
 	local atomic.Pointer[local[S]]
@@ -93,6 +94,7 @@ type Option func(*options)
 type options struct {
 	trace    func(Attempt)
 	applied  any // func(Applied[S]) for the synchronizer's S
+	batch    any // func(S, []Update[S], []uint64) S for the synchronizer's S
 	progress func(done, total uint64)
 	turns    *turns.Manager
 }
@@ -124,14 +126,28 @@ func WithApplied[S any](fn func(Applied[S])) Option {
 	return func(o *options) { o.applied = fn }
 }
 
+// WithBatch makes applyAll the way a catch-up applies a run of updates,
+// for a state that can apply them at once faster than one at a time (say,
+// by keeping only the last write to each key). revisions[i] is the revision
+// of the entry that carries updates[i]; none is a TimedUpdate (an entry
+// holding one is applied on its own). The result must equal applying them
+// in order. An option rather than a method the synchronizer looks for on
+// the state, so that the compiler checks applyAll's type where it is
+// given, and the state need not export it. S must be the synchronizer's
+// state type: New panics otherwise.
+func WithBatch[S any](applyAll func(s S, updates []Update[S], revisions []uint64) S) Option {
+	return func(o *options) { o.batch = applyAll }
+}
+
 // New returns a synchronizer over log. Its state is empty and uninitialized
 // until Initialize or Fetch loads it.
 //
-// New panics if a WithApplied option was made for another state type than
-// S: that is a mistake in the program, which would otherwise leave the
-// watcher silently unheard, and it shows on the first run of any test that
-// builds the synchronizer. (Option is not generic, so that WithTrace and
-// WithProgress need no type argument; the price is this check at run time.)
+// New panics if a WithApplied or WithBatch option was made for another
+// state type than S: that is a mistake in the program, which would
+// otherwise leave the watcher silently unheard (or the batching unused), and
+// it shows on the first run of any test that builds the synchronizer.
+// (Option is not generic, so that WithTrace and WithProgress need no type
+// argument; the price is this check at run time.)
 func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
 	var o options
 	for _, opt := range opts {
@@ -141,15 +157,25 @@ func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
 	if s.cm == nil {
 		s.cm = turns.New(turns.Options{})
 	}
-	if o.applied != nil {
-		applied, ok := o.applied.(func(Applied[S]))
-		if !ok {
-			panic(fmt.Sprintf("statesync.New[%v]: WithApplied was given a %T, which watches another state type", reflect.TypeFor[S](), o.applied))
-		}
-		s.applied = applied
-	}
+	s.applied = optionFor[func(Applied[S])]("WithApplied", o.applied)
+	s.batch = optionFor[func(S, []Update[S], []uint64) S]("WithBatch", o.batch)
 	s.local.Store(&local[S]{})
 	return s
+}
+
+// optionFor is fn, given to the option named option, as the function of
+// the synchronizer's state type F, or nil if not given; it panics if fn is
+// for another state type.
+func optionFor[F any](option string, fn any) F {
+	var f F
+	if fn == nil {
+		return f
+	}
+	f, ok := fn.(F)
+	if !ok {
+		panic(fmt.Sprintf("statesync.New: %s was given a %T, for another state type than %v's", option, fn, reflect.TypeFor[F]()))
+	}
+	return f
 }
 
 // State returns the local copy of the state and whether it holds one yet.
@@ -216,7 +242,7 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 
 // catchUp carries one read of the log into a copy of the local state.
 // Updates wait in pending to be applied together when the state can do that
-// faster (BatchState); a snapshot, a full batch or the end of the read
+// faster (WithBatch); a snapshot, a full batch or the end of the read
 // applies them.
 type catchUp[S any] struct {
 	s            *Synchronizer[S]
@@ -272,7 +298,7 @@ func (c *catchUp[S]) take(e Entry) error {
 }
 
 func (c *catchUp[S]) takeEntry(e Entry) (Applied[S], error) {
-	if _, batch := any(c.cur.Value).(BatchState[S]); !batch || e.Snapshot || e.Foreign != "" || !c.cur.initialized {
+	if c.s.batch == nil || e.Snapshot || e.Foreign != "" || !c.cur.initialized {
 		c.flush()
 		var a Applied[S]
 		var err error
@@ -302,7 +328,7 @@ func (c *catchUp[S]) takeEntry(e Entry) (Applied[S], error) {
 // flush applies the updates waiting in pending.
 func (c *catchUp[S]) flush() {
 	if len(c.pending) > 0 {
-		c.cur.Value = any(c.cur.Value).(BatchState[S]).ApplyAll(c.pending, c.revisions)
+		c.cur.Value = c.s.batch(c.cur.Value, c.pending, c.revisions)
 		c.pending, c.revisions = c.pending[:0], c.revisions[:0]
 	}
 }

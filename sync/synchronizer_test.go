@@ -415,16 +415,60 @@ func TestProgressOfALongCatchUp(t *testing.T) {
 	}
 }
 
-// A watcher written for another state type is refused, not silently dropped.
-func TestWithAppliedOfAnotherStateIsRefused(t *testing.T) {
-	defer func() {
-		msg, _ := recover().(string)
-		if !strings.Contains(msg, "WithApplied") || !strings.Contains(msg, "example.Set") {
-			t.Fatalf("New with a watcher of sets on a counter: recovered %q; want a panic naming WithApplied and the watcher's type", msg)
+// A watcher, or a batch, written for another state type is refused, not
+// silently dropped.
+func TestOptionsOfAnotherStateAreRefused(t *testing.T) {
+	for name, opt := range map[string]statesync.Option{
+		"WithApplied": statesync.WithApplied(func(statesync.Applied[example.Set]) {}),
+		"WithBatch": statesync.WithBatch(func(s example.Set, _ []statesync.Update[example.Set], _ []uint64) example.Set {
+			return s
+		}),
+	} {
+		func() {
+			defer func() {
+				msg, _ := recover().(string)
+				if !strings.Contains(msg, name) || !strings.Contains(msg, "example.Set") {
+					t.Fatalf("New with %s of sets on a counter: recovered %q; want a panic naming %s and the option's type", name, msg, name)
+				}
+			}()
+			statesync.New[counter](memlog.New("t"), counterCodec, opt)
+			t.Fatalf("New accepted %s of another state type", name)
+		}()
+	}
+}
+
+// A catch-up applies runs of plain updates through WithBatch's function,
+// which gets them with their entries' revisions, and the state it makes is
+// the copy's.
+func TestCatchUpAppliesRunsWithBatch(t *testing.T) {
+	log := memlog.New("t")
+	newCounter(t, log)
+	one, err := counterCodec.EncodeUpdates([]statesync.Update[counter]{add{N: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3000 { // revisions 2 to 3,001
+		log.AppendRaw(one, false)
+	}
+	var calls int
+	var revisions []uint64
+	s := statesync.New[counter](log, counterCodec, statesync.WithBatch(func(c counter, us []statesync.Update[counter], revs []uint64) counter {
+		calls++
+		revisions = append(revisions, revs...)
+		for i, u := range us {
+			c = u.Apply(c, revs[i])
 		}
-	}()
-	statesync.New[counter](memlog.New("t"), counterCodec, statesync.WithApplied(func(statesync.Applied[example.Set]) {}))
-	t.Fatal("New accepted a watcher of another state type")
+		return c + 1_000_000 // marks a state the batch made
+	}))
+	if err := s.Fetch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if calls == 0 || len(revisions) != 3000 || revisions[0] != 2 || revisions[2999] != 3001 {
+		t.Fatalf("the batch was called %d times with %d updates; want all 3,000, revisions 2 to 3,001", calls, len(revisions))
+	}
+	if got, want := value(t, s), counter(3000+calls*1_000_000); got != want {
+		t.Fatalf("the copy holds %d, want %d: the batch's states", got, want)
+	}
 }
 
 // A long catch-up shows what it has read, and tells the applied hook of it,
