@@ -138,7 +138,7 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	c.sync = statesync.New[State](log, codec{}, syncOpts...)
 	if err := c.load(ctx, o.Resume); err != nil {
 		var entryErr *statesync.EntryError
-		if _, ok := c.sync.State(); ok && errors.As(err, &entryErr) {
+		if _, rev := c.sync.State(); rev != 0 && errors.As(err, &entryErr) {
 			return c, &DamagedError{Entry: entryErr, GoodRevision: c.State().Revision(), log: log.Name()}
 		}
 		c.Close()
@@ -179,9 +179,9 @@ func (c *Config) Close() {
 
 // State is the local copy, at its revision (State.Revision): no I/O.
 func (c *Config) State() State {
-	st, _ := c.sync.State()
-	st.Value.revision = st.Revision
-	return st.Value
+	st, rev := c.sync.State()
+	st.revision = rev
+	return st
 }
 
 // entriesSinceCompaction is the history a new reader would replay after the
@@ -217,7 +217,7 @@ func updateAt[R any](ctx context.Context, c *Config, fn func(State) ([]statesync
 			return zero, State{}, fmt.Errorf("%q: %w", s, ErrNotUTF8)
 		}
 	}
-	if _, ok := c.sync.State(); !ok {
+	if _, rev := c.sync.State(); rev == 0 {
 		// The log was deleted under this process, which said so: a write
 		// creates the config again, empty, as opening it would.
 		if err := c.sync.Initialize(ctx, snapshotUpdate{State{}}); err != nil {
@@ -230,7 +230,7 @@ func updateAt[R any](ctx context.Context, c *Config, fn func(State) ([]statesync
 		return r, State{}, err
 	}
 	c.compactIfDue(ctx)
-	return r, after.Value, nil
+	return r, after, nil
 }
 
 // compactIfDue compacts when the policy's entry count is reached.

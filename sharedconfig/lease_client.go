@@ -242,7 +242,7 @@ func (c *Config) refreshLease(ctx context.Context, name string) (leaseRecord, er
 		if err != nil {
 			return leaseRecord{}, err
 		}
-		return c.refreshed(after.Value, name, reg, l.Deadline)
+		return c.refreshed(after, name, reg, l.Deadline)
 	}
 	type found struct {
 		err    error

@@ -39,9 +39,8 @@ func (c *Config) Watch(prefix string, fn func(Change), onError func(error)) (sto
 	// nobody watches, then hears of an entry stored after that read, and the
 	// synchronizer tells it of an entry only once State shows it.
 	c.watching.Add(1)
-	st, _ := c.sync.State()
 	// Entries up to the copy's revision are in seen.
-	w.seen, w.from = st.Value, st.Revision
+	w.seen, w.from = c.sync.State()
 	if c.watchers == nil {
 		c.watchers = map[*watcher]struct{}{}
 	}
@@ -90,11 +89,11 @@ func (c *Config) applied(a statesync.Applied[State]) {
 	}
 	// After the last entry of a read the watchers' state is the copy's:
 	// share it, rather than keep a copy of every node they applied.
-	st, _ := c.sync.State()
+	st, rev := c.sync.State()
 	for w := range c.watchers {
 		w.take(a, ch)
-		if st.Revision == w.from {
-			w.seen = st.Value
+		if rev == w.from {
+			w.seen = st
 		}
 	}
 }

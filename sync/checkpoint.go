@@ -88,7 +88,7 @@ func (s *Synchronizer[S]) Resume(data []byte) error {
 	if s.local.Load().initialized {
 		return errors.New("resuming a synchronizer that holds a state already")
 	}
-	s.local.Store(&local[S]{Revisioned: Revisioned[S]{Value: init.Create(h.Revision), Revision: h.Revision}, initialized: true, compactedAt: h.CompactedAt, id: h.ID})
+	s.local.Store(&local[S]{revisioned: revisioned[S]{Value: init.Create(h.Revision), Revision: h.Revision}, initialized: true, compactedAt: h.CompactedAt, id: h.ID})
 	// The log stored the entry at h.Time, so its clock stands there or later.
 	s.logTime.Store(&logTime{stored: h.Time, seen: time.Now(), revision: h.Revision})
 	return nil

@@ -145,7 +145,7 @@ func TestResumeRefusesWhatIsNotACheckpoint(t *testing.T) {
 		if err := r.Resume(b); err == nil {
 			t.Errorf("Resume(%q) took it", b)
 		}
-		if _, ok := r.State(); ok {
+		if _, rev := r.State(); rev != 0 {
 			t.Errorf("Resume(%q) left a state", b)
 		}
 		r.Close()

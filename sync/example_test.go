@@ -27,8 +27,8 @@ func Example_counter() {
 	example.Increment(ctx, alice)
 	saw, _ := example.Increment(ctx, bob) // bob's copy said 0: it catches up first
 
-	st, _ := bob.State()
-	fmt.Println("bob added to", saw, "and now sees", st.Value, "at revision", st.Revision)
+	st, rev := bob.State()
+	fmt.Println("bob added to", saw, "and now sees", st, "at revision", rev)
 	// Output: bob added to 2 and now sees 3 at revision 4
 }
 
@@ -60,7 +60,7 @@ func Example_set() {
 	fmt.Println(addIfRoom(a, "x"), addIfRoom(a, "y"))
 	fmt.Println(addIfRoom(b, "z")) // b's copy is empty, but the set is full
 	st, _ := b.State()
-	fmt.Println(slices.Collect(st.Value.Members()))
+	fmt.Println(slices.Collect(st.Members()))
 	// Output:
 	// true true
 	// false

@@ -1,9 +1,8 @@
 package statesync
 
-// Revisioned is a state as of a revision of the log: the state after applying
-// every entry up to and including Revision. Value must be treated as
-// immutable: the synchronizer hands the same value to concurrent readers.
-type Revisioned[S any] struct {
+// revisioned is a state as of a revision of the log: the state after applying
+// every entry up to and including Revision (see Synchronizer.State).
+type revisioned[S any] struct {
 	Value    S
 	Revision uint64
 }

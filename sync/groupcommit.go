@@ -26,7 +26,7 @@ type request[S any] struct {
 	// frame; it returns the function's updates.
 	run   func(S) []Update[S]
 	err   error         // the call's outcome, once done is closed
-	after Revisioned[S] // the local state just after the call's entry, on success
+	after revisioned[S] // the local state just after the call's entry, on success
 	done  chan struct{} // closed when the call has its outcome
 	turn  chan struct{} // closed when the call is to run the next batch
 
@@ -220,21 +220,21 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 // them. A timed update is applied at the time the log stored the entry (read
 // back with it); if the read-back did not see the entry (a snapshot covered
 // it), every member gets the local copy.
-func (s *Synchronizer[S]) afterEach(members []*request[S], base local[S], updates []Update[S], ends []int, rev uint64) func(i int) Revisioned[S] {
-	whole := s.local.Load().Revisioned
+func (s *Synchronizer[S]) afterEach(members []*request[S], base local[S], updates []Update[S], ends []int, rev uint64) func(i int) revisioned[S] {
+	whole := s.local.Load().revisioned
 	if len(members) == 1 || rev == 0 || anyTimed(updates) && s.readBackAt.IsZero() {
-		return func(int) Revisioned[S] { return whole }
+		return func(int) revisioned[S] { return whole }
 	}
-	states := make([]Revisioned[S], len(members))
+	states := make([]revisioned[S], len(members))
 	state, from := base.Value, 0
 	for i := range members {
 		for _, u := range updates[from:ends[i]] {
 			state = applyOne(state, u, rev, s.readBackAt)
 		}
-		states[i], from = Revisioned[S]{Revision: rev, Value: state}, ends[i]
+		states[i], from = revisioned[S]{Revision: rev, Value: state}, ends[i]
 	}
 	states[len(states)-1] = whole
-	return func(i int) Revisioned[S] { return states[i] }
+	return func(i int) revisioned[S] { return states[i] }
 }
 
 // outcomeShared: err is the same for every call of a batch, whatever their

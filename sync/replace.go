@@ -16,43 +16,43 @@ import (
 // InitialUpdate from fn writes nothing, once the state it saw is confirmed
 // current. As any snapshot it drops the entries before it. It returns fn's
 // result and the state just after the snapshot.
-func Replace[S, R any](ctx context.Context, s *Synchronizer[S], fn func(state S) (InitialUpdate[S], R)) (R, Revisioned[S], error) {
+func Replace[S, R any](ctx context.Context, s *Synchronizer[S], fn func(state S) (InitialUpdate[S], R)) (R, S, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var result R
-	var after Revisioned[S]
+	var after revisioned[S]
 	err := s.retryOnConflictLocked(ctx, func(int, time.Duration) error {
 		cur := *s.local.Load()
 		var init InitialUpdate[S]
 		init, result = fn(cur.Value)
 		if init == nil {
-			after = cur.Revisioned
+			after = cur.revisioned
 			return s.confirmCurrentLocked(ctx, cur.Revision)
 		}
 		var err error
 		after, err = s.replaceLocked(ctx, cur, init)
 		return err
 	}, nil)
-	return result, after, err
+	return result, after.Value, err
 }
 
 // replaceLocked writes init as a snapshot after cur and, once it lands,
 // makes it the local copy and tells watchers what it changed.
-func (s *Synchronizer[S]) replaceLocked(ctx context.Context, cur local[S], init InitialUpdate[S]) (Revisioned[S], error) {
+func (s *Synchronizer[S]) replaceLocked(ctx context.Context, cur local[S], init InitialUpdate[S]) (revisioned[S], error) {
 	data, err := s.codec.EncodeInitial(init)
 	if err != nil {
-		return Revisioned[S]{}, err
+		return revisioned[S]{}, err
 	}
 	at, err := s.log.CompactAfter(turns.SpeakerContext(ctx, s.cm.ID()), cur.position(), data)
 	if err != nil {
-		return Revisioned[S]{}, s.replacedLocked(ctx, err)
+		return revisioned[S]{}, s.replacedLocked(ctx, err)
 	}
 	st := init.Create(at.Revision)
-	next := local[S]{Revisioned: Revisioned[S]{Value: st, Revision: at.Revision}, initialized: true, compactedAt: at.Revision, id: at.ID}
+	next := local[S]{revisioned: revisioned[S]{Value: st, Revision: at.Revision}, initialized: true, compactedAt: at.Revision, id: at.ID}
 	s.local.Store(&next)
 	s.notifyApplied(Applied[S]{
 		Entry: Entry{Position: at, Snapshot: true, Data: data, Time: time.Now()},
 		Local: true, Before: cur.Value, After: st, HasStates: true,
 	})
-	return next.Revisioned, nil
+	return next.revisioned, nil
 }

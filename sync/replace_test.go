@@ -30,9 +30,10 @@ func TestReplaceIsConditional(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Value != 15 || len(seen) != 2 || seen[1] != 1 {
-		t.Fatalf("Replace: state %d after it, fn saw %v; want 15, having seen 0 then 1", after.Value, seen)
+	if after != 15 || len(seen) != 2 || seen[1] != 1 {
+		t.Fatalf("Replace: state %d after it, fn saw %v; want 15, having seen 0 then 1", after, seen)
 	}
+	_, at := writer.State()
 	if err := reader.Fetch(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -40,8 +41,8 @@ func TestReplaceIsConditional(t *testing.T) {
 		t.Fatalf("a reader's copy is %d, want 15", got)
 	}
 	last := heard[len(heard)-1]
-	if !last.Snapshot || last.After != 15 || last.Revision != after.Revision {
-		t.Fatalf("the reader heard %+v last, want the snapshot of 15 at %d", last, after.Revision)
+	if !last.Snapshot || last.After != 15 || last.Revision != at {
+		t.Fatalf("the reader heard %+v last, want the snapshot of 15 at %d", last, at)
 	}
 	if _, err := increment(ctx, writer); err != nil {
 		t.Fatal(err)

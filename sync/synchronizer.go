@@ -65,7 +65,7 @@ func (s *Synchronizer[S]) LastLogTime() (stored, seen time.Time) {
 
 // local is what the synchronizer knows: a state, and where it came from.
 type local[S any] struct {
-	Revisioned[S]
+	revisioned[S]
 	initialized bool
 	compactedAt uint64 // revision of the newest snapshot applied or written
 	id          string // the ID of the entry at Revision, if known (see incarnation.go)
@@ -178,11 +178,18 @@ func optionFor[F any](option string, fn any) F {
 	return f
 }
 
-// State returns the local copy of the state and whether it holds one yet.
-// It does no I/O, so it may be behind the log until Fetch.
-func (s *Synchronizer[S]) State() (Revisioned[S], bool) {
+// State returns the local copy of the state and the revision of the log it
+// is the state as of: the state after applying every entry up to and
+// including that revision. Revision 0 (a log's first entry is 1): it holds
+// none yet. It does no I/O, so it may be behind the log until Fetch. The
+// state must be treated as immutable: the synchronizer hands the same value
+// to concurrent readers.
+func (s *Synchronizer[S]) State() (state S, revision uint64) {
 	l := s.local.Load()
-	return l.Revisioned, l.initialized
+	if !l.initialized {
+		return state, 0
+	}
+	return l.Value, l.Revision
 }
 
 // EntriesSinceCompaction is how many entries the local copy has applied since
@@ -378,7 +385,7 @@ func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], Applied[S], er
 			return bad(err)
 		}
 		st := init.Create(e.Revision)
-		return local[S]{Revisioned: Revisioned[S]{Value: st, Revision: e.Revision}, initialized: true, compactedAt: e.Revision}, Applied[S]{Entry: e, After: st, HasStates: true}, nil
+		return local[S]{revisioned: revisioned[S]{Value: st, Revision: e.Revision}, initialized: true, compactedAt: e.Revision}, Applied[S]{Entry: e, After: st, HasStates: true}, nil
 	}
 	if !cur.initialized {
 		return bad(errors.New("an update comes before any initial state"))
@@ -445,7 +452,7 @@ func (s *Synchronizer[S]) notifyApplied(a Applied[S]) {
 // taken in since (a Follow, say). Under group commit it is the state just
 // after this call's own updates in the batch's entry, without those of the
 // calls batched after it.
-func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(state S) ([]Update[S], R)) (R, Revisioned[S], error) {
+func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(state S) ([]Update[S], R)) (R, S, error) {
 	var result R
 	r := &request[S]{ctx: ctx, done: make(chan struct{}), turn: make(chan struct{})}
 	r.run = func(state S) []Update[S] {
@@ -456,9 +463,10 @@ func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(stat
 	s.submit(r)
 	if r.err != nil {
 		var zero R
-		return zero, Revisioned[S]{}, r.err
+		var none S
+		return zero, none, r.err
 	}
-	return result, r.after, nil
+	return result, r.after.Value, nil
 }
 
 // commitLocked appends updates on the condition that the log is still at
@@ -599,17 +607,18 @@ const batchSize = 4096
 // another read took the entry in first, if the entry was applied on its own
 // (one holding a TimedUpdate always is); otherwise, or if a compaction
 // covered the entry, the local state, which is later.
-func (s *Synchronizer[S]) UpdateUnconditionally(ctx context.Context, updates ...Update[S]) (Revisioned[S], error) {
+func (s *Synchronizer[S]) UpdateUnconditionally(ctx context.Context, updates ...Update[S]) (S, error) {
+	var none S
 	data, err := s.codec.EncodeUpdates(updates)
 	if err != nil {
-		return Revisioned[S]{}, err
+		return none, err
 	}
 	if !s.local.Load().initialized {
 		s.mu.Lock()
 		err := s.ensureInitializedLocked(ctx)
 		s.mu.Unlock()
 		if err != nil {
-			return Revisioned[S]{}, err
+			return none, err
 		}
 	}
 	// The speaker marks the entry as this process's for whichever read
@@ -622,17 +631,17 @@ func (s *Synchronizer[S]) UpdateUnconditionally(ctx context.Context, updates ...
 	after, taken := s.afterOwn[at]
 	s.forgetOwnLocked(at)
 	if err != nil {
-		return Revisioned[S]{}, err
+		return none, err
 	}
 	s.traceAttempt(Attempt{N: 1, Base: AnyRevision, Updates: len(updates), Revision: rev})
 	if s.local.Load().Revision < rev {
 		if err := s.readBackLocked(ctx, rev); err != nil {
-			return Revisioned[S]{}, err
+			return none, err
 		}
 	} else if taken {
-		return Revisioned[S]{Value: after, Revision: rev}, nil
+		return after, nil
 	}
-	return s.local.Load().Revisioned, nil
+	return s.local.Load().Value, nil
 }
 
 // forgetOwnLocked ends an UpdateUnconditionally whose entry is at at (zero
@@ -661,7 +670,7 @@ func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S])
 	at, err := s.log.CompactAfter(ctx, Position{}, data)
 	if err == nil {
 		rev := at.Revision
-		s.local.Store(&local[S]{Revisioned: Revisioned[S]{Value: init.Create(rev), Revision: rev}, initialized: true, compactedAt: rev, id: at.ID})
+		s.local.Store(&local[S]{revisioned: revisioned[S]{Value: init.Create(rev), Revision: rev}, initialized: true, compactedAt: rev, id: at.ID})
 		return nil
 	}
 	if !errors.Is(err, ErrConflict) {
@@ -823,8 +832,8 @@ func (s *Synchronizer[S]) followLoop(ctx context.Context, kick <-chan struct{}, 
 
 // revision is the local copy's revision, 0 before any state.
 func (s *Synchronizer[S]) revision() uint64 {
-	st, _ := s.State()
-	return st.Revision
+	_, rev := s.State()
+	return rev
 }
 
 const (

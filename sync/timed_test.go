@@ -87,8 +87,8 @@ func TestTimedUpdateGetsTheLogsTime(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := w.State()
-	if !st.Value.at.Equal(logTime) || st.Value.count != 2 || st.Revision != 2 {
+	st, rev := w.State()
+	if !st.at.Equal(logTime) || st.count != 2 || rev != 2 {
 		t.Fatalf("the writer's state after a timed update: %+v", st)
 	}
 	if len(heard) != 1 || !heard[0].Local || !heard[0].HasStates || heard[0].Before.count != 0 || heard[0].After.count != 2 {
@@ -98,7 +98,7 @@ func TestTimedUpdateGetsTheLogsTime(t *testing.T) {
 	if err := r.Fetch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := r.State(); !got.Value.at.Equal(logTime) || got.Value.count != 2 {
+	if got, _ := r.State(); !got.at.Equal(logTime) || got.count != 2 {
 		t.Fatalf("a reader's replay: %+v", got)
 	}
 }
@@ -173,11 +173,11 @@ func TestUnconditionalReturnsTheStateAtItsEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Revision != 2 || after.Value.count != 1 {
-		t.Errorf("UpdateUnconditionally returned %+v at revision %d; want the state after its entry: count 1 at revision 2", after.Value, after.Revision)
+	if after.count != 1 {
+		t.Errorf("UpdateUnconditionally returned %+v; want the state after its entry (revision 2): count 1", after)
 	}
-	if now, _ := w.State(); now.Revision != 3 || now.Value.count != 2 {
-		t.Errorf("the local copy is %+v at %d; want both entries", now.Value, now.Revision)
+	if now, rev := w.State(); rev != 3 || now.count != 2 {
+		t.Errorf("the local copy is %+v at %d; want both entries", now, rev)
 	}
 }
 

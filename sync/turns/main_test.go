@@ -50,11 +50,11 @@ func turnID(s *statesync.Synchronizer[counter]) string {
 
 func value(t *testing.T, s *statesync.Synchronizer[counter]) counter {
 	t.Helper()
-	st, ok := s.State()
-	if !ok {
+	st, rev := s.State()
+	if rev == 0 {
 		t.Fatal("state not initialized")
 	}
-	return st.Value
+	return st
 }
 
 // waitFor polls cond until it holds, failing the test after a long while.
