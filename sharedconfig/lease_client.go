@@ -41,6 +41,10 @@ type keptLease struct {
 	lapsed bool
 	// told: its end was reported already.
 	told bool
+	// revoking: this process is revoking it. It is kept alive until the
+	// revocation lands (which may wait for its turn longer than the ttl
+	// left), and its end is no news.
+	revoking bool
 }
 
 // keep records that this process keeps lease name under registration.
@@ -53,21 +57,26 @@ func (lc *leaseClient) keep(name string, registration uint64) {
 	lc.kept[name] = keptLease{registration: registration}
 }
 
-// let forgets lease name, and returns what this process kept of it.
-func (lc *leaseClient) let(name string) (keptLease, bool) {
+// revoke marks lease name as being revoked, and returns what this process
+// keeps of it (no registration: none).
+func (lc *leaseClient) revoke(name string) keptLease {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	k, ok := lc.kept[name]
-	delete(lc.kept, name)
-	return k, ok
+	if ok {
+		k.revoking = true
+		lc.kept[name] = k
+	}
+	return k
 }
 
-// restore keeps k again, unless name was registered since.
-func (lc *leaseClient) restore(name string, k keptLease) {
+// forget forgets lease name, if this process keeps it under registration
+// reg still.
+func (lc *leaseClient) forget(name string, reg uint64) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	if _, again := lc.kept[name]; !again {
-		lc.kept[name] = k
+	if k, ok := lc.kept[name]; ok && k.registration == reg {
+		delete(lc.kept, name)
 	}
 }
 
@@ -107,7 +116,7 @@ func (c *Config) keptIn(st State) (held []string, lost []lease.Lost) {
 			continue
 		}
 		delete(lc.kept, name)
-		if !k.told {
+		if !k.told && !k.revoking {
 			lost = append(lost, lease.Lost{Name: name, Holder: lc.holder, Lapsed: k.lapsed, Now: present(l, ok)})
 		}
 	}
@@ -293,13 +302,13 @@ func (c *Config) refreshed(after State, name string, reg uint64, before time.Tim
 // keys, which it returns.
 func (ls Leases) Revoke(ctx context.Context, name string) (keys []string, err error) {
 	c := ls.c
-	// Let go first, so that the keeper, refreshing it meanwhile, does not
-	// take its end for news.
-	kept, wasKept := c.leases.let(name)
+	kept := c.leases.revoke(name)
 	defer func() {
-		if err != nil && wasKept && !lostBy(err) {
-			c.leases.restore(name, kept) // keptIn forgets it if it is gone
+		if err == nil || lostBy(err) {
+			c.leases.forget(name, kept.registration)
+			return
 		}
+		c.leases.mark(name, kept.registration, func(k *keptLease) { k.revoking = false })
 	}()
 	type found struct {
 		err  error

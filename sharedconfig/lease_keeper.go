@@ -249,9 +249,9 @@ func (k *keeper) refresh(ctx context.Context, name string, l leaseRecord) bool {
 	}
 	k.backOff(name, l)
 	switch {
-	case kept.registration != l.Registration || kept.told:
-		// Let go (REVOKE_LEASE) or registered again since the round
-		// began, or already reported.
+	case kept.registration != l.Registration || kept.told || kept.revoking:
+		// Revoked (REVOKE_LEASE), or registered again, since the round
+		// began; being revoked; or already reported.
 	case lostBy(err):
 		// The registration ended: keptIn says so, with why, next round.
 	case errors.Is(err, lease.ErrExpired) && (kept.lapsed || k.lapsed(l, k.c.serverNow())):

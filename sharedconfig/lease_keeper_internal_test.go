@@ -2,6 +2,8 @@ package sharedconfig
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -118,4 +120,122 @@ func TestKeeperRefreshDoesNotWaitForACompaction(t *testing.T) {
 	if took := time.Since(began); took > 500*time.Millisecond {
 		t.Fatalf("a round took %s: the next refresh of a 1s lease is due a third of it after the last", took)
 	}
+}
+
+// testClock is a settable clock, the log's and the server's alike.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// heldAppends is a log whose next append, once armed, waits until released.
+type heldAppends struct {
+	*memlog.Log
+	armed   atomic.Bool
+	held    chan struct{} // closed when an append waits
+	release chan struct{}
+}
+
+func (l *heldAppends) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
+	if l.armed.CompareAndSwap(true, false) {
+		close(l.held)
+		<-l.release
+	}
+	return l.Log.AppendAfter(ctx, last, data)
+}
+
+// A lease that this process revokes (REVOKE_LEASE) is kept alive until the
+// revocation lands: one held up (for its turn among many writers, say) past
+// the lease's deadline finds the lease still live, and revokes it, rather
+// than finding it expired by another process meanwhile.
+func TestKeeperKeepsALeaseAliveWhileItIsRevoked(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	log := &heldAppends{Log: memlog.New("revoking")}
+	log.SetClock(clock.Now)
+	a, b := openOnClock(t, log, clock, "a"), openOnClock(t, log, clock, "b")
+	var warnings []string
+	k := keeper{c: a, warn: func(msg string) { warnings = append(warnings, msg) }, lastOK: map[string]time.Time{}, slow: map[string]bool{}, seen: map[string]leaseRecord{}, pulse: &pulse{}}
+	if _, err := a.Leases().Register(ctx, "L", 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Put(ctx, "k", "v", WithLease("L")); err != nil {
+		t.Fatal(err)
+	}
+	log.held, log.release = make(chan struct{}), make(chan struct{})
+	log.armed.Store(true)
+	revoked := make(chan error, 1)
+	go func() {
+		keys, err := a.Leases().Revoke(ctx, "L")
+		if err == nil && (len(keys) != 1 || keys[0] != "k") {
+			err = fmt.Errorf("removed %q, want k", keys)
+		}
+		revoked <- err
+	}()
+	<-log.held
+	// The revocation is held up. A third of the ttl on, the keeper's round
+	// refreshes the lease (its refresh lands; reading it back waits for
+	// the revocation).
+	clock.advance(800 * time.Millisecond)
+	before := logEnd(t, log)
+	rounded := make(chan struct{})
+	go func() {
+		defer close(rounded)
+		k.round(ctx)
+	}()
+	for end := time.Now().Add(5 * time.Second); logEnd(t, log) == before && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	// b writes what falls due, past the lease's first deadline (2s).
+	for range 2 {
+		clock.advance(800 * time.Millisecond)
+		if err := b.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.expireDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(log.release)
+	if err := <-revoked; err != nil {
+		t.Fatalf("the revocation, held up past the lease's first deadline: %v; want it to find the lease live and revoke it", err)
+	}
+	<-rounded
+	k.round(ctx)
+	if len(warnings) != 0 {
+		t.Fatalf("the keeper warned of a lease this process revoked: %q", warnings)
+	}
+}
+
+// openOnClock opens a config on log for holder, whose server's clock is
+// clock, as the log's is.
+func openOnClock(t *testing.T, log statesync.Log, clock *testClock, holder string) *Config {
+	t.Helper()
+	c, err := Open(context.Background(), log, Options{Holder: holder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.leases.clock = clock.Now
+	return c
+}
+
+func logEnd(t *testing.T, log statesync.Log) uint64 {
+	t.Helper()
+	at, err := log.LastPosition(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at.Revision
 }
