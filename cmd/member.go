@@ -78,11 +78,28 @@ func memberCommandFunc(cmd *cobra.Command, f *rootFlags, key, value string, ttl 
 		revokeMember(s, key)
 		return &exitError{code: exitFailures}
 	}
-	s.sh.Execute(context.WithoutCancel(ctx), shellLine("REVOKE_LEASE", key))
-	if s.sh.Failures() > 0 {
+	if !leaveMember(ctx, s.cfg, func(msg string) { memberWarning(cmd, f, msg) }) {
 		return &exitError{code: exitFailures}
 	}
 	return nil
+}
+
+// leaveMember revokes the member's lease as a quitting shell does
+// (Leases.RevokeHeld), and says what is news: a lease that expired while
+// its revocation waited for its turn ended as it was meant to, while one
+// that had ended before, or that another process of the writer registered
+// again, is news. It reports whether the lease was held to the end and
+// ended. A signal that ended ctx does not cut it short: the caller bounds
+// the leave.
+func leaveMember(ctx context.Context, cfg *sharedconfig.Config, warn func(string)) bool {
+	lost, err := cfg.Leases().RevokeHeld(context.WithoutCancel(ctx))
+	for _, l := range lost {
+		warn(l.String())
+	}
+	if err != nil {
+		warn(fmt.Sprintf("Could not revoke the lease (it expires by itself): %v", err))
+	}
+	return err == nil && len(lost) == 0
 }
 
 // holdUntilEnd waits for the end (a signal, or the end of input) and
