@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"os"
 
 	"github.com/nats-io/nats.go"
@@ -25,16 +26,15 @@ type replica struct {
 	revision uint64
 }
 
-// cacheFor is the replica cache's file for the config in log, and the
-// checkpoint it holds if that can be used; nil when the cache is off or
-// there is no directory for it.
-func (f *rootFlags) cacheFor(nc *nats.Conn, log *jetstream.Log) (*replica, []byte) {
+// replicaFor is the replica cache's file for the config in log; nil when
+// the cache is off or there is no directory for it.
+func (f *rootFlags) replicaFor(nc *nats.Conn, log *jetstream.Log) *replica {
 	if f.noCache || os.Getenv(noCacheEnv) != "" {
-		return nil, nil
+		return nil
 	}
 	dir, err := replicacache.Dir()
 	if err != nil {
-		return nil, nil
+		return nil
 	}
 	server := "server:" + nc.ConnectedServerName()
 	if cluster := nc.ConnectedClusterName(); cluster != "" {
@@ -43,26 +43,86 @@ func (f *rootFlags) cacheFor(nc *nats.Conn, log *jetstream.Log) (*replica, []byt
 	// The stream's info came with opening the log: no request of its own.
 	r := &replica{stamp: replicacache.Stamp{Server: server, Stream: log.Name(), Created: log.Stream().CachedInfo().Created}}
 	r.path = replicacache.Path(dir, r.stamp)
+	return r
+}
+
+// load is the checkpoint the file holds, if it can be used.
+func (r *replica) load() []byte {
+	if r == nil {
+		return nil
+	}
 	checkpoint, revision, err := replicacache.Load(r.path, r.stamp)
 	if err != nil {
 		// Missing, or not to be trusted: the config is read from the
 		// server, and the file replaced when the session ends.
-		return r, nil
+		return nil
 	}
 	r.revision = revision
-	return r, checkpoint
+	return checkpoint
 }
 
-// save writes cfg's copy to the cache when it moved on from the one the
-// session started from, and can be resumed from. A failure to write only
-// costs the next process a full read: it is not reported.
+// oneKeyMostEntries bounds the entries a one-shot get reads after the
+// file's copy when it opens the config for one key: past it, the whole
+// copy is read, and a newer one saved, so that the next get reads fewer.
+const oneKeyMostEntries = 1000
+
+// openOneKey opens the config in log holding, of its properties, key alone,
+// from the file's index: the entries written since the copy are read and
+// applied as to the whole config. nil when the file holds no index, cannot
+// be used, or is too far behind, or the config does not open so.
+func (r *replica) openOneKey(ctx context.Context, log *jetstream.Log, key string, o sharedconfig.Options) *sharedconfig.Config {
+	checkpoint, revision, err := replicacache.Lookup(r.path, r.stamp, key)
+	if err != nil {
+		return nil
+	}
+	if last := log.Stream().CachedInfo().State.LastSeq; last < revision || last-revision > oneKeyMostEntries {
+		return nil
+	}
+	// A config that holds one key must never write a snapshot of itself.
+	o.Resume, o.Compaction = checkpoint, false
+	cfg, err := sharedconfig.Open(ctx, log, o)
+	if err != nil {
+		if cfg != nil {
+			cfg.Close()
+		}
+		return nil
+	}
+	return cfg
+}
+
+// save writes cfg's copy, and its index, to the cache when it moved on
+// from the one the session started from, and can be resumed from. A
+// failure to write only costs the next process a full read: it is not
+// reported.
 func (r *replica) save(cfg *sharedconfig.Config) {
 	if r == nil || cfg.State().Revision() == r.revision {
 		return
 	}
+	st := cfg.State()
 	checkpoint, ok, err := cfg.Checkpoint()
-	if err != nil || !ok {
-		return
+	if err != nil || !ok || cfg.State().Revision() != st.Revision() {
+		return // moved on meanwhile: the next process saves
 	}
-	_ = replicacache.Save(r.path, r.stamp, cfg.State().Revision(), checkpoint)
+	_ = replicacache.Save(r.path, r.stamp, st.Revision(), checkpoint, indexOf(checkpoint, st))
+}
+
+// indexOf is the index of checkpoint, a copy of st; nil if it cannot be
+// built (the file is then used whole).
+func indexOf(checkpoint []byte, st sharedconfig.State) []byte {
+	props := func(yield func(replicacache.Property) bool) {
+		for k, p := range st.All() {
+			if !yield(replicacache.Property{Key: k, Value: p.Value, Revision: p.Revision, Lease: p.Lease}) {
+				return
+			}
+		}
+	}
+	var leases []string
+	for name := range st.Leases() {
+		leases = append(leases, name)
+	}
+	index, err := replicacache.NewIndex(checkpoint, props, leases)
+	if err != nil {
+		return nil
+	}
+	return index
 }

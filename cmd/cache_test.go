@@ -53,7 +53,8 @@ func (e *cacheEnv) file(name string) string {
 }
 
 // rewrite replaces old by new in the checkpoint of the cache file at path,
-// and saves it as a valid file stamped as stamp (by default its own).
+// and saves it as a valid file stamped as stamp (by default its own),
+// without an index (so that a get reads the checkpoint).
 func (e *cacheEnv) rewrite(path, old, new string, stamp *replicacache.Stamp) {
 	e.t.Helper()
 	data, err := os.ReadFile(path)
@@ -65,10 +66,12 @@ func (e *cacheEnv) rewrite(path, old, new string, stamp *replicacache.Stamp) {
 	var own struct {
 		replicacache.Stamp
 		Revision uint64
+		Length   int
 	}
 	if err := jsonUnmarshal(head, &own); err != nil {
 		e.t.Fatal(err)
 	}
+	checkpoint = checkpoint[:own.Length] // without the index
 	if stamp == nil {
 		stamp = &own.Stamp
 	}
@@ -76,7 +79,7 @@ func (e *cacheEnv) rewrite(path, old, new string, stamp *replicacache.Stamp) {
 		e.t.Fatalf("the cache file holds no %s: %s", old, checkpoint)
 	}
 	checkpoint = bytes.ReplaceAll(checkpoint, []byte(old), []byte(new))
-	if err := replicacache.Save(path, *stamp, own.Revision, checkpoint); err != nil {
+	if err := replicacache.Save(path, *stamp, own.Revision, checkpoint, nil); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -156,9 +159,11 @@ func (e *cacheEnv) restampLike(path, name string) {
 	_, rest, _ := bytes.Cut(data, []byte("\n"))
 	head, checkpoint, _ := bytes.Cut(rest, []byte("\n"))
 	var stamp replicacache.Stamp
-	if err := jsonUnmarshal(head, &stamp); err != nil {
+	var length struct{ Length int }
+	if err := jsonUnmarshal(head, &stamp); err != nil || jsonUnmarshal(head, &length) != nil {
 		e.t.Fatal(err)
 	}
+	checkpoint = checkpoint[:length.Length] // without the index
 	// A fresh read of the new stream writes a file stamped for it.
 	fresh := e.cache + "/fresh"
 	os.MkdirAll(fresh, 0o700)
@@ -175,7 +180,7 @@ func (e *cacheEnv) restampLike(path, name string) {
 	if err := jsonUnmarshal(newHead, &stamp); err != nil {
 		e.t.Fatal(err)
 	}
-	if err := replicacache.Save(path, stamp, 4, checkpoint); err != nil {
+	if err := replicacache.Save(path, stamp, 4, checkpoint, nil); err != nil {
 		e.t.Fatal(err)
 	}
 }

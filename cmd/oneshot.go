@@ -137,7 +137,9 @@ func getCommandFunc(cmd *cobra.Command, f *rootFlags, g getFlags, key string) er
 		return &exitError{exitStartup, errors.New("--prefix and --print-value-only: give one (get-all -o json gives every value)")}
 	case g.prefix:
 		return readLines(cmd, f, "GET_ALL", shellLine("GET_ALL", key))
-	case g.valueOnly:
+	}
+	f.oneKey = key
+	if g.valueOnly {
 		return printValue(cmd, f, key)
 	}
 	f.missingKeyFails = true

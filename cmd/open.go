@@ -176,16 +176,13 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 	})
 	shell.Store(sh)
 	s := &session{nc: nc, log: log, sh: sh}
-	var resume []byte
-	s.replica, resume = f.cacheFor(nc, log)
-	s.cfg, err = sharedconfig.Open(openCtx, log, sharedconfig.Options{
+	s.cfg, err = f.openConfig(openCtx, s, sharedconfig.Options{
 		Compaction:       true,
 		CompactionFailed: sh.CompactionFailed,
 		Trace:            sh.Attempt,
 		CatchingUp:       catchUpProgress(cmd.ErrOrStderr()),
 		Holder:           f.writer,
 		MostlyReads:      f.mostlyReads,
-		Resume:           resume,
 	})
 	var damaged *sharedconfig.DamagedError
 	if errors.As(err, &damaged) && s.cfg != nil {
@@ -220,6 +217,22 @@ func (f *rootFlags) logOptions(cmd *cobra.Command, nc *nats.Conn, opened *atomic
 			}
 		},
 	}
+}
+
+// openConfig opens the config in s's log: for a one-shot get of one key
+// (f.oneKey), holding that key alone, from the replica cache's index when
+// it can (nothing is saved then: the copy is not whole); otherwise from the
+// cache's whole copy, or from the log.
+func (f *rootFlags) openConfig(ctx context.Context, s *session, o sharedconfig.Options) (*sharedconfig.Config, error) {
+	s.replica = f.replicaFor(s.nc, s.log)
+	if f.oneKey != "" && s.replica != nil {
+		if cfg := s.replica.openOneKey(ctx, s.log, f.oneKey, o); cfg != nil {
+			s.replica = nil
+			return cfg, nil
+		}
+	}
+	o.Resume = s.replica.load()
+	return sharedconfig.Open(ctx, s.log, o)
 }
 
 // errorStream is where a shell's failures and warnings go: stderr, so that

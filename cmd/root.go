@@ -195,9 +195,12 @@ type rootFlags struct {
 	writer          string
 	replicas        int
 	mostlyReads     bool // a read-only command: join the writers' turns only if it writes
-	noCache         bool // --no-cache: read the whole config, keep no copy
-	conn            connFlags
-	source          sourceFlags
+	// oneKey: the command reads this key alone (get KEY): the config may
+	// open holding it alone (see openConfig).
+	oneKey  string
+	noCache bool // --no-cache: read the whole config, keep no copy
+	conn    connFlags
+	source  sourceFlags
 }
 
 func newRoot() *cobra.Command {

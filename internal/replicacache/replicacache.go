@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -42,16 +43,20 @@ type Stamp struct {
 
 // header is a file's first line after the magic: the stamp, the revision
 // the checkpoint stands at (so that a process can tell whether its copy is
-// newer without decoding the file), and the checkpoint's length (so that a
-// file cut short is refused here).
+// newer without decoding the file), the checkpoint's length and the
+// index's (so that a file cut short is refused here), and the index's
+// checksum (so that a damaged index is never searched).
 type header struct {
 	Stamp
-	Revision uint64 `json:"revision"`
-	Length   int    `json:"length"`
+	Revision    uint64 `json:"revision"`
+	Length      int    `json:"length"`
+	IndexLength int    `json:"index_length,omitempty"`
+	IndexCRC    uint32 `json:"index_crc,omitempty"`
 }
 
-// magic opens every cache file.
-const magic = "sharedconfig-cache 1\n"
+// magic opens every cache file. A file of another version is not used
+// (and the next save replaces it).
+const magic = "sharedconfig-cache 2\n"
 
 // maxFile bounds what Load reads: a file larger than this is no copy of a
 // config this program wrote.
@@ -87,6 +92,28 @@ var ErrUntrusted = errors.New("cache file not used")
 // the stream want names. A file that does not exist is fs.ErrNotExist; one
 // that cannot be trusted, ErrUntrusted with the reason.
 func Load(path string, want Stamp) (checkpoint []byte, revision uint64, err error) {
+	f, size, err := open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
+	if err != nil {
+		return nil, 0, err
+	}
+	if int64(len(data)) != size {
+		return nil, 0, fmt.Errorf("%w: %s changed while it was read", ErrUntrusted, path)
+	}
+	h, n, err := parseHeader(path, data, size, want)
+	if err != nil {
+		return nil, 0, err
+	}
+	return data[n : n+h.Length], h.Revision, nil
+}
+
+// open opens the file at path for reading if it can be trusted to be this
+// user's own (see the package's doc), and returns its size.
+func open(path string) (*os.File, int64, error) {
 	if err := checkDir(filepath.Dir(path)); err != nil {
 		return nil, 0, err
 	}
@@ -97,47 +124,47 @@ func Load(path string, want Stamp) (checkpoint []byte, revision uint64, err erro
 		}
 		return nil, 0, err
 	}
-	defer f.Close()
 	info, err := f.Stat()
+	if err == nil {
+		err = checkOwn(path, info, 0o077)
+	}
+	if err == nil && info.Size() > maxFile {
+		err = fmt.Errorf("%w: %s is larger than any copy of a config", ErrUntrusted, path)
+	}
 	if err != nil {
+		f.Close()
 		return nil, 0, err
 	}
-	if err := checkOwn(path, info, 0o077); err != nil {
-		return nil, 0, err
-	}
-	if info.Size() > maxFile {
-		return nil, 0, fmt.Errorf("%w: %s is larger than any copy of a config", ErrUntrusted, path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
-	if err != nil {
-		return nil, 0, err
-	}
-	return parse(path, data, want)
+	return f, info.Size(), nil
 }
 
-// parse checks the file's header against want and returns the checkpoint
-// after it.
-func parse(path string, data []byte, want Stamp) ([]byte, uint64, error) {
-	rest, ok := bytes.CutPrefix(data, []byte(magic))
+// parseHeader checks the start of a file of size bytes (at least its
+// first two lines) against want, and returns its header and where the
+// checkpoint starts. The lengths it gives must add up to the file's size.
+func parseHeader(path string, start []byte, size int64, want Stamp) (header, int, error) {
+	rest, ok := bytes.CutPrefix(start, []byte(magic))
 	if !ok {
-		return nil, 0, fmt.Errorf("%w: %s is not a sharedconfig cache file", ErrUntrusted, path)
+		return header{}, 0, fmt.Errorf("%w: %s is not a sharedconfig cache file of this version", ErrUntrusted, path)
 	}
-	line, checkpoint, ok := bytes.Cut(rest, []byte{'\n'})
+	line, _, ok := bytes.Cut(rest, []byte{'\n'})
 	if !ok {
-		return nil, 0, fmt.Errorf("%w: %s ends in its header", ErrUntrusted, path)
+		return header{}, 0, fmt.Errorf("%w: %s ends in its header", ErrUntrusted, path)
 	}
 	var got header
 	if err := json.Unmarshal(line, &got); err != nil {
-		return nil, 0, fmt.Errorf("%w: %s: its header: %w", ErrUntrusted, path, err)
+		return header{}, 0, fmt.Errorf("%w: %s: its header: %w", ErrUntrusted, path, err)
 	}
-	if got.Length != len(checkpoint) {
-		return nil, 0, fmt.Errorf("%w: %s holds %d bytes of the %d it was written with", ErrUntrusted, path, len(checkpoint), got.Length)
+	n := len(magic) + len(line) + 1
+	if got.Length < 0 || got.IndexLength < 0 || got.Length > maxFile || got.IndexLength > maxFile ||
+		int64(n)+int64(got.Length)+int64(got.IndexLength) != size {
+		return header{}, 0, fmt.Errorf("%w: %s holds %d bytes after its header, not the %d+%d it was written with", ErrUntrusted, path,
+			size-int64(n), got.Length, got.IndexLength)
 	}
 	if got.Server != want.Server || got.Stream != want.Stream || !got.Created.Equal(want.Created) {
-		return nil, 0, fmt.Errorf("%w: %s holds stream %s created %s on %q, not this one", ErrUntrusted, path,
+		return header{}, 0, fmt.Errorf("%w: %s holds stream %s created %s on %q, not this one", ErrUntrusted, path,
 			got.Stream, got.Created.Format(time.RFC3339Nano), got.Server)
 	}
-	return checkpoint, got.Revision, nil
+	return got, n, nil
 }
 
 // checkDir refuses a directory that is not this user's, or that others may
@@ -172,11 +199,12 @@ func checkOwn(path string, info fs.FileInfo, forbidden fs.FileMode) error {
 	return nil
 }
 
-// Save writes checkpoint, at revision, stamped s, to the file at path, creating its
-// directory (0700) if need be. The file (0600) is written under another
+// Save writes checkpoint, at revision, stamped s, and its index (from
+// NewIndex; nil for none), to the file at path, creating its directory
+// (0700) if need be. The file (0600) is written under another
 // name and renamed into place, so that a process reading it, or another
 // saving at once, sees a whole file, this one or another's.
-func Save(path string, s Stamp, revision uint64, checkpoint []byte) error {
+func Save(path string, s Stamp, revision uint64, checkpoint, index []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -184,7 +212,11 @@ func Save(path string, s Stamp, revision uint64, checkpoint []byte) error {
 	if err := checkDir(dir); err != nil {
 		return err
 	}
-	head, err := json.Marshal(header{s, revision, len(checkpoint)})
+	h := header{Stamp: s, Revision: revision, Length: len(checkpoint), IndexLength: len(index)}
+	if len(index) > 0 {
+		h.IndexCRC = crc32.Checksum(index, castagnoli)
+	}
+	head, err := json.Marshal(h)
 	if err != nil {
 		return err
 	}
@@ -197,7 +229,7 @@ func Save(path string, s Stamp, revision uint64, checkpoint []byte) error {
 		tmp.Close()
 		return err
 	}
-	for _, b := range [][]byte{[]byte(magic), head, {'\n'}, checkpoint} {
+	for _, b := range [][]byte{[]byte(magic), head, {'\n'}, checkpoint, index} {
 		if _, err := tmp.Write(b); err != nil {
 			tmp.Close()
 			return err

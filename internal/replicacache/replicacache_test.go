@@ -19,7 +19,7 @@ var stamp = replicacache.Stamp{Server: "cluster:c1", Stream: "SC_7_example_someC
 func saved(t *testing.T, checkpoint string) (path string) {
 	t.Helper()
 	path = replicacache.Path(filepath.Join(t.TempDir(), "sharedconfig"), stamp)
-	if err := replicacache.Save(path, stamp, 7, []byte(checkpoint)); err != nil {
+	if err := replicacache.Save(path, stamp, 7, []byte(checkpoint), nil); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -124,12 +124,12 @@ func TestFileOthersCouldWriteIsNotUsed(t *testing.T) {
 				t.Fatalf("Load gave %q, %v; want ErrUntrusted", got, err)
 			}
 			if name == "directory 0777" || name == "another user's directory" {
-				if err := replicacache.Save(path, stamp, 7, []byte("new")); !errors.Is(err, replicacache.ErrUntrusted) {
+				if err := replicacache.Save(path, stamp, 7, []byte("new"), nil); !errors.Is(err, replicacache.ErrUntrusted) {
 					t.Fatalf("Save into that directory: %v, want ErrUntrusted", err)
 				}
 				return
 			}
-			if err := replicacache.Save(path, stamp, 7, []byte("new")); err != nil {
+			if err := replicacache.Save(path, stamp, 7, []byte("new"), nil); err != nil {
 				t.Fatal(err)
 			}
 			if got, _, err := replicacache.Load(path, stamp); err != nil || string(got) != "new" {
@@ -157,7 +157,7 @@ func TestConcurrentSavesLeaveWholeFiles(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := range 20 {
-				if err := replicacache.Save(path, stamp, 7, bytes.Repeat(fmt.Appendf(nil, "%d.%d;", i, j), 1000+i*100)); err != nil {
+				if err := replicacache.Save(path, stamp, 7, bytes.Repeat(fmt.Appendf(nil, "%d.%d;", i, j), 1000+i*100), nil); err != nil {
 					errs <- err
 				}
 			}
@@ -198,7 +198,7 @@ func TestConcurrentSavesLeaveWholeFiles(t *testing.T) {
 func FuzzLoad(f *testing.F) {
 	dir := filepath.Join(f.TempDir(), "sharedconfig")
 	path := replicacache.Path(dir, stamp)
-	if err := replicacache.Save(path, stamp, 7, []byte("checkpoint")); err != nil {
+	if err := replicacache.Save(path, stamp, 7, []byte("checkpoint"), nil); err != nil {
 		f.Fatal(err)
 	}
 	whole, err := os.ReadFile(path)
@@ -206,8 +206,8 @@ func FuzzLoad(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(whole)
-	f.Add([]byte("sharedconfig-cache 1\n{\"length\":1e99}\n"))
-	f.Add([]byte("sharedconfig-cache 1\nnull\n"))
+	f.Add([]byte("sharedconfig-cache 2\n{\"length\":1e99}\n"))
+	f.Add([]byte("sharedconfig-cache 2\nnull\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			t.Fatal(err)
