@@ -14,24 +14,29 @@ import (
 )
 
 // The index lets a process that wants one key (a one-shot get) take it
-// from the file without decoding the whole copy: the config's properties
-// in key order, each with its value, revision and lease, found by binary
-// search. With the key it builds a checkpoint of a config that holds that
-// key alone, and every lease (Lookup): the synchronizer resumes from that
-// as from the whole copy and reads the entries written since, so the key
-// ends as it would in the whole config (each update's effect on one key
-// depends on that key and the leases only). The index section is
+// from the file without decoding the whole copy, nor reading all of it: the
+// config's properties in key order, each with its value, revision and
+// lease, found by binary search. With the key it builds a checkpoint of a
+// config that holds that key alone, and every lease (Lookup): the
+// synchronizer resumes from that as from the whole copy and reads the
+// entries written since, so the key ends as it would in the whole config
+// (each update's effect on one key depends on that key and the leases
+// only). The index section is a table, then the records:
 //
-//	count            uint32, little-endian
+//	table length     uint32, little-endian (as every number here but the revision)
+//	count            uint32
 //	head             uint32 length, then the checkpoint's first two lines
 //	leases           uint32 length, then the snapshot's "leases" object (JSON), or nothing
-//	offsets          count+1 uint32s: where each record starts, and the end
-//	records          per property: key, value, lease (each a uvarint length
-//	                 and the bytes) and revision (a uvarint), in key order
+//	offsets          count+1 uint32s: where each record starts after the table, and their end
+//	table CRC        uint32: CRC-32C of the table from count to here
+//	records          per property, in key order: key, value, lease (each a
+//	                 uvarint length and the bytes), revision (a uvarint),
+//	                 then the CRC-32C of the record
 //
-// The checkpoint is statesync's (its magic line, a header line, then the
-// codec's snapshot) and the snapshot sharedconfig's wire form (see
-// docs/wire.md); NewIndex refuses a checkpoint that is not so.
+// A lookup reads the table and the records its search visits, and checks
+// each one's CRC. The checkpoint is statesync's (its magic line, a header
+// line, then the codec's snapshot) and the snapshot sharedconfig's wire
+// form (see docs/wire.md); NewIndex refuses a checkpoint that is not so.
 
 // Property is one key of a config, as the index keeps it.
 type Property struct {
@@ -71,22 +76,26 @@ func NewIndex(checkpoint []byte, props iter.Seq[Property], leases []string) ([]b
 		}
 		last = p.Key
 		offsets = append(offsets, uint32(len(records)))
+		start := len(records)
 		for _, s := range []string{p.Key, p.Value, p.Lease} {
 			records = binary.AppendUvarint(records, uint64(len(s)))
 			records = append(records, s...)
 		}
 		records = binary.AppendUvarint(records, p.Revision)
+		records = binary.LittleEndian.AppendUint32(records, crc32.Checksum(records[start:], castagnoli))
 	}
 	offsets = append(offsets, uint32(len(records)))
-	out := binary.LittleEndian.AppendUint32(nil, uint32(len(offsets)-1))
+	table := binary.LittleEndian.AppendUint32(nil, uint32(len(offsets)-1))
 	for _, part := range [][]byte{head, leaseJSON} {
-		out = binary.LittleEndian.AppendUint32(out, uint32(len(part)))
-		out = append(out, part...)
+		table = binary.LittleEndian.AppendUint32(table, uint32(len(part)))
+		table = append(table, part...)
 	}
 	for _, o := range offsets {
-		out = binary.LittleEndian.AppendUint32(out, o)
+		table = binary.LittleEndian.AppendUint32(table, o)
 	}
-	return append(out, records...), nil
+	table = binary.LittleEndian.AppendUint32(table, crc32.Checksum(table, castagnoli))
+	out := binary.LittleEndian.AppendUint32(nil, uint32(len(table)))
+	return append(append(out, table...), records...), nil
 }
 
 // splitCheckpoint cuts a checkpoint into its first two lines and the
@@ -140,14 +149,55 @@ func leasesOf(body []byte, leases []string) ([]byte, error) {
 // index is an index section, read: every access is checked against its
 // length, so that no bytes make a lookup panic.
 type index struct {
-	count           int
-	head, leases    []byte
-	offsets, record []byte
+	count        int
+	head, leases []byte
+	offsets      []byte
+	// records reads n bytes of the records at off.
+	records func(off, n int) ([]byte, error)
+	size    int // of the records
 }
 
-// readIndex checks the layout of an index section.
-func readIndex(b []byte) (index, bool) {
+// errDamaged: the index's bytes do not add up, or fail their CRC.
+var errDamaged = errors.New("its index is damaged")
+
+// readIndex reads the table of the index section of size bytes that at
+// reads (as io.ReaderAt).
+func readIndex(at func(p []byte, off int64) (int, error), size int) (index, error) {
 	var x index
+	var n [4]byte
+	if size < 4 {
+		return x, errDamaged
+	}
+	if _, err := at(n[:], 0); err != nil {
+		return x, err
+	}
+	tableLen := int(binary.LittleEndian.Uint32(n[:]))
+	if tableLen < 4 || tableLen > size-4 {
+		return x, errDamaged
+	}
+	table := make([]byte, tableLen)
+	if _, err := at(table, 4); err != nil {
+		return x, err
+	}
+	body, sum := table[:tableLen-4], binary.LittleEndian.Uint32(table[tableLen-4:])
+	if crc32.Checksum(body, castagnoli) != sum || !x.parseTable(body) {
+		return x, errDamaged
+	}
+	x.size = size - 4 - tableLen
+	base := int64(4 + tableLen)
+	x.records = func(off, n int) ([]byte, error) {
+		b := make([]byte, n)
+		_, err := at(b, base+int64(off))
+		return b, err
+	}
+	if int(binary.LittleEndian.Uint32(x.offsets[4*x.count:])) != x.size {
+		return x, errDamaged
+	}
+	return x, nil
+}
+
+// parseTable takes the table's parts from b, whose CRC was checked.
+func (x *index) parseTable(b []byte) bool {
 	take := func(n int) ([]byte, bool) {
 		if n < 0 || n > len(b) {
 			return nil, false
@@ -165,67 +215,71 @@ func readIndex(b []byte) (index, bool) {
 	}
 	count, ok := u32()
 	if !ok || count > len(b)/4 {
-		return x, false
+		return false
 	}
 	x.count = count
 	for _, part := range []*[]byte{&x.head, &x.leases} {
 		n, ok := u32()
 		if !ok {
-			return x, false
+			return false
 		}
 		if *part, ok = take(n); !ok {
-			return x, false
+			return false
 		}
 	}
-	if x.offsets, ok = take(4 * (count + 1)); !ok {
-		return x, false
-	}
-	x.record = b
-	return x, int(binary.LittleEndian.Uint32(x.offsets[4*count:])) == len(b)
+	x.offsets, ok = take(4 * (count + 1))
+	return ok && len(b) == 0
 }
 
-// at decodes record i.
-func (x index) at(i int) (Property, bool) {
+// at reads and decodes record i.
+func (x index) at(i int) (Property, error) {
 	start := int(binary.LittleEndian.Uint32(x.offsets[4*i:]))
 	end := int(binary.LittleEndian.Uint32(x.offsets[4*i+4:]))
-	if start > end || end > len(x.record) {
-		return Property{}, false
+	if start+4 > end || end > x.size {
+		return Property{}, errDamaged
 	}
-	b := x.record[start:end]
+	b, err := x.records(start, end-start)
+	if err != nil {
+		return Property{}, err
+	}
+	b, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
+	if crc32.Checksum(b, castagnoli) != sum {
+		return Property{}, errDamaged
+	}
 	var fields [3]string
 	for j := range fields {
 		n, w := binary.Uvarint(b)
 		if w <= 0 || n > uint64(len(b)-w) {
-			return Property{}, false
+			return Property{}, errDamaged
 		}
 		fields[j], b = string(b[w:w+int(n)]), b[w+int(n):]
 	}
 	rev, w := binary.Uvarint(b)
 	if w <= 0 || w != len(b) {
-		return Property{}, false
+		return Property{}, errDamaged
 	}
-	return Property{Key: fields[0], Value: fields[1], Lease: fields[2], Revision: rev}, true
+	return Property{Key: fields[0], Value: fields[1], Lease: fields[2], Revision: rev}, nil
 }
 
 // find looks key up by binary search.
-func (x index) find(key string) (p Property, found, ok bool) {
+func (x index) find(key string) (p Property, found bool, err error) {
 	lo, hi := 0, x.count
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		p, ok := x.at(mid)
-		if !ok {
-			return Property{}, false, false
+		p, err := x.at(mid)
+		if err != nil {
+			return Property{}, false, err
 		}
 		switch {
 		case p.Key == key:
-			return p, true, true
+			return p, true, nil
 		case p.Key < key:
 			lo = mid + 1
 		default:
 			hi = mid
 		}
 	}
-	return Property{}, false, true
+	return Property{}, false, nil
 }
 
 // partial is a checkpoint of the config that holds, of the whole one's
@@ -279,20 +333,23 @@ func Lookup(path string, want Stamp, key string) (checkpoint []byte, revision ui
 	if h.IndexLength == 0 {
 		return nil, 0, ErrNoIndex
 	}
-	section := make([]byte, h.IndexLength)
-	if _, err := f.ReadAt(section, int64(n)+int64(h.Length)); err != nil {
-		return nil, 0, err
+	base := int64(n) + int64(h.Length)
+	checkpoint, err = lookUp(func(p []byte, off int64) (int, error) { return f.ReadAt(p, base+off) }, h.IndexLength, key)
+	if errors.Is(err, errDamaged) || errors.Is(err, io.EOF) {
+		return nil, 0, fmt.Errorf("%w: %s: %w", ErrUntrusted, path, errDamaged)
 	}
-	if crc32.Checksum(section, castagnoli) != h.IndexCRC {
-		return nil, 0, fmt.Errorf("%w: %s: its index is damaged", ErrUntrusted, path)
+	return checkpoint, h.Revision, err
+}
+
+// lookUp is Lookup in an index section of size bytes that at reads.
+func lookUp(at func(p []byte, off int64) (int, error), size int, key string) ([]byte, error) {
+	x, err := readIndex(at, size)
+	if err != nil {
+		return nil, err
 	}
-	x, ok := readIndex(section)
-	if !ok {
-		return nil, 0, fmt.Errorf("%w: %s: its index does not add up", ErrUntrusted, path)
+	p, found, err := x.find(key)
+	if err != nil {
+		return nil, err
 	}
-	p, found, ok := x.find(key)
-	if !ok {
-		return nil, 0, fmt.Errorf("%w: %s: its index holds a damaged record", ErrUntrusted, path)
-	}
-	return x.partial(key, p, found), h.Revision, nil
+	return x.partial(key, p, found), nil
 }

@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -43,15 +42,13 @@ type Stamp struct {
 
 // header is a file's first line after the magic: the stamp, the revision
 // the checkpoint stands at (so that a process can tell whether its copy is
-// newer without decoding the file), the checkpoint's length and the
-// index's (so that a file cut short is refused here), and the index's
-// checksum (so that a damaged index is never searched).
+// newer without decoding the file), and the checkpoint's length and the
+// index's (so that a file cut short is refused here).
 type header struct {
 	Stamp
 	Revision    uint64 `json:"revision"`
 	Length      int    `json:"length"`
 	IndexLength int    `json:"index_length,omitempty"`
-	IndexCRC    uint32 `json:"index_crc,omitempty"`
 }
 
 // magic opens every cache file. A file of another version is not used
@@ -212,11 +209,7 @@ func Save(path string, s Stamp, revision uint64, checkpoint, index []byte) error
 	if err := checkDir(dir); err != nil {
 		return err
 	}
-	h := header{Stamp: s, Revision: revision, Length: len(checkpoint), IndexLength: len(index)}
-	if len(index) > 0 {
-		h.IndexCRC = crc32.Checksum(index, castagnoli)
-	}
-	head, err := json.Marshal(h)
+	head, err := json.Marshal(header{Stamp: s, Revision: revision, Length: len(checkpoint), IndexLength: len(index)})
 	if err != nil {
 		return err
 	}
