@@ -326,3 +326,36 @@ func (e *cacheEnv) rewriteIndex(path, key, value string) {
 		e.t.Fatal(err)
 	}
 }
+
+// get KEY asks for the stream's info once: the look-up that finds whether
+// the config exists serves to open it.
+func TestOneShotGetLooksTheStreamUpOnce(t *testing.T) {
+	e := newCacheEnv(t)
+	e.run(0, "put", "a", "1")
+	e.run(0, "get-all") // saves the copy
+	nc, err := nats.Connect(os.Getenv("NATS_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	infos, err := nc.SubscribeSync("$JS.API.STREAM.INFO.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"get", "a"}, {"get", "a", "--raw"}, {"--no-cache", "get", "a"}} {
+		e.run(0, args...)
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		n, _, _ := infos.Pending()
+		for range n {
+			infos.NextMsg(time.Second)
+		}
+		if n != 1 {
+			t.Errorf("%q asked for the stream's info %d times, want once", args, n)
+		}
+	}
+}

@@ -177,7 +177,7 @@ func openExisting(cmd *cobra.Command, f *rootFlags, command string) (*session, e
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-	_, err = jetstream.StatConfig(ctx, nc, f.scope, f.name)
+	f.stream, err = jetstream.LookUpConfig(ctx, nc, f.scope, f.name)
 	cancel()
 	if errors.Is(err, jetstream.ErrNoConfig) {
 		answer(cmd, f, command, false, nil, 0, "!!!! "+noConfigLine(cmd.Context(), f, nc))

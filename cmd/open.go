@@ -205,7 +205,7 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 // the shell, once there is one.
 func (f *rootFlags) logOptions(cmd *cobra.Command, nc *nats.Conn, opened *atomic.Bool, shell *atomic.Pointer[repl.Shell]) jetstream.LogOptions {
 	return jetstream.LogOptions{
-		Writer: f.writer, Replicas: f.replicasFor(nc),
+		Writer: f.writer, Replicas: f.replicasFor(nc), Stream: f.stream,
 		Waiting: func(reason string) {
 			if !opened.Load() {
 				fmt.Fprintf(cmd.ErrOrStderr(), "sharedconfig: %s; trying for up to %s\n", visible(reason), f.timeout)

@@ -31,6 +31,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -197,7 +198,10 @@ type rootFlags struct {
 	mostlyReads     bool // a read-only command: join the writers' turns only if it writes
 	// oneKey: the command reads this key alone (get KEY): the config may
 	// open holding it alone (see openConfig).
-	oneKey  string
+	oneKey string
+	// stream is the config's stream, when the command looked it up
+	// before opening the config (openExisting).
+	stream  natsjs.Stream
 	noCache bool // --no-cache: read the whole config, keep no copy
 	conn    connFlags
 	source  sourceFlags

@@ -56,19 +56,30 @@ var ErrNoConfig = errors.New("no such config on the server")
 
 // StatConfig describes the stream of scope/name, or returns ErrNoConfig.
 func StatConfig(ctx context.Context, nc *nats.Conn, scope, name string) (ConfigInfo, error) {
-	js, err := jetstream.New(nc)
+	s, err := LookUpConfig(ctx, nc, scope, name)
 	if err != nil {
 		return ConfigInfo{}, err
+	}
+	return configInfo(scope, name, s.CachedInfo()), nil
+}
+
+// LookUpConfig returns the stream of scope/name, with its info as of now,
+// or ErrNoConfig; LogOptions.Stream takes it, so that opening the log
+// after asking whether the config exists costs no second look-up.
+func LookUpConfig(ctx context.Context, nc *nats.Conn, scope, name string) (jetstream.Stream, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
 	}
 	stream := StreamName(scope, name)
 	s, err := js.Stream(ctx, stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return ConfigInfo{}, noConfig(scope, name, stream)
+		return nil, noConfig(scope, name, stream)
 	}
 	if err != nil {
-		return ConfigInfo{}, fmt.Errorf("opening stream %s: %w", stream, describeJSError(err))
+		return nil, fmt.Errorf("opening stream %s: %w", stream, describeJSError(err))
 	}
-	return configInfo(scope, name, s.CachedInfo()), nil
+	return s, nil
 }
 
 func configInfo(scope, name string, info *jetstream.StreamInfo) ConfigInfo {

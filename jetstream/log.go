@@ -67,6 +67,9 @@ type LogOptions struct {
 	// met it: the entries a whole chunked snapshot covers could not be
 	// dropped (the snapshot is in use; the next compaction drops them).
 	Warning func(msg string)
+	// Stream, if set, is the config's stream as LookUpConfig just found
+	// it: OpenLog then neither looks it up again nor creates it.
+	Stream jetstream.Stream
 }
 
 // OpenLog opens the log for scope/name on nc, creating its stream if it does
@@ -85,8 +88,10 @@ func OpenLog(ctx context.Context, nc *nats.Conn, scope, name string, o LogOption
 	}
 	l := &Log{nc: nc, js: js, name: StreamName(scope, name), subject: Subject(scope, name), maxPayload: int(nc.MaxPayload()), writer: o.Writer, options: o, directSlot: make(chan struct{}, 1), waiting: o.Waiting}
 	l.publish = js.PublishMsg
-	if l.stream, err = l.openStream(ctx, scope, name, o); err != nil {
-		return nil, err
+	if l.stream = o.Stream; l.stream == nil || l.stream.CachedInfo().Config.Name != l.name {
+		if l.stream, err = l.openStream(ctx, scope, name, o); err != nil {
+			return nil, err
+		}
 	}
 	l.purge = l.stream.Purge
 	if err := checkStreamConfig(l.stream.CachedInfo().Config, l.subject, l.maxPayload); err != nil {
