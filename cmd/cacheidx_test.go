@@ -359,3 +359,34 @@ func TestOneShotGetLooksTheStreamUpOnce(t *testing.T) {
 		}
 	}
 }
+
+// A copy more than oneKeyMostEntries behind the stream is not used for one
+// key (the get opens the config as any command does, from the whole copy,
+// and saves a newer one); a newer copy is.
+func TestGetFarBehindTheCacheSavesANewerCopy(t *testing.T) {
+	e := newIndexEnv(t)
+	w := e.open("writer")
+	defer w.Close()
+	if _, err := w.Put(e.ctx, "a", "0"); err != nil {
+		t.Fatal(err)
+	}
+	e.save()
+	if c := e.oneKey("a"); c == nil {
+		t.Fatal("a copy just saved was not used")
+	} else {
+		c.Close()
+	}
+	for i := range oneKeyMostEntries + 1 {
+		if _, err := w.Put(e.ctx, "b", fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := e.oneKey("a"); c != nil {
+		c.Close()
+		t.Fatalf("a copy %d entries behind was used for one key", oneKeyMostEntries+1)
+	}
+	e.save()
+	if !e.same("b", "after a new save") {
+		t.Fatal("the newer copy was not used")
+	}
+}
