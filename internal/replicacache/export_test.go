@@ -8,5 +8,5 @@ func LookUpIn(index []byte, key string) ([]byte, error) {
 		}
 		return copy(p, index[off:]), nil
 	}
-	return lookUp(at, len(index), key)
+	return lookUp(at, int64(len(index)), key)
 }

@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"iter"
+	"os"
 	"slices"
 	"strconv"
 )
@@ -21,22 +22,26 @@ import (
 // synchronizer resumes from that as from the whole copy and reads the
 // entries written since, so the key ends as it would in the whole config
 // (each update's effect on one key depends on that key and the leases
-// only). The index section is a table, then the records:
+// only). The index section is
 //
-//	table length     uint32, little-endian (as every number here but the revision)
-//	count            uint32
-//	head             uint32 length, then the checkpoint's first two lines
-//	leases           uint32 length, then the snapshot's "leases" object (JSON), or nothing
-//	offsets          count+1 uint32s: where each record starts after the table, and their end
-//	table CRC        uint32: CRC-32C of the table from count to here
-//	records          per property, in key order: key, value, lease (each a
-//	                 uvarint length and the bytes), revision (a uvarint),
-//	                 then the CRC-32C of the record
+//	prefix length    uint32, little-endian (as every number here but those in records)
+//	prefix           count (uint32); the checkpoint's first two lines and the
+//	                 snapshot's "leases" object (JSON; empty when there are
+//	                 none), each a uint32 length and the bytes; their CRC-32C
+//	offsets          count+1 uint32s: where each record starts after them, and their end
+//	records          per property, in key order: its place in that order
+//	                 (uint32), key, value, lease (each a uvarint length and
+//	                 the bytes), revision (a uvarint), then the CRC-32C of
+//	                 the record
 //
-// A lookup reads the table and the records its search visits, and checks
-// each one's CRC. The checkpoint is statesync's (its magic line, a header
-// line, then the codec's snapshot) and the snapshot sharedconfig's wire
-// form (see docs/wire.md); NewIndex refuses a checkpoint that is not so.
+// A lookup reads the prefix and, for each step of its search, two offsets
+// and a record, and checks the CRCs. An offset is not checked by a CRC: a
+// damaged one points at bytes whose CRC fails, or at another record, which
+// names its own place.
+//
+// The checkpoint is statesync's (its magic line, a header line, then the
+// codec's snapshot) and the snapshot sharedconfig's wire form (see
+// docs/wire.md); NewIndex refuses a checkpoint that is not so.
 
 // Property is one key of a config, as the index keeps it.
 type Property struct {
@@ -75,8 +80,9 @@ func NewIndex(checkpoint []byte, props iter.Seq[Property], leases []string) ([]b
 			return nil, errors.New("index: the config is larger than any cache file")
 		}
 		last = p.Key
-		offsets = append(offsets, uint32(len(records)))
 		start := len(records)
+		records = binary.LittleEndian.AppendUint32(records, uint32(len(offsets)))
+		offsets = append(offsets, uint32(start))
 		for _, s := range []string{p.Key, p.Value, p.Lease} {
 			records = binary.AppendUvarint(records, uint64(len(s)))
 			records = append(records, s...)
@@ -85,17 +91,18 @@ func NewIndex(checkpoint []byte, props iter.Seq[Property], leases []string) ([]b
 		records = binary.LittleEndian.AppendUint32(records, crc32.Checksum(records[start:], castagnoli))
 	}
 	offsets = append(offsets, uint32(len(records)))
-	table := binary.LittleEndian.AppendUint32(nil, uint32(len(offsets)-1))
+	prefix := binary.LittleEndian.AppendUint32(nil, uint32(len(offsets)-1))
 	for _, part := range [][]byte{head, leaseJSON} {
-		table = binary.LittleEndian.AppendUint32(table, uint32(len(part)))
-		table = append(table, part...)
+		prefix = binary.LittleEndian.AppendUint32(prefix, uint32(len(part)))
+		prefix = append(prefix, part...)
 	}
+	prefix = binary.LittleEndian.AppendUint32(prefix, crc32.Checksum(prefix, castagnoli))
+	out := binary.LittleEndian.AppendUint32(nil, uint32(len(prefix)))
+	out = append(out, prefix...)
 	for _, o := range offsets {
-		table = binary.LittleEndian.AppendUint32(table, o)
+		out = binary.LittleEndian.AppendUint32(out, o)
 	}
-	table = binary.LittleEndian.AppendUint32(table, crc32.Checksum(table, castagnoli))
-	out := binary.LittleEndian.AppendUint32(nil, uint32(len(table)))
-	return append(append(out, table...), records...), nil
+	return append(out, records...), nil
 }
 
 // splitCheckpoint cuts a checkpoint into its first two lines and the
@@ -151,53 +158,58 @@ func leasesOf(body []byte, leases []string) ([]byte, error) {
 type index struct {
 	count        int
 	head, leases []byte
-	offsets      []byte
-	// records reads n bytes of the records at off.
-	records func(off, n int) ([]byte, error)
-	size    int // of the records
+	// read reads len(p) bytes at off of the section (as io.ReaderAt).
+	read             func(p []byte, off int64) (int, error)
+	offsets, records int64 // where they start
+	size             int64 // of the records
 }
 
 // errDamaged: the index's bytes do not add up, or fail their CRC.
 var errDamaged = errors.New("its index is damaged")
 
-// readIndex reads the table of the index section of size bytes that at
-// reads (as io.ReaderAt).
-func readIndex(at func(p []byte, off int64) (int, error), size int) (index, error) {
-	var x index
-	var n [4]byte
-	if size < 4 {
-		return x, errDamaged
-	}
-	if _, err := at(n[:], 0); err != nil {
+// readIndex reads the prefix of the index section of size bytes that read
+// reads, and checks that the rest adds up.
+func readIndex(read func(p []byte, off int64) (int, error), size int64) (index, error) {
+	x := index{read: read}
+	n, err := x.u32(0)
+	if err != nil {
 		return x, err
 	}
-	tableLen := int(binary.LittleEndian.Uint32(n[:]))
-	if tableLen < 4 || tableLen > size-4 {
+	if n < 4 || int64(n) > size-4 {
 		return x, errDamaged
 	}
-	table := make([]byte, tableLen)
-	if _, err := at(table, 4); err != nil {
+	prefix := make([]byte, n)
+	if _, err := read(prefix, 4); err != nil {
 		return x, err
 	}
-	body, sum := table[:tableLen-4], binary.LittleEndian.Uint32(table[tableLen-4:])
-	if crc32.Checksum(body, castagnoli) != sum || !x.parseTable(body) {
+	body, sum := prefix[:n-4], binary.LittleEndian.Uint32(prefix[n-4:])
+	if crc32.Checksum(body, castagnoli) != sum || !x.parsePrefix(body) {
 		return x, errDamaged
 	}
-	x.size = size - 4 - tableLen
-	base := int64(4 + tableLen)
-	x.records = func(off, n int) ([]byte, error) {
-		b := make([]byte, n)
-		_, err := at(b, base+int64(off))
-		return b, err
+	x.offsets = 4 + int64(n)
+	x.records = x.offsets + 4*int64(x.count+1)
+	if x.records > size {
+		return x, errDamaged
 	}
-	if int(binary.LittleEndian.Uint32(x.offsets[4*x.count:])) != x.size {
+	x.size = size - x.records
+	end, err := x.u32(x.offsets + 4*int64(x.count))
+	if err != nil || int64(end) != x.size {
 		return x, errDamaged
 	}
 	return x, nil
 }
 
-// parseTable takes the table's parts from b, whose CRC was checked.
-func (x *index) parseTable(b []byte) bool {
+// u32 reads the number at off.
+func (x index) u32(off int64) (uint32, error) {
+	var b [4]byte
+	if _, err := x.read(b[:], off); err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint32(b[:]), nil
+}
+
+// parsePrefix takes the prefix's parts from b, whose CRC was checked.
+func (x *index) parsePrefix(b []byte) bool {
 	take := func(n int) ([]byte, bool) {
 		if n < 0 || n > len(b) {
 			return nil, false
@@ -214,7 +226,7 @@ func (x *index) parseTable(b []byte) bool {
 		return int(binary.LittleEndian.Uint32(p)), true
 	}
 	count, ok := u32()
-	if !ok || count > len(b)/4 {
+	if !ok || count >= maxFile/4 {
 		return false
 	}
 	x.count = count
@@ -227,25 +239,28 @@ func (x *index) parseTable(b []byte) bool {
 			return false
 		}
 	}
-	x.offsets, ok = take(4 * (count + 1))
-	return ok && len(b) == 0
+	return len(b) == 0
 }
 
 // at reads and decodes record i.
 func (x index) at(i int) (Property, error) {
-	start := int(binary.LittleEndian.Uint32(x.offsets[4*i:]))
-	end := int(binary.LittleEndian.Uint32(x.offsets[4*i+4:]))
-	if start+4 > end || end > x.size {
+	var o [8]byte
+	if _, err := x.read(o[:], x.offsets+4*int64(i)); err != nil {
+		return Property{}, err
+	}
+	start, end := int64(binary.LittleEndian.Uint32(o[:4])), int64(binary.LittleEndian.Uint32(o[4:]))
+	if start+8 > end || end > x.size {
 		return Property{}, errDamaged
 	}
-	b, err := x.records(start, end-start)
-	if err != nil {
+	b := make([]byte, end-start)
+	if _, err := x.read(b, x.records+start); err != nil {
 		return Property{}, err
 	}
 	b, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
-	if crc32.Checksum(b, castagnoli) != sum {
+	if crc32.Checksum(b, castagnoli) != sum || binary.LittleEndian.Uint32(b) != uint32(i) {
 		return Property{}, errDamaged
 	}
+	b = b[4:]
 	var fields [3]string
 	for j := range fields {
 		n, w := binary.Uvarint(b)
@@ -311,6 +326,23 @@ func (x index) partial(key string, p Property, found bool) []byte {
 // headerMax bounds the read of a file's first two lines.
 const headerMax = 64 << 10
 
+// readStart reads the start of the file f of size bytes: enough for its
+// first two lines, if they are at most headerMax long.
+func readStart(f *os.File, size int64) ([]byte, error) {
+	start := make([]byte, min(size, 4096))
+	if _, err := io.ReadFull(f, start); err != nil {
+		return nil, err
+	}
+	if bytes.Count(start, []byte{'\n'}) >= 2 || size <= int64(len(start)) {
+		return start, nil
+	}
+	more := make([]byte, min(size, headerMax)-int64(len(start)))
+	if _, err := io.ReadFull(f, more); err != nil {
+		return nil, err
+	}
+	return append(start, more...), nil
+}
+
 // Lookup returns, from the file at path, if it can be trusted (as Load
 // trusts one) and holds an index, a checkpoint of the config that holds,
 // of the copy's properties, key alone (if the copy holds it), and all its
@@ -322,8 +354,8 @@ func Lookup(path string, want Stamp, key string) (checkpoint []byte, revision ui
 		return nil, 0, err
 	}
 	defer f.Close()
-	start := make([]byte, min(size, headerMax))
-	if _, err := io.ReadFull(f, start); err != nil {
+	start, err := readStart(f, size)
+	if err != nil {
 		return nil, 0, err
 	}
 	h, n, err := parseHeader(path, start, size, want)
@@ -334,7 +366,7 @@ func Lookup(path string, want Stamp, key string) (checkpoint []byte, revision ui
 		return nil, 0, ErrNoIndex
 	}
 	base := int64(n) + int64(h.Length)
-	checkpoint, err = lookUp(func(p []byte, off int64) (int, error) { return f.ReadAt(p, base+off) }, h.IndexLength, key)
+	checkpoint, err = lookUp(func(p []byte, off int64) (int, error) { return f.ReadAt(p, base+off) }, int64(h.IndexLength), key)
 	if errors.Is(err, errDamaged) || errors.Is(err, io.EOF) {
 		return nil, 0, fmt.Errorf("%w: %s: %w", ErrUntrusted, path, errDamaged)
 	}
@@ -342,8 +374,8 @@ func Lookup(path string, want Stamp, key string) (checkpoint []byte, revision ui
 }
 
 // lookUp is Lookup in an index section of size bytes that at reads.
-func lookUp(at func(p []byte, off int64) (int, error), size int, key string) ([]byte, error) {
-	x, err := readIndex(at, size)
+func lookUp(read func(p []byte, off int64) (int, error), size int64, key string) ([]byte, error) {
+	x, err := readIndex(read, size)
 	if err != nil {
 		return nil, err
 	}
