@@ -69,13 +69,16 @@ const oneKeyMostEntries = 1000
 // openOneKey opens the config in log holding, of its properties, key alone,
 // from the file's index: the entries written since the copy are read and
 // applied as to the whole config. nil when the file holds no index, cannot
-// be used, or is too far behind, or the config does not open so.
+// be used, is too far behind, or was compacted past (the catch-up would
+// read the whole snapshot, and nothing would save it), or the config does
+// not open so.
 func (r *replica) openOneKey(ctx context.Context, log *jetstream.Log, key string, o sharedconfig.Options) *sharedconfig.Config {
 	checkpoint, revision, err := replicacache.Lookup(r.path, r.stamp, key)
 	if err != nil {
 		return nil
 	}
-	if last := log.Stream().CachedInfo().State.LastSeq; last < revision || last-revision > oneKeyMostEntries {
+	state := log.Stream().CachedInfo().State
+	if state.LastSeq < revision || state.LastSeq-revision > oneKeyMostEntries || state.FirstSeq > revision {
 		return nil
 	}
 	// A config that holds one key must never write a snapshot of itself.

@@ -390,3 +390,30 @@ func TestGetFarBehindTheCacheSavesANewerCopy(t *testing.T) {
 		t.Fatal("the newer copy was not used")
 	}
 }
+
+// A copy the stream was compacted past is not used for one key: the
+// catch-up would read the whole snapshot, every time, since nothing saves
+// a config opened for one key.
+func TestGetAfterACompactionSavesANewerCopy(t *testing.T) {
+	e := newIndexEnv(t)
+	w := e.open("writer")
+	defer w.Close()
+	if _, err := w.Put(e.ctx, "a", "0"); err != nil {
+		t.Fatal(err)
+	}
+	e.save()
+	if _, err := w.Put(e.ctx, "b", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Compact(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := e.oneKey("a"); c != nil {
+		c.Close()
+		t.Fatal("a copy the stream was compacted past was used for one key")
+	}
+	e.save()
+	if !e.same("a", "after a new save") {
+		t.Fatal("the newer copy was not used")
+	}
+}
