@@ -232,7 +232,7 @@ func TestBigImportKilledMidwayChangesNothing(t *testing.T) {
 	if _, stderr, code := runShell(t, "", append(args, "put", "before", "1")...); code != 0 {
 		t.Fatalf("put: exit %d, %s", code, stderr)
 	}
-	file := writeBigImport(t, 8000) // 8 MB: 8 chunks
+	file := writeBigImport(t, 8000) // 8 MB: 9 chunks, the last a small one
 	nc := jstest.Connect(t, srv)
 	for attempt := 1; ; attempt++ {
 		if killedInsideChunks(t, nc, file, args) {

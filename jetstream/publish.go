@@ -66,11 +66,11 @@ func (l *Log) CompactAfter(ctx context.Context, last statesync.Position, snapsho
 	if err != nil {
 		return statesync.Position{}, fmt.Errorf("%s: %w", l.name, describeStreamError(err))
 	}
-	n := (len(snapshot) + limit - 1) / limit
+	chunks := splitSnapshot(snapshot, limit)
+	n := len(chunks)
 	id := nuid.Next()
 	at := last
-	for i := range n {
-		chunk := snapshot[i*limit : min((i+1)*limit, len(snapshot))]
+	for i, chunk := range chunks {
 		msg := l.newMsg(KindSnapshotChunk, chunk)
 		msg.Header.Set(HeaderSnapshot, id)
 		msg.Header.Set(HeaderChunk, fmt.Sprintf("%d/%d", i, n))
@@ -88,6 +88,23 @@ func (l *Log) CompactAfter(ctx context.Context, last statesync.Position, snapsho
 		l.options.Warning(fmt.Sprintf("%s: the snapshot was written at %d and is in use, but dropping the entries before it failed (the next compaction drops them): %v", l.name, at.Revision, describeJSError(err)))
 	}
 	return at, nil
+}
+
+// lastChunk bounds the last chunk of a snapshot: until the next write it
+// is the stream's last message, which LastPosition fetches whole (to check
+// its id) for every reader that opens or refreshes the config.
+const lastChunk = 4096
+
+// splitSnapshot cuts a snapshot larger than limit into chunks of at most
+// limit bytes, the last of them at most lastChunk.
+func splitSnapshot(snapshot []byte, limit int) [][]byte {
+	body, tail := snapshot[:len(snapshot)-min(lastChunk, len(snapshot))], snapshot[len(snapshot)-min(lastChunk, len(snapshot)):]
+	var chunks [][]byte
+	for len(body) > 0 {
+		n := min(limit, len(body))
+		chunks, body = append(chunks, body[:n]), body[n:]
+	}
+	return append(chunks, tail)
 }
 
 // chunkFailed says what a failure to write chunk i of n means for the
