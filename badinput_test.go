@@ -192,14 +192,14 @@ func TestTurnsSubjectDeniedSaysNothing(t *testing.T) {
 // purges again.
 func TestSnapshotInUseWhenPurgeRefused(t *testing.T) {
 	t.Parallel()
-	s := jstest.NATS(t, &server.Options{JetStream: true})
+	s := jstest.NATS(t, &server.Options{JetStream: true, MaxPayload: smallPayload})
 	refuseEveryPurge(t, s)
 	args := []string{"--server", s.ClientURL(), "-s", "purge", "-n", "c", "--timeout", "1m"}
 	if _, stderr, code := runShell(t, "", append(args, "put", "before", "1")...); code != 0 {
 		t.Fatalf("put: exit %d, %s", code, stderr)
 	}
 	inUse := "the snapshot was written at 5 and is in use, but dropping the entries before it failed" // chunks 2 to 4, the last a small one
-	stdout, stderr, code := runShell(t, "", append(args, "import", writeBigImport(t, 1200))...)
+	stdout, stderr, code := runShell(t, "", append(args, "import", writeBigImport(t, smallPayload*12/10/1000))...)
 	if code != 0 || !strings.Contains(stdout, "written as one snapshot") || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, inUse) {
 		t.Errorf("import: exit %d, stdout %q, stderr %q; want exit 0 and one warning line saying the snapshot is in use", code, stdout, stderr)
 	}

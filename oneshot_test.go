@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
@@ -88,6 +89,23 @@ func TestGetValueOnlyIsByteExact(t *testing.T) {
 	}
 }
 
+// smallPayload is the max payload of the servers the big-import tests use:
+// an entry's limit, and so the sizes of snapshot chunks, scale with it, so
+// an import of a few of them takes the same paths as one of a few MiB on a
+// server of 1 MiB, for a sixteenth of the work.
+const smallPayload = 64 << 10
+
+// smallPayloadServer starts a server whose max payload is smallPayload.
+func smallPayloadServer(t *testing.T) *localserver.Server {
+	t.Helper()
+	srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir(), MaxPayload: smallPayload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	return srv
+}
+
 // writeBigImport writes a plain import file of n keys of 1000 bytes.
 func writeBigImport(t *testing.T, n int) string {
 	t.Helper()
@@ -105,6 +123,10 @@ func writeBigImport(t *testing.T, n int) string {
 	}
 	return file
 }
+
+// bigImportKeys is how many keys of 1000 bytes fill payloads max payloads
+// of smallPayloadServer, and a little more.
+func bigImportKeys(payloads int) int { return payloads*smallPayload/1000 + 1 }
 
 // exportedProps runs export in a fresh process and returns its properties.
 func exportedProps(t *testing.T, args []string) map[string]string {
@@ -126,22 +148,22 @@ func exportedProps(t *testing.T, args []string) map[string]string {
 	return props
 }
 
-// What export writes, import reads back whatever its size: a 2 MB export
-// (more than one entry of the server) lands whole, and a fresh process
-// exports the same keys and values.
+// What export writes, import reads back whatever its size: an export of
+// twice the server's max payload (more than one entry) lands whole, and a
+// fresh process exports the same keys and values.
 func TestBigExportImportsBack(t *testing.T) {
 	t.Parallel()
-	srv := jstest.Server(t)
-	// A minute per command, not 5 s: the test is of what lands, and 2 MB
-	// under -race among parallel tests can take longer.
+	srv := smallPayloadServer(t)
+	// A minute per command, not 5 s: the test is of what lands, and a big
+	// import under -race among parallel tests can take longer.
 	src := []string{"--server", srv.ClientURL(), "--scope", "big", "-n", "src", "--timeout", "1m"}
 	dst := []string{"--server", srv.ClientURL(), "--scope", "big", "-n", "dst", "--timeout", "1m"}
-	if _, stderr, code := runShell(t, "", append(src, "import", writeBigImport(t, 2000))...); code != 0 {
+	if _, stderr, code := runShell(t, "", append(src, "import", writeBigImport(t, bigImportKeys(2)))...); code != 0 {
 		t.Fatalf("import of the plain file: exit %d, %s", code, stderr)
 	}
 	exported, stderr, code := runShell(t, "", append(src, "export")...)
-	if code != 0 || len(exported) < 2<<20 {
-		t.Fatalf("export: exit %d, %d bytes, %s; want 2 MB", code, len(exported), stderr)
+	if code != 0 || len(exported) < 2*smallPayload {
+		t.Fatalf("export: exit %d, %d bytes, %s; want %d", code, len(exported), stderr, 2*smallPayload)
 	}
 	file := filepath.Join(t.TempDir(), "export.json")
 	if err := os.WriteFile(file, []byte(exported), 0o600); err != nil {
@@ -151,7 +173,7 @@ func TestBigExportImportsBack(t *testing.T) {
 		t.Fatalf("put: exit %d, %s", code, stderr)
 	}
 	stdout, stderr, code := runShell(t, "", append(dst, "import", file)...)
-	if code != 0 || !strings.Contains(stdout, "2000 added") || !strings.Contains(stdout, "written as one snapshot") {
+	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("%d added", bigImportKeys(2))) || !strings.Contains(stdout, "written as one snapshot") {
 		t.Fatalf("import of a %d-byte export: exit %d, stdout %q, stderr %q", len(exported), code, stdout, stderr)
 	}
 	want := exportedProps(t, src)
@@ -227,12 +249,12 @@ func TestNoConfigWhoseSubjectAnotherStreamTakes(t *testing.T) {
 // process and for the next write.
 func TestBigImportKilledMidwayChangesNothing(t *testing.T) {
 	t.Parallel()
-	srv := jstest.Server(t)
+	srv := smallPayloadServer(t)
 	args := []string{"--server", srv.ClientURL(), "--scope", "big", "-n", "killed", "--timeout", "1m"} // as above
 	if _, stderr, code := runShell(t, "", append(args, "put", "before", "1")...); code != 0 {
 		t.Fatalf("put: exit %d, %s", code, stderr)
 	}
-	file := writeBigImport(t, 8000) // 8 MB: 9 chunks, the last a small one
+	file := writeBigImport(t, bigImportKeys(8)) // 10 chunks, the last a small one
 	nc := jstest.Connect(t, srv)
 	for attempt := 1; ; attempt++ {
 		if killedInsideChunks(t, nc, file, args) {
@@ -264,15 +286,18 @@ func writeOne(t *testing.T, k, v string) string {
 	return file
 }
 
-// killedInsideChunks starts an import of file and kills it once the
-// stream's last message is a chunk that is not its run's last; false if the
-// import ended first.
+// killedInsideChunks starts an import of file and kills it as soon as it
+// publishes a chunk of its snapshot that is not the last; false if the
+// import ended first, or its last chunk landed before the kill.
 func killedInsideChunks(t *testing.T, nc *nats.Conn, file string, args []string) bool {
 	t.Helper()
-	ctx := context.Background()
-	js, _ := natsjs.New(nc)
-	stream, err := js.Stream(ctx, jetstream.StreamName("big", "killed"))
+	published := make(chan *nats.Msg, 64)
+	sub, err := nc.ChanSubscribe(jetstream.Subject("big", "killed"), published)
 	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	c := exec.Command(os.Args[0], append(args, "import", file)...)
@@ -286,17 +311,39 @@ func killedInsideChunks(t *testing.T, nc *nats.Conn, file string, args []string)
 		select {
 		case <-exited:
 			return false
-		default:
-		}
-		m, err := stream.GetLastMsgForSubject(ctx, jetstream.Subject("big", "killed"))
-		var i, n int
-		if err == nil && m.Header.Get(jetstream.HeaderKind) == jetstream.KindSnapshotChunk {
-			fmt.Sscanf(m.Header.Get(jetstream.HeaderChunk), "%d/%d", &i, &n)
-			if i < n-1 {
+		case m := <-published:
+			if i, n, ok := chunkOf(m.Header); ok && i < n-1 {
 				c.Process.Signal(syscall.SIGKILL)
 				<-exited
-				return true
+				return !lastChunkLanded(t, nc)
 			}
 		}
 	}
+}
+
+// chunkOf reads which chunk of how many an entry's headers say it is.
+func chunkOf(h nats.Header) (i, n int, ok bool) {
+	if h.Get(jetstream.HeaderKind) != jetstream.KindSnapshotChunk {
+		return 0, 0, false
+	}
+	_, err := fmt.Sscanf(h.Get(jetstream.HeaderChunk), "%d/%d", &i, &n)
+	return i, n, err == nil
+}
+
+// lastChunkLanded says whether the stream's last entry is the last chunk of
+// a snapshot: an import killed too late, which landed whole.
+func lastChunkLanded(t *testing.T, nc *nats.Conn) bool {
+	t.Helper()
+	ctx := context.Background()
+	js, _ := natsjs.New(nc)
+	stream, err := js.Stream(ctx, jetstream.StreamName("big", "killed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := stream.GetLastMsgForSubject(ctx, jetstream.Subject("big", "killed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i, n, ok := chunkOf(m.Header)
+	return ok && i == n-1
 }
