@@ -38,9 +38,7 @@ func TestStoppedHolderLeavesTheNextRegistrationAlone(t *testing.T) {
 // The same, but the process that registered the lease again is killed
 // (kill -9): the shell that lost its registration does not keep the dead
 // one alive, so a follower sees it expire within the ttl and 2 seconds.
-func TestStoppedHolderDoesNotKeepTheNextRegistrationAlive(t *testing.T) {
-	// Not parallel: its deadline of seconds is for this test's processes,
-	// not for them among other tests' on a loaded machine.
+func stoppedHolderDoesNotKeepTheNextRegistrationAlive(t *testing.T) {
 	args := membershipServer(t)
 	a, b := reregisteredWhileStopped(t, args)
 	follower := startREPL(t, "follower", args("watcher", "--follow")...)

@@ -12,9 +12,7 @@ import (
 // revoke): the follower's shell writes the expiry by itself, and prints
 // it, within the ttl and 2 seconds; a shell started afterwards never sees
 // /servers/1.
-func TestMembershipLeaseExpiresAfterKill(t *testing.T) {
-	// Not parallel: its deadline of seconds is for this test's processes,
-	// not for them among other tests' on a loaded machine.
+func membershipLeaseExpiresAfterKill(t *testing.T) {
 	args := membershipServer(t)
 	const ttl = 3 * time.Second
 	follower := startREPL(t, "follower", args("watcher", "--follow")...)
@@ -71,9 +69,7 @@ func TestMembershipLeaseExpiresAfterKill(t *testing.T) {
 // A one-shot `sharedconfig watch` is a process that follows as much as a
 // following shell is: it writes the expiry of a lease whose holder was
 // killed, so the membership example works with it as the only watcher.
-func TestOneShotWatchExpiresLeases(t *testing.T) {
-	// Not parallel: its deadline of seconds is for this test's processes,
-	// not for them among other tests' on a loaded machine.
+func oneShotWatchExpiresLeases(t *testing.T) {
 	args := membershipServer(t)
 	const ttl = 3 * time.Second
 	s1 := startREPL(t, "server-1", args("server-1")...)

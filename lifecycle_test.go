@@ -157,9 +157,7 @@ func stopProcess(t *testing.T, c *exec.Cmd) {
 // A shell's PUT while its server is down fails at once, saying nothing was
 // changed, and does not land when the server comes back on the same port
 // and store: nothing is sent behind the user's back.
-func TestNoWriteBehindTheUsersBack(t *testing.T) {
-	// Not parallel: its deadline of seconds is for this test's processes,
-	// not for them among other tests' on a loaded machine.
+func noWriteBehindTheUsersBack(t *testing.T) {
 	listen, dir := fmt.Sprintf("127.0.0.1:%d", freePort(t)), t.TempDir()
 	server := startServerProcessAt(t, listen, dir)
 	args := []string{"--server", "nats://" + listen, "--scope", "late", "--timeout", "3s"}
@@ -209,9 +207,7 @@ func noRaceExitSleep() []string { return []string{"GORACE=" + raceWithoutExitSle
 // within 2s while its server hangs (SIGSTOP): shells that follow the config
 // and hold a lease whose keeper is waiting for the server, a watch, and a
 // member holding its key.
-func TestExitIsQuickWhenTheServerHangs(t *testing.T) {
-	// Not parallel: its deadline of seconds is for this test's processes,
-	// not for them among other tests' on a loaded machine.
+func exitIsQuickWhenTheServerHangs(t *testing.T) {
 	url, server := startServerProcess(t)
 	args := func(writer string, more ...string) []string {
 		return append([]string{"--server", url, "--scope", "hang", "--writer", writer}, more...)
