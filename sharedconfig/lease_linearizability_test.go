@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -494,10 +497,37 @@ type llRecord struct {
 	unknown bool
 }
 
+// checkHistory fails t unless porcupine finds history linearizable under
+// model, and names the file with porcupine's visualisation if it does not.
+func checkHistory(t *testing.T, model porcupine.Model, history []porcupine.Operation) {
+	res, info := porcupine.CheckOperationsVerbose(model, history, 2*time.Minute)
+	switch res {
+	case porcupine.Ok:
+	case porcupine.Illegal:
+		file := filepath.Join(os.TempDir(), fmt.Sprintf("sharedconfig-linearizability-%s-%d.html", t.Name()[strings.LastIndex(t.Name(), "/")+1:], time.Now().Unix()))
+		if f, err := os.Create(file); err == nil {
+			porcupine.Visualize(model, info, f)
+			f.Close()
+		}
+		t.Fatalf("the history is not linearizable; porcupine's visualisation is in %s", file)
+	default:
+		t.Fatalf("porcupine could not decide within 2 minutes (%v)", res)
+	}
+}
+
+// llOpsPerClient is half of SHAREDCONFIG_LINEARIZABILITY_OPS (the
+// operations per client of the runs in ./linearizability), 100 by default.
+func llOpsPerClient() int {
+	if n, err := strconv.Atoi(os.Getenv("SHAREDCONFIG_LINEARIZABILITY_OPS")); err == nil && n > 0 {
+		return n / 2
+	}
+	return 100
+}
+
 // llRun runs the clients against a config named name, calls fault once a
 // third of the operations are done, and checks the history.
 func llRun(t *testing.T, connect func() (*nats.Conn, error), name string, fault func()) {
-	sh := &llShared{t: t, connect: connect, name: name, fault: fault, perClient: lzOpsPerClient() / 2,
+	sh := &llShared{t: t, connect: connect, name: name, fault: fault, perClient: llOpsPerClient(),
 		log: &llLog{t: t, entries: map[uint64]llEntry{}}, start: time.Now()}
 	records := make([][]llRecord, llClients)
 	clients := make([]*llClient, llClients)

@@ -1,4 +1,4 @@
-package sharedconfig_test
+package linearizability_test
 
 import (
 	"context"
