@@ -43,7 +43,8 @@ func newBenchCmd() *cobra.Command {
 on the same server in the same run, and prints both and their ratio:
 uncontended PUT latency against a raw conditional publish, PUT with a large
 state against a small one, contended throughput against NATS KV
-compare-and-set (with how evenly the commits were shared out), 16
+compare-and-set (with how evenly the commits were shared out), a PUT now
+and then among writers in closed loops against the same on NATS KV, 16
 goroutines on one config against 16 configs (group commit), REFRESH against
 a request round trip, a script of piped PUTs against as many sequential raw
 conditional publishes, catch-up against a raw

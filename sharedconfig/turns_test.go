@@ -116,8 +116,10 @@ func putEach(t *testing.T, c *sharedconfig.Config, key string, n int) {
 	}
 }
 
-// forgeWaits publishes a forged "wait" word on the config's turns subject
-// every 50 ms until the test ends: a writer that is heard but never writes.
+// forgeWaits publishes a forged "once" word (the wait of a write that does
+// not loop, which every write holds back for) on the config's turns
+// subject every 50 ms until the test ends: a writer that is heard but
+// never writes.
 func forgeWaits(t *testing.T, e *env) {
 	nc := jstest.Connect(t, e.srv)
 	stop := make(chan struct{})
@@ -139,7 +141,7 @@ func forgeWaits(t *testing.T, e *env) {
 }
 
 func publishWait(nc *nats.Conn, name string) {
-	_ = nc.Publish(jetstream.Subject("test", name)+".turns", []byte("wait spam0 0"))
+	_ = nc.Publish(jetstream.Subject("test", name)+".turns", []byte("once spam0 0"))
 	_ = nc.Flush()
 }
 

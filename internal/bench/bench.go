@@ -126,6 +126,7 @@ var Phases = []Phase{
 	{"state-size", (*runner).stateSize},
 	{"contended", (*runner).contended},
 	{"shares", (*runner).shares},
+	{"interjected", (*runner).interjected},
 	{"leases", (*runner).leases},
 	{"group commit", (*runner).groupCommit},
 	{"refresh", (*runner).refresh},

@@ -12,6 +12,9 @@
 // waiters the oldest goes first, ties broken by writer id. That is the
 // Greedy contention manager of the STM literature (the oldest transaction
 // wins), with its ages taken from the log rather than from clocks.
+// A write that does not loop (a person's, among scripts' loops) goes
+// before the looping ones, and says so at its first lost try, so that it
+// waits for about the commit under way rather than for every turn.
 //
 // The words are hints only, and anyone may say them. Every append stays
 // conditional on the writer's copy being the latest, so a lost, late or
@@ -202,6 +205,7 @@ type Manager struct {
 }
 
 type waiter struct {
+	once  bool          // a write that does not loop (a "once" word)
 	since uint64        // the base revision of the waiting write's first try
 	try   time.Duration // how long its tries take, as it says
 	heard time.Time
@@ -217,15 +221,20 @@ func New(o Options) *Manager {
 }
 
 // A word is "wait <id> <since> <try>" (try: how long the waiter's tries
-// take, in milliseconds; words without it are heard too), "done <id>" or
-// "hello <id>". A writer
+// take, in milliseconds; words without it are heard too), "once ..." (the
+// same, from a write that does not loop: it goes before every looping
+// waiter), "done <id>" or "hello <id>". A writer
 // says hello when it starts to listen: it has missed the words said before,
 // and a writer that holds a turn says nothing until the turn ends, so every
 // writer that waits or holds a turn says its wait again. Unheard, a
 // newcomer would race the turn's holder, which does not give way to a
 // younger writer, and lose every try of that turn.
-func waitWord(id string, since uint64, try time.Duration) []byte {
-	return []byte("wait " + id + " " + strconv.FormatUint(since, 10) + " " + strconv.FormatInt(try.Milliseconds(), 10))
+func waitWord(id string, since uint64, try time.Duration, once bool) []byte {
+	verb := "wait "
+	if once {
+		verb = "once "
+	}
+	return []byte(verb + id + " " + strconv.FormatUint(since, 10) + " " + strconv.FormatInt(try.Milliseconds(), 10))
 }
 
 func doneWord(id string) []byte { return []byte("done " + id) }
@@ -294,7 +303,7 @@ func (c *Manager) hear(word []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case f[0] == "wait" && (len(f) == 3 || len(f) == 4):
+	case (f[0] == "wait" || f[0] == "once") && (len(f) == 3 || len(f) == 4):
 		since, err := strconv.ParseUint(f[2], 10, 64)
 		if err != nil {
 			return
@@ -313,7 +322,7 @@ func (c *Manager) hear(word []byte) {
 			c.changed = make(chan struct{})
 		}
 		try := min(time.Duration(ms)*time.Millisecond, c.opt.MaxClaimGrace)
-		c.waiting[f[1]] = waiter{since: since, try: try, heard: time.Now()}
+		c.waiting[f[1]] = waiter{once: f[0] == "once", since: since, try: try, heard: time.Now()}
 	case f[0] == "done" && len(f) == 2:
 		if _, ok := c.waiting[f[1]]; ok {
 			delete(c.waiting, f[1])
@@ -541,7 +550,7 @@ func (c *Manager) ahead(w *Write, now time.Time) (n int, first waiterID, stale t
 		if c.ignored(id, now) || w.passed[id] {
 			continue
 		}
-		if wt.since > w.since || (wt.since == w.since && id > c.id) {
+		if !goesBefore(wt, id, w, c.id) {
 			continue
 		}
 		n++
@@ -553,4 +562,15 @@ func (c *Manager) ahead(w *Write, now time.Time) (n int, first waiterID, stale t
 		}
 	}
 	return n, first, stale, c.changed
+}
+
+// goesBefore: waiter wt, named id, goes before write w of the writer named
+// me. A write that does not loop (a person's, among scripts' loops) goes
+// before every looping one, so that it waits at most for the commit under
+// way; among writes of one kind the oldest goes first, ties broken by id.
+func goesBefore(wt waiter, id string, w *Write, me string) bool {
+	if wt.once != w.once {
+		return wt.once
+	}
+	return wt.since < w.since || wt.since == w.since && id < me
 }

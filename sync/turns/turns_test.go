@@ -42,8 +42,8 @@ func listen(t *testing.T, log turns.Announcer) *heard {
 	return h
 }
 
-// saw reports whether word was said; a "wait" word matches whatever try
-// time it says.
+// saw reports whether word was said; a "wait" or "once" word matches
+// whatever try time it says.
 func (h *heard) saw(word string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -58,7 +58,7 @@ func (h *heard) saw(word string) bool {
 // sameWord: said is want, or want with a try time after it.
 func sameWord(said, want string) bool {
 	f := strings.Fields(said)
-	return said == want || len(f) == 4 && f[0] == "wait" && strings.Join(f[:3], " ") == want
+	return said == want || len(f) == 4 && (f[0] == "wait" || f[0] == "once") && strings.Join(f[:3], " ") == want
 }
 
 func (h *heard) from(id string) []string {
@@ -105,12 +105,12 @@ func TestWriterHoldsBackForAnOlderWaiter(t *testing.T) {
 		tries = append(tries, a)
 	}))
 	h := listen(t, log)
-	log.Announce([]byte("wait older 0")) // waiting since before s's state
+	log.Announce([]byte("once older 0")) // waiting since before s's state
 	before := lastRevision(t, log)
 
 	done := incrementAsync(s)
 	me := turnID(s)
-	waitFor(t, "the writer to say it waits", func() bool { return h.saw(fmt.Sprintf("wait %s %d", me, before)) })
+	waitFor(t, "the writer to say it waits", func() bool { return h.saw(fmt.Sprintf("once %s %d", me, before)) })
 	if got := lastRevision(t, log); got != before {
 		t.Fatalf("the writer wrote (revision %d) while an older writer waited", got)
 	}
@@ -136,8 +136,8 @@ func TestUnconditionalUpdateDoesNotWaitForTurns(t *testing.T) {
 	log := memlog.New("t")
 	s := newCounter(t, log, turns.Options{})
 	h := listen(t, log)
-	log.Announce([]byte("wait older 0"))
-	waitFor(t, "the writer to hear the waiter", func() bool { return h.saw("wait older 0") })
+	log.Announce([]byte("once older 0"))
+	waitFor(t, "the writer to hear the waiter", func() bool { return h.saw("once older 0") })
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	if _, err := s.UpdateUnconditionally(ctx, add{N: 1}); err != nil {
@@ -176,7 +176,7 @@ func TestWaitsAreBounded(t *testing.T) {
 		s := newCounter(t, log, turns.Options{StaleAfter: 50 * time.Millisecond, Heartbeat: 20 * time.Millisecond,
 			MaxHoldBack: time.Hour, BackToBack: time.Millisecond, ClaimGrace: time.Hour})
 		h := listen(t, log)
-		log.Announce([]byte("wait ghost 0"))
+		log.Announce([]byte("once ghost 0"))
 		done := incrementAsync(s)
 		waitFor(t, "the writer to hold back", func() bool { return len(h.from(turnID(s))) > 0 })
 		if err := <-done; err != nil {
@@ -189,7 +189,7 @@ func TestWaitsAreBounded(t *testing.T) {
 		s := newCounter(t, log, turns.Options{StaleAfter: time.Hour, Heartbeat: 20 * time.Millisecond,
 			MaxHoldBack: 100 * time.Millisecond, BackToBack: time.Millisecond, ClaimGrace: time.Hour})
 		h := listen(t, log)
-		log.Announce([]byte("wait hog 0"))
+		log.Announce([]byte("once hog 0"))
 		done := incrementAsync(s)
 		waitFor(t, "the writer to hold back", func() bool { return len(h.from(turnID(s))) > 0 })
 		if err := <-done; err != nil {
@@ -270,7 +270,7 @@ func TestGarbageWordsAreIgnored(t *testing.T) {
 	s := newCounter(t, log, turns.Options{StaleAfter: 50 * time.Millisecond, Heartbeat: 20 * time.Millisecond,
 		MaxHoldBack: 200 * time.Millisecond, BackToBack: time.Millisecond})
 	for _, w := range []string{"", " ", "wait", "wait x", "wait x -1", "wait x 18446744073709551616",
-		"done", "done x y", "wait x 1 2", strings.Repeat("wait ", 100), "\x00\xff wait", "wait \xff 0"} {
+		"done", "done x y", "wait x 1 2", strings.Repeat("wait ", 100), "\x00\xff wait", "wait \xff 0", "once", "once x", "once x -1", "once x 1 2 3"} {
 		log.Announce([]byte(w))
 	}
 	for range 3 {
@@ -337,7 +337,7 @@ func holdBackBehindOlder(t *testing.T, log *memlog.Log, s *statesync.Synchronize
 		t.Fatal(err)
 	}
 	h := listen(t, log)
-	log.Announce([]byte("wait older 0"))
+	log.Announce([]byte("once older 0"))
 	done := incrementAsync(s)
 	me := turnID(s)
 	waitFor(t, "the writer to hold back", func() bool { return len(h.from(me)) > 0 })
@@ -418,11 +418,11 @@ func TestHoldingBackJoinsBehindTheWaiters(t *testing.T) {
 	log := memlog.New("t")
 	s := newCounter(t, log, patient)
 	h := listen(t, log)
-	log.Announce([]byte("wait older 0"))
-	log.Announce([]byte("wait newer 50"))
+	log.Announce([]byte("once older 0"))
+	log.Announce([]byte("once newer 50"))
 	done := incrementAsync(s)
 	me := turnID(s)
-	waitFor(t, "the writer to say it waits", func() bool { return h.saw(fmt.Sprintf("wait %s 50", me)) })
+	waitFor(t, "the writer to say it waits", func() bool { return h.saw(fmt.Sprintf("once %s 50", me)) })
 	log.Announce([]byte("done older"))
 	log.Announce([]byte("done newer"))
 	if err := <-done; err != nil {
@@ -456,7 +456,7 @@ func TestWaitingForATurnHoldsNoLock(t *testing.T) {
 	log := memlog.New("t")
 	s := newCounter(t, log, slowAndPatient)
 	h := listen(t, log)
-	log.Announce([]byte("wait older 0"))
+	log.Announce([]byte("once older 0"))
 	write := incrementAsync(s)
 	waitFor(t, "the writer to hold back", func() bool { return len(h.from(turnID(s))) > 0 })
 	ctx := context.Background()
@@ -490,7 +490,7 @@ func TestWriteWithoutTurnsDoesNotWait(t *testing.T) {
 	log := memlog.New("t")
 	s := newCounter(t, log, slowAndPatient)
 	h := listen(t, log)
-	log.Announce([]byte("wait older 0"))
+	log.Announce([]byte("once older 0"))
 	write := incrementAsync(s)
 	waitFor(t, "the writer to hold back", func() bool { return len(h.from(turnID(s))) > 0 })
 	ctx, cancel := context.WithTimeout(turns.Without(context.Background()), time.Second)
@@ -565,7 +565,7 @@ func TestWaiterThatNeverWritesLosesItsClaim(t *testing.T) {
 		t.Parallel()
 		log := memlog.New("t")
 		s, tries, mu := tracedCounter(t, log, turns.Options{MaxHoldBack: 2 * time.Second, ClaimGrace: grace})
-		talk(t, log, func(int) string { return "wait spam0 0" })
+		talk(t, log, func(int) string { return "once spam0 0" })
 		time.Sleep(20 * time.Millisecond)
 		if d := heldBack(t, s, tries, mu); d < grace || d > 10*grace {
 			t.Errorf("the first write held back %v; want about %v", d, grace)
@@ -580,7 +580,7 @@ func TestWaiterThatNeverWritesLosesItsClaim(t *testing.T) {
 		t.Parallel()
 		log := memlog.New("t")
 		s, tries, mu := tracedCounter(t, log, turns.Options{MaxHoldBack: 2 * time.Second, ClaimGrace: grace})
-		talk(t, log, func(i int) string { return fmt.Sprintf("wait spam%d 0", i) })
+		talk(t, log, func(i int) string { return fmt.Sprintf("once spam%d 0", i) })
 		time.Sleep(20 * time.Millisecond)
 		for range 3 {
 			if d := heldBack(t, s, tries, mu); d < grace || d > 6*grace {
@@ -605,7 +605,7 @@ func TestWaiterThatWritesKeepsItsClaimForOneTurn(t *testing.T) {
 		if _, err := logtest.Append(log, turns.SpeakerContext(context.Background(), "writer"), statesync.AnyRevision, data); err != nil {
 			t.Error(err)
 		}
-		return "wait writer 0"
+		return "once writer 0"
 	})
 	time.Sleep(20 * time.Millisecond)
 	if d := heldBack(t, s, tries, mu); d < turn || d > 3*turn {
@@ -631,7 +631,7 @@ func TestSlowWaiterKeepsItsClaimForItsTries(t *testing.T) {
 		case landed:
 			return "done slow"
 		case time.Since(start) < slow:
-			return "wait slow 0 200" // its tries take 200 ms, it says
+			return "once slow 0 200" // its tries take 200 ms, it says
 		}
 		if _, err := logtest.Append(log, turns.SpeakerContext(context.Background(), "slow"), statesync.AnyRevision, data); err != nil {
 			t.Error(err)
@@ -656,7 +656,7 @@ func TestMadeUpSlowWaitersCostLessEachTime(t *testing.T) {
 	const grace, most = 20 * time.Millisecond, 400 * time.Millisecond
 	log := memlog.New("t")
 	s, tries, mu := tracedCounter(t, log, turns.Options{MaxHoldBack: 2 * time.Second, ClaimGrace: grace, MaxClaimGrace: most})
-	talk(t, log, func(i int) string { return fmt.Sprintf("wait spam%d 0 60000", i) })
+	talk(t, log, func(i int) string { return fmt.Sprintf("once spam%d 0 60000", i) })
 	time.Sleep(20 * time.Millisecond)
 	var took []time.Duration
 	for range 6 {
@@ -718,7 +718,7 @@ func TestVoidedWaiterIsHeardAgainSoon(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		return "wait slow 0"
+		return "once slow 0"
 	})
 	time.Sleep(20 * time.Millisecond)
 	if d := heldBack(t, s, tries, mu); d < grace || d > 10*grace {
@@ -728,5 +728,79 @@ func TestVoidedWaiterIsHeardAgainSoon(t *testing.T) {
 	time.Sleep(1200 * time.Millisecond)
 	if d := heldBack(t, s, tries, mu); d < turn/2 {
 		t.Errorf("a write a second later held back %v for the waiter, which now writes; want about %v", d, turn)
+	}
+}
+
+// A write that does not loop (a person's PUT among scripts' loops) goes
+// before the looping writers that wait, rather than queue behind them all:
+// it holds back for none of them, and a looping write holds back for it,
+// however young it is (issue 22: such a write waits at most for the commit
+// under way).
+func TestOneOffWriteGoesBeforeLoopingWaiters(t *testing.T) {
+	t.Parallel()
+	hour := time.Hour
+	o := turns.Options{ClaimGrace: hour, StaleAfter: hour, Heartbeat: hour, MaxHoldBack: hour, BackToBack: hour}
+
+	t.Run("one-off", func(t *testing.T) {
+		t.Parallel()
+		log := memlog.New("t")
+		o := o
+		o.BackToBack = time.Nanosecond // no write loops
+		s := newCounter(t, log, o)
+		listen(t, log)
+		log.Announce([]byte("wait looper 0")) // older, and never done
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if _, err := increment(ctx, s); err != nil {
+			t.Fatalf("a one-off write behind a looping waiter: %v", err)
+		}
+	})
+
+	t.Run("looping", func(t *testing.T) {
+		t.Parallel()
+		log := memlog.New("t")
+		s := newCounter(t, log, o)
+		h := listen(t, log)
+		me := turnID(s)
+		if _, err := increment(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		log.Announce([]byte("once person 1000000")) // younger, but does not loop
+		done := incrementAsync(s)                   // back to back with the first
+		waitFor(t, "the looping write to hold back", func() bool { return h.saw(fmt.Sprintf("wait %s 1", me)) || len(h.from(me)) > 0 })
+		if got := value(t, s); got != 1 {
+			t.Fatalf("value %d: the looping write went before the one-off waiter", got)
+		}
+		log.Announce([]byte("done person"))
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A looping write that keeps losing waits as a one-off write from its
+// fourth lost try on: one-off writes, which go before looping ones, must
+// not starve it (a slow import among a person's PUTs).
+func TestLoopingWriteThatKeepsLosingWaitsAsAOneOff(t *testing.T) {
+	t.Parallel()
+	log := &rivalLog{Log: memlog.New("t")}
+	s := newCounter(t, log, turns.Options{BackToBack: time.Hour})
+	h := listen(t, log)
+	me := turnID(s)
+	if _, err := increment(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	log.mu.Lock()
+	log.rivals = 5
+	log.mu.Unlock()
+	if _, err := increment(context.Background(), s); err != nil { // back to back
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, w := range h.from(me) {
+		kinds = append(kinds, strings.Fields(w)[0])
+	}
+	if i := slices.Index(kinds, "once"); i < 0 || !slices.Contains(kinds[:i], "wait") {
+		t.Fatalf("a looping write that lost 5 tries said %q; want wait, then once", h.from(me))
 	}
 }

@@ -36,6 +36,7 @@ type Write struct {
 	copy       Copy
 	since      uint64        // its age: where the log was at its first try, or its turn's
 	looping    bool          // it started right after this synchronizer's last commit
+	once       bool          // it does not loop: it goes before looping waiters
 	noTurns    bool          // it takes no turns (WithoutTurns, or no Announcer)
 	prefetched bool          // it caught up while next in line
 	lost       int           // tries lost in a row
@@ -63,7 +64,8 @@ func (c *Manager) Start(ctx context.Context, log any, cp Copy) *Write {
 	c.listen(log)
 	noTurns := Exempt(ctx)
 	c.mu.Lock()
-	w := &Write{c: c, copy: cp, since: cp.Revision(), looping: time.Since(c.landed) < c.opt.BackToBack, noTurns: noTurns || c.announcer == nil}
+	looping := time.Since(c.landed) < c.opt.BackToBack
+	w := &Write{c: c, copy: cp, since: cp.Revision(), looping: looping, once: !looping, noTurns: noTurns || c.announcer == nil}
 	if w.noTurns {
 		c.mu.Unlock()
 		return w
@@ -96,9 +98,16 @@ func (w *Write) End(landed bool) { w.c.endWrite(w, landed) }
 // HeldBack is how long the write held back before the try under way.
 func (w *Write) HeldBack() time.Duration { return w.lastHold }
 
+// promoteAfter lost tries in a row make a looping write wait as one that
+// does not loop: a write among looping writers taking turns loses up to
+// about three (it announces after two, and may lose once more to a write
+// already under way).
+const promoteAfter = 4
+
 // lost records a try of w that another writer beat, with the log at
 // current: after AnnounceAfter lost appends in a row, w announces that it
-// waits.
+// waits; a write that does not loop, at once while others wait, since it
+// goes before the looping writers that beat it.
 func (c *Manager) lost(w *Write, current uint64) {
 	w.lost++
 	if w.lost == 1 && w.said.IsZero() {
@@ -107,15 +116,36 @@ func (c *Manager) lost(w *Write, current uint64) {
 		// that writes once in a while) is no claim to go first.
 		w.since = max(w.since, current)
 	}
-	if !w.noTurns && w.lost >= c.opt.AnnounceAfter {
+	if w.lost >= promoteAfter {
+		// A looping write that keeps losing (its tries are slow, say, and
+		// one-off writes keep landing first) goes with the one-off writes,
+		// oldest first among them: their going first must not starve it.
+		w.once = true
+	}
+	if !w.noTurns && (w.lost >= c.opt.AnnounceAfter || w.once && c.othersWait()) {
 		c.sayWaiting(w, time.Now())
 	}
+}
+
+// othersWait: some other writer is heard waiting, or holding the turn its
+// wait earned: writers take turns, and a write that does not loop would
+// otherwise lose to the holder's back-to-back writes until the turn ends.
+func (c *Manager) othersWait() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	for id, w := range c.waiting {
+		if now.Before(c.staleAt(w)) && !c.ignored(id, now) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Manager) sayWaiting(w *Write, now time.Time) {
 	w.said = now
 	c.mu.Lock()
-	word := waitWord(c.id, w.since, max(w.longestTry, c.tryTime))
+	word := waitWord(c.id, w.since, max(w.longestTry, c.tryTime), w.once)
 	c.mine = word
 	a := c.announcer
 	c.mu.Unlock()
