@@ -386,6 +386,14 @@ func (c *Manager) Saw(speakers map[string]uint64) {
 // maxRemembered bounds the ids c remembers, which anyone can make up.
 const maxRemembered = 1024
 
+// isWaiting: id is among the waiters heard, not yet forgotten.
+func (c *Manager) isWaiting(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.waiting[id]
+	return ok
+}
+
 // wroteAfter: the log, as read, holds an entry of id after revision rev.
 func (c *Manager) wroteAfter(id string, rev uint64) bool {
 	c.mu.Lock()

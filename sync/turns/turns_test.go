@@ -804,3 +804,47 @@ func TestLoopingWriteThatKeepsLosingWaitsAsAOneOff(t *testing.T) {
 		t.Fatalf("a looping write that lost 5 tries said %q; want wait, then once", h.from(me))
 	}
 }
+
+// Made-up slow waiters that stop being first before their claim is judged
+// (each word a new name that goes first, or a name said once that goes
+// stale) still cost a write at most MaxHoldBack and MaxClaimGrace: their
+// grace is not added up, one waiter after another, until the write's
+// context ends. A name that goes stale is judged as it goes, so each such
+// claim halves what the next can cost, as a voided one does.
+func TestSlowWaitersThatStopBeingFirstDoNotAddUp(t *testing.T) {
+	t.Parallel()
+	const grace, most, hold = 20 * time.Millisecond, 400 * time.Millisecond, 200 * time.Millisecond
+	for name, c := range map[string]struct {
+		word    func(i int) string
+		cheaper bool // later writes cost less
+	}{
+		"each a new first": {func(i int) string { return fmt.Sprintf("wait spam%09d 0 60000", 999_999_999-i) }, false},
+		"each said once":   {func(i int) string { return fmt.Sprintf("wait spam%09d 0 60000", i) }, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			log := memlog.New("t")
+			o := turns.Options{MaxHoldBack: hold, ClaimGrace: grace, MaxClaimGrace: most, StaleAfter: 10 * time.Millisecond}
+			s := newCounter(t, log, o)
+			talk(t, log, c.word)
+			time.Sleep(20 * time.Millisecond)
+			var took []time.Duration
+			for i := range 4 {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				start := time.Now()
+				_, err := increment(ctx, s)
+				cancel()
+				took = append(took, time.Since(start).Round(time.Millisecond))
+				if err != nil || took[i] > 2*(hold+most) {
+					t.Fatalf("write %d took %v (%v) under made-up slow waiters; want at most about %v", i, took[i], err, hold+most)
+				}
+			}
+			t.Logf("writes took %v", took)
+			// One stall of a loaded machine may lengthen any write: the
+			// bound is on the least of the last three.
+			if c.cheaper && slices.Min(took[1:]) > 8*grace {
+				t.Errorf("writes took %v: want less after the first's claims came to nothing", took)
+			}
+		})
+	}
+}

@@ -315,9 +315,14 @@ func (w *Write) queueUp(ctx context.Context, ahead int, now time.Time) error {
 func (w *Write) judgeClaim(ctx context.Context, waiter waiterID, now time.Time) (judgeBy time.Time, again bool, err error) {
 	c, first := w.c, waiter.id
 	if w.first != first {
+		if err := w.judgeDeparted(ctx, now); err != nil {
+			return now, false, err
+		}
 		w.first, w.firstAt, w.from, w.shownAt = first, now, w.copy.Revision(), time.Time{}
 		w.grace, w.earned = c.claimGrace(waiter.try)
-		w.granted += w.earned
+		// Claims are not added up: a name that goes first with each word
+		// would otherwise earn grace after grace, never judged.
+		w.granted = max(w.granted, w.earned)
 	}
 	if !w.shownAt.IsZero() {
 		if judgeBy = w.shownAt.Add(c.opt.TurnTime); now.Before(judgeBy) {
@@ -342,6 +347,28 @@ func (w *Write) judgeClaim(ctx context.Context, waiter waiterID, now time.Time) 
 	w.pass(first)
 	w.voided += now.Sub(w.firstAt)
 	return judgeBy, true, nil
+}
+
+// judgeDeparted judges the claim of the waiter that was first, if it is
+// gone before its claim was judged (stale, done, or forgotten): a name said
+// once and never again must not leave its grace unjudged, or each new one
+// would cost its full grace.
+func (w *Write) judgeDeparted(ctx context.Context, now time.Time) error {
+	c := w.c
+	if w.first == "" || !w.shownAt.IsZero() || w.passed[w.first] || c.isWaiting(w.first) {
+		return nil
+	}
+	if err := w.copy.CatchUp(ctx); err != nil {
+		return err
+	}
+	shown := c.wroteAfter(w.first, w.from)
+	c.judged(w.earned, shown)
+	if !shown {
+		c.voidClaim(w.first)
+		w.voided += now.Sub(w.firstAt)
+	}
+	w.pass(w.first)
+	return nil
 }
 
 func (w *Write) pass(id string) {
