@@ -87,7 +87,7 @@ func StartServer(o ServerOptions) (*Server, error) {
 	logger := &captureLogger{out: o.Log}
 	ns.SetLogger(logger, false, false)
 	ns.Start()
-	if !ns.ReadyForConnections(10*time.Second) || !ns.JetStreamEnabled() {
+	if !logger.waitReady(ns, 10*time.Second) || !ns.JetStreamEnabled() {
 		ns.Shutdown()
 		ns.WaitForShutdown()
 		lock.Close()
@@ -265,6 +265,25 @@ type captureLogger struct {
 	mu     sync.Mutex
 	out    io.Writer
 	errors []string
+	fatal  bool // the server cannot go on (it could not listen, say)
+}
+
+// waitReady waits until ns takes connections, for at most within, and no
+// longer once the server has said it cannot go on: a port another process
+// holds is not waited out as a slow start.
+func (l *captureLogger) waitReady(ns *server.Server, within time.Duration) bool {
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); {
+		if ns.ReadyForConnections(25 * time.Millisecond) {
+			return true
+		}
+		l.mu.Lock()
+		fatal := l.fatal
+		l.mu.Unlock()
+		if fatal {
+			return false
+		}
+	}
+	return false
 }
 
 func (l *captureLogger) write(level, format string, v ...any) {
@@ -295,4 +314,9 @@ func (l *captureLogger) Debugf(string, ...any)          {}
 func (l *captureLogger) Tracef(string, ...any)          {}
 func (l *captureLogger) Warnf(format string, v ...any)  { l.write("WRN", format, v...) }
 func (l *captureLogger) Errorf(format string, v ...any) { l.record("ERR", format, v...) }
-func (l *captureLogger) Fatalf(format string, v ...any) { l.record("FTL", format, v...) }
+func (l *captureLogger) Fatalf(format string, v ...any) {
+	l.record("FTL", format, v...)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.fatal = true
+}

@@ -1,6 +1,7 @@
 package localserver_test
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -27,4 +28,24 @@ func TestServerRefusesBadSyncInterval(t *testing.T) {
 		t.Fatalf("sync interval 1ms: %v", err)
 	}
 	srv.Shutdown()
+}
+
+// A port another process listens on is refused at once, with nats-server's
+// reason: the failure to listen is not waited out as a slow start.
+func TestServerOnATakenPortFailsAtOnce(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	start := time.Now()
+	srv, err := localserver.StartServer(localserver.ServerOptions{Listen: taken.Addr().String(), DataDir: t.TempDir()})
+	took := time.Since(start)
+	if err == nil {
+		srv.Shutdown()
+		t.Fatalf("the server started on %s, which another listener holds", taken.Addr())
+	}
+	if !strings.Contains(err.Error(), "address already in use") || took > 2*time.Second {
+		t.Errorf("after %v: %v; want at once an error saying the address is in use", took.Round(time.Millisecond), err)
+	}
 }
