@@ -27,6 +27,17 @@ func TestDescribeWriteThatLostOnce(t *testing.T) {
 	}
 }
 
+// A write whose time ran out while it held back for other writers' turns
+// (forged words can make it) is not blamed on the server either.
+func TestDescribeWriteCutShortWhileHoldingBack(t *testing.T) {
+	err := fmt.Errorf("put: %w", &turns.ContendedError{HeldBack: 987 * time.Millisecond, Err: context.DeadlineExceeded})
+	got := describeError(err, time.Second)
+	want := "gave up after holding back 987ms for older writers' turns within 1s (the server is answering; try again, or use a longer --timeout)"
+	if got != want {
+		t.Fatalf("describeError = %q\nwant %q", got, want)
+	}
+}
+
 // TRACE says how long a try waited for older writers' turns, when it did.
 func TestDescribeAttemptThatHeldBack(t *testing.T) {
 	for _, tc := range []struct {

@@ -650,7 +650,10 @@ func (sh *Shell) explain(err error, timeout time.Duration) string {
 func describeError(err error, timeout time.Duration) string {
 	if contended := (*turns.ContendedError)(nil); errors.As(err, &contended) {
 		lost := fmt.Sprintf("gave up after losing %d tries in a row to other writers", contended.Lost)
-		if contended.Lost == 1 {
+		switch contended.Lost {
+		case 0:
+			lost = fmt.Sprintf("gave up after holding back %v for older writers' turns", contended.HeldBack.Round(time.Millisecond))
+		case 1:
 			lost = "gave up after losing its one try to another writer"
 		}
 		if errors.Is(err, context.DeadlineExceeded) && timeout > 0 {

@@ -160,12 +160,19 @@ type Announcer interface {
 // it was retrying, after Lost tries in a row had found that another writer
 // had appended first. The log answered each of those tries; the write was
 // starved, not cut off. errors.Is(err, context.DeadlineExceeded) still holds.
+// A write whose context ended while it held back for older writers' turns,
+// before any try of it was lost, has Lost 0 and HeldBack how long it held
+// back.
 type ContendedError struct {
-	Lost int
-	Err  error
+	Lost     int
+	HeldBack time.Duration
+	Err      error
 }
 
 func (e *ContendedError) Error() string {
+	if e.Lost == 0 {
+		return fmt.Sprintf("held back %v for older writers' turns, then: %v", e.HeldBack.Round(time.Millisecond), e.Err)
+	}
 	return fmt.Sprintf("lost %d tries in a row to other writers, then: %v", e.Lost, e.Err)
 }
 

@@ -2,6 +2,7 @@ package turns_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -846,5 +847,25 @@ func TestSlowWaitersThatStopBeingFirstDoNotAddUp(t *testing.T) {
 				t.Errorf("writes took %v: want less after the first's claims came to nothing", took)
 			}
 		})
+	}
+}
+
+// A write whose context ends while it holds back for older writers' turns
+// says so (a ContendedError with how long it held back), so that it is not
+// taken for a server that did not answer.
+func TestWriteCutShortWhileHoldingBackSaysSo(t *testing.T) {
+	t.Parallel()
+	log := memlog.New("t")
+	o := patient
+	o.MaxHoldBack = time.Hour
+	s := newCounter(t, log, o)
+	talk(t, log, func(int) string { return "wait old 0" })
+	time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := increment(ctx, s)
+	var contended *turns.ContendedError
+	if !errors.As(err, &contended) || contended.HeldBack < 100*time.Millisecond || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a write held back until its context ended gave %v; want a ContendedError with the time it held back, wrapping the deadline", err)
 	}
 }

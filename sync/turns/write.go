@@ -273,7 +273,8 @@ func (w *Write) HoldBack(ctx context.Context) (err error) {
 		}
 		wake := earliest(stale, judgeBy, now.Add(c.opt.MaxHoldBack+w.granted-w.heldBack), w.said.Add(c.opt.Heartbeat)).Sub(now)
 		if err := w.sleepUnlocked(ctx, wake, changed); err != nil {
-			return err
+			// Not the log's silence: this write was waiting its turn.
+			return &ContendedError{HeldBack: w.heldBack + time.Since(now), Err: err}
 		}
 		waited = true
 		w.heldBack += time.Since(now)
