@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 // Keep runs in the background until stop is called: it refreshes the
@@ -252,6 +253,9 @@ func (k *keeper) refresh(ctx context.Context, name string, l leaseRecord) bool {
 	case kept.registration != l.Registration || kept.told || kept.revoking:
 		// Revoked (REVOKE_LEASE), or registered again, since the round
 		// began; being revoked; or already reported.
+	case errors.Is(err, statesync.ErrReplaced), errors.Is(err, statesync.ErrDeleted):
+		// The lease went with the config, whose copy was dropped.
+		k.tell(name, l, fmt.Sprintf("Lease '%s' has ended: its config was destroyed (%v)", name, err))
 	case lostBy(err):
 		// The registration ended: keptIn says so, with why, next round.
 	case errors.Is(err, lease.ErrExpired) && (kept.lapsed || k.lapsed(l, k.c.serverNow())):

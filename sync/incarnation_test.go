@@ -141,3 +141,40 @@ func TestFetchAtTheEndAsksOnce(t *testing.T) {
 		t.Fatalf("a fetch from a new log of the same length: %v, want ErrReplaced", err)
 	}
 }
+
+// An unconditional write from a copy of a log that was deleted and created
+// again lands in the new log (nothing conditions it), but never returns
+// the old copy's state as the state at its entry: it finds the log
+// replaced, reloads it and reports ErrReplaced, whether its entry lands
+// below the old copy's revision, at it, or past it.
+func TestUnconditionalWriteIntoAReplacedLogSaysSo(t *testing.T) {
+	for _, newWrites := range []int{1, 2, 8} {
+		t.Run(fmt.Sprintf("new log at %d", 1+newWrites), func(t *testing.T) {
+			ctx := context.Background()
+			log := memlog.New("t")
+			old := statesync.New[counter](log, counterCodec)
+			if err := old.Initialize(ctx, start(100)); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				if _, err := increment(ctx, old); err != nil {
+					t.Fatal(err)
+				}
+			}
+			log.Recreate()
+			fresh := newCounter(t, log)
+			for range newWrites {
+				if _, err := increment(ctx, fresh); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := old.UpdateUnconditionally(ctx, add{N: 1})
+			if !errors.Is(err, statesync.ErrReplaced) {
+				t.Fatalf("an unconditional write on the old copy (at revision 4) gave %d, %v; want ErrReplaced", got, err)
+			}
+			if v := value(t, old); v != counter(newWrites+1) {
+				t.Fatalf("after it the old copy holds %d, want the new log's %d", v, newWrites+1)
+			}
+		})
+	}
+}

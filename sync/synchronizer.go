@@ -634,12 +634,20 @@ func (s *Synchronizer[S]) UpdateUnconditionally(ctx context.Context, updates ...
 		return none, err
 	}
 	s.traceAttempt(Attempt{N: 1, Base: AnyRevision, Updates: len(updates), Revision: rev})
-	if s.local.Load().Revision < rev {
+	switch {
+	case s.local.Load().Revision < rev:
 		if err := s.readBackLocked(ctx, rev); err != nil {
 			return none, err
 		}
-	} else if taken {
+	case taken:
 		return after, nil
+	default:
+		// The copy is past rev without having read the entry: a snapshot
+		// covered it, or the log is another incarnation, whose entry at rev
+		// this is. Reading to the log's end tells them apart.
+		if _, err := s.fetchLocked(ctx, 0); err != nil {
+			return none, err
+		}
 	}
 	return s.local.Load().Value, nil
 }
