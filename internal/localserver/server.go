@@ -1,12 +1,15 @@
 package localserver
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,7 +151,22 @@ func serverOptions(o ServerOptions) (*server.Options, error) {
 	if err := clusterOptions(opts, o); err != nil {
 		return nil, err
 	}
+	if opts.ServerName == "" {
+		opts.ServerName = storeName(o.DataDir)
+	}
 	return opts, nil
+}
+
+// storeName is the name of a standalone server not given one: the same
+// for every start on one data directory, since it serves the same streams
+// (nats-server would make up a new one at each start, and the replica
+// cache, which keys its files by it, would start afresh each time).
+func storeName(dataDir string) string {
+	if abs, err := filepath.Abs(dataDir); err == nil {
+		dataDir = abs
+	}
+	sum := sha256.Sum256([]byte(dataDir))
+	return "sharedconfig-" + hex.EncodeToString(sum[:6])
 }
 
 // clusterOptions fills in the cluster part of opts.

@@ -49,3 +49,22 @@ func TestServerOnATakenPortFailsAtOnce(t *testing.T) {
 		t.Errorf("after %v: %v; want at once an error saying the address is in use", took.Round(time.Millisecond), err)
 	}
 }
+
+// A server started again on the same data directory goes by the same name,
+// which clients see (the replica cache keys its files by it); one on
+// another directory by another.
+func TestServerNameIsTheDataDirectorys(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	var names []string
+	for _, d := range []string{dir, dir, other} {
+		srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, srv.Name())
+		srv.Shutdown()
+	}
+	if names[0] != names[1] || names[0] == names[2] {
+		t.Errorf("server names %q: want the first two (one data directory) the same, the third another", names)
+	}
+}
