@@ -121,3 +121,20 @@ func TestCtrlCKeys(t *testing.T) {
 		t.Fatal("a Ctrl-C just before the command did not cancel it")
 	}
 }
+
+// A Ctrl-C at the prompt with lines typed ahead of it (a paste that is
+// still being run, line by line) drops those lines, as a terminal's
+// interrupt does, rather than wait its turn behind them: the paste stops.
+func TestCtrlCDropsLinesPastedAheadOfIt(t *testing.T) {
+	term := &Terminal{keys: &keyQueue{}, reading: true}
+	for _, k := range []string{"PUT a, 1", "\r", "PUT b, 2", "\r", "PUT c, 3", "\r"} {
+		term.key([]byte(k))
+	}
+	if k, err := term.keys.Read(); err != nil || string(k) != "PUT a, 1" {
+		t.Fatalf("Read = %q, %v; want the first line's text", k, err)
+	}
+	term.key([]byte("\x03"))
+	if k, err := term.keys.Read(); err != nil || string(k) != "\x03" {
+		t.Fatalf("Read = %q, %v after Ctrl-C; want the Ctrl-C, not the lines pasted before it", k, err)
+	}
+}

@@ -161,6 +161,10 @@ func (t *Terminal) ctrlC() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.reading && !t.keys.lineEntered() {
+		// Lines typed ahead of it (a paste still running line by line)
+		// are dropped, as a terminal's interrupt drops them, rather than
+		// run before it.
+		t.keys.dropIfLinesAhead()
 		return false
 	}
 	t.keys.clear()
@@ -380,6 +384,18 @@ func (q *keyQueue) release() {
 		q.held = 0
 	}
 	q.mu.Unlock()
+}
+
+// dropIfLinesAhead drops the keys not yet handed out if they end a line.
+func (q *keyQueue) dropIfLinesAhead() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, k := range q.keys {
+		if len(k) == 1 && (k[0] == '\r' || k[0] == '\n') {
+			q.keys = nil
+			return
+		}
+	}
 }
 
 // lineEntered: Enter was handed out, so the line is as good as read.
