@@ -274,13 +274,7 @@ func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bo
 	if leased != "" && leased != "skip" && leased != "plain" {
 		return &exitError{exitStartup, fmt.Errorf("--leased takes skip or plain, not %q", leased)}
 	}
-	var data []byte
-	var err error
-	if file == "-" {
-		data, err = io.ReadAll(cmd.InOrStdin())
-	} else {
-		data, err = os.ReadFile(file)
-	}
+	data, err := readImportFile(cmd.InOrStdin(), file)
 	if err != nil {
 		return &exitError{exitStartup, err}
 	}
@@ -408,4 +402,36 @@ func confirm(cmd *cobra.Command, question string) bool {
 		fmt.Fprintln(cmd.ErrOrStderr()) // off the question's line
 		return false
 	}
+}
+
+// maxImportFile bounds what import reads: /dev/zero or an endless pipe
+// would otherwise take all the memory there is. It is far above any config
+// this program is made for (a 100,000-key one exports as a few MB), and
+// what it costs (reading it, then its keys and values) stays within what
+// a shared machine can spare.
+var maxImportFile int64 = 256 << 20
+
+// readImportFile reads import's FILE (- is stdin), up to maxImportFile.
+func readImportFile(stdin io.Reader, file string) ([]byte, error) {
+	in := stdin
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		in = f
+	}
+	data, err := io.ReadAll(io.LimitReader(in, maxImportFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > maxImportFile {
+		name := file
+		if file == "-" {
+			name = "standard input"
+		}
+		return nil, fmt.Errorf("%s: larger than %d MiB, more than any config holds: not read further", name, maxImportFile>>20)
+	}
+	return data, nil
 }
