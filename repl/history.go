@@ -3,6 +3,8 @@ package repl
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +32,12 @@ func (h *History) Lines() []string {
 }
 
 func (h *History) read() ([]string, error) {
-	b, err := os.ReadFile(h.path)
+	f, err := openOwn(h.path, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +60,7 @@ func (h *History) Add(line string) error {
 	if err := os.MkdirAll(filepath.Dir(h.path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(h.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := openOwn(h.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
 	if err != nil {
 		return err
 	}
@@ -76,10 +83,43 @@ func (h *History) trim() error {
 		return err
 	}
 	tmp := h.path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strings.Join(lines[len(lines)-h.max:], "\n")+"\n"), 0o600); err != nil {
+	_ = os.Remove(tmp) // left by a trim cut short; O_EXCL refuses what is put back
+	f, err := openOwn(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(strings.Join(lines[len(lines)-h.max:], "\n") + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
 	return os.Rename(tmp, h.path)
+}
+
+// errNotOwnHistory: the history file is not a regular file of this user's.
+var errNotOwnHistory = errors.New("the history file is not a regular file of yours with no other name")
+
+// openOwn opens a history file without following a symbolic link, and only
+// if it is a regular file of this user's with no other name: a history in
+// a directory another user may write (a HOME kept across sudo) must not
+// lead the shell to read, append to, chmod or overwrite a file of that
+// user's choosing.
+func openOwn(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|noFollow, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !ownRegular(fi) {
+		err = errNotOwnHistory
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // secretWords mark a line that may hold a secret: a PUT of a password is

@@ -44,3 +44,42 @@ func TestHistoryFile(t *testing.T) {
 		t.Errorf("the file holds %d lines; it is cut back to 3 past 6", len(all))
 	}
 }
+
+// A history file, or the file a trim writes, that is a symbolic link (or
+// any file not the user's own) is left alone: a history directory another
+// user may write (a HOME kept across sudo) cannot make the shell append
+// to, chmod or overwrite a file of that user's choosing.
+func TestHistoryFollowsNoLink(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("kept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "history")
+	if err := os.Symlink(victim, path); err != nil {
+		t.Fatal(err)
+	}
+	h := OpenHistory(path, 2)
+	_ = h.Add("GET a")
+	if lines := h.Lines(); len(lines) != 0 {
+		t.Errorf("the history read %q through a link", lines)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	// The user's own history, due for a trim, beside a planted .tmp link.
+	if err := os.Symlink(victim, path+".tmp"); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"GET 1", "GET 2", "GET 3", "GET 4", "GET 5"} {
+		_ = h.Add(l)
+	}
+	b, err := os.ReadFile(victim)
+	fi, serr := os.Stat(victim)
+	if err != nil || serr != nil || string(b) != "kept\n" || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("the file a link named holds %q, mode %v (%v, %v); want it untouched", b, fi.Mode().Perm(), err, serr)
+	}
+	if lines := h.Lines(); len(lines) == 0 || lines[len(lines)-1] != "GET 5" {
+		t.Errorf("the history holds %q; want the user's own lines", lines)
+	}
+}
