@@ -819,8 +819,8 @@ func TestSlowWaitersThatStopBeingFirstDoNotAddUp(t *testing.T) {
 		word    func(i int) string
 		cheaper bool // later writes cost less
 	}{
-		"each a new first": {func(i int) string { return fmt.Sprintf("wait spam%09d 0 60000", 999_999_999-i) }, false},
-		"each said once":   {func(i int) string { return fmt.Sprintf("wait spam%09d 0 60000", i) }, true},
+		"each a new first": {func(i int) string { return fmt.Sprintf("once spam%09d 0 60000", 999_999_999-i) }, false},
+		"each said once":   {func(i int) string { return fmt.Sprintf("once spam%09d 0 60000", i) }, true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -859,7 +859,7 @@ func TestWriteCutShortWhileHoldingBackSaysSo(t *testing.T) {
 	o := patient
 	o.MaxHoldBack = time.Hour
 	s := newCounter(t, log, o)
-	talk(t, log, func(int) string { return "wait old 0" })
+	talk(t, log, func(int) string { return "once old 0" })
 	time.Sleep(20 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
