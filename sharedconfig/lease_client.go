@@ -421,6 +421,18 @@ func putLanded(after State, key, value, leaseName string) error {
 	return nil
 }
 
+// witnessLead is how long before a lease's deadline, by serverNow, a
+// witness is written. serverNow is a lower bound that lags the server's
+// clock by as much as the age of the newest entry read when this process
+// opened the config (up to a third of a ttl while the holder refreshes),
+// so the witness goes as early as the window that counts allows (the
+// lease's last half) less two keeper rounds, which leave a live holder's
+// refresh (a third of a ttl in) the time to land first; never later than a
+// quarter of the ttl before the deadline.
+func witnessLead(ttl time.Duration) time.Duration {
+	return max(ttl/4, ttl/2-2*keeperTick)
+}
+
 // expireDue writes an expiry for every lease that looks past its deadline
 // by serverNow, and a witness (an expiry that is not yet due, which only
 // records the log's time) for a lease about to fall due while the log has
@@ -431,7 +443,7 @@ func (c *Config) expireDue(ctx context.Context) ([]string, error) {
 	now := c.serverNow()
 	// dueNow: l looks overdue, or about to fall due unwatched.
 	dueNow := func(l leaseRecord) bool {
-		return l.overdue(now) || (!l.watched && now.After(l.Deadline.Add(-l.TTL/4)))
+		return l.overdue(now) || (!l.watched && now.After(l.Deadline.Add(-witnessLead(l.TTL))))
 	}
 	var due []string
 	st := c.State()

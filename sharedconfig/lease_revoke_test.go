@@ -41,7 +41,7 @@ func (g *gatedLog) AppendAfter(ctx context.Context, last statesync.Position, dat
 }
 
 // fallDue has b see lease name, registered at the clock's time with a 2s
-// ttl, fall due: a witness in the last quarter of its ttl, then the expiry.
+// ttl, fall due: a witness before its deadline, then the expiry.
 func fallDue(t *testing.T, e *leaseEnv, b *sharedconfig.Config, name string) {
 	t.Helper()
 	ctx := context.Background()

@@ -508,3 +508,28 @@ func TestWatchSeesLeaseEndsUnderItsPrefix(t *testing.T) {
 		}
 	}
 }
+
+// A watcher writes its witness early enough that a clock estimate lagging
+// by the age of the entry it opened on (a third of a ttl or more, for a
+// process that just started) still lands it in the lease's last half: a
+// 3s lease whose holder stopped is witnessed 1.05s before its deadline and
+// expires at the deadline, instead of the late entry finding the log
+// silent and granting it another ttl.
+func TestWitnessLeavesRoomForALaggingClock(t *testing.T) {
+	ctx := context.Background()
+	e := newLeaseEnv(t)
+	holder, watcher := e.open("holder"), e.open("watcher")
+	_, err := holder.Leases().Register(ctx, "l", 3*time.Second)
+	ok(t, err)
+	ok(t, watcher.Refresh(ctx))
+	e.clock.Advance(1950 * time.Millisecond)
+	_, err = sharedconfig.ExpireDue(ctx, watcher)
+	ok(t, err)
+	before := watcher.State().Revision()
+	e.clock.Advance(1100 * time.Millisecond) // past the deadline
+	ended, err := sharedconfig.ExpireDue(ctx, watcher)
+	ok(t, err)
+	if !slices.Contains(ended, "l") {
+		t.Fatalf("the lease lived past its deadline (revision %d, then %d): no witness 1.05s before it", before, watcher.State().Revision())
+	}
+}
