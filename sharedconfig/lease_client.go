@@ -425,12 +425,12 @@ func putLanded(after State, key, value, leaseName string) error {
 // witness is written. serverNow is a lower bound that lags the server's
 // clock by as much as the age of the newest entry read when this process
 // opened the config (up to a third of a ttl while the holder refreshes),
-// so the witness goes as early as the window that counts allows (the
-// lease's last half) less two keeper rounds, which leave a live holder's
-// refresh (a third of a ttl in) the time to land first; never later than a
-// quarter of the ttl before the deadline.
+// so the witness goes soon after the window that counts opens (the lease's
+// last half): half a keeper round in, which leaves a live holder's refresh
+// (a third of a ttl in, give or take a round) the time to land first;
+// never later than a quarter of the ttl before the deadline.
 func witnessLead(ttl time.Duration) time.Duration {
-	return max(ttl/4, ttl/2-2*keeperTick)
+	return max(ttl/4, ttl/2-keeperTick/2)
 }
 
 // expireDue writes an expiry for every lease that looks past its deadline

@@ -100,6 +100,10 @@ func expireAndRegisterAgain(t *testing.T, b *sharedconfig.Config, ttl time.Durat
 	ok(t, err)
 	_, err = b.Put(ctx, "/servers/1", "B-addr", sharedconfig.WithLease("L"))
 	ok(t, err)
+	// b dies: its keeper stops before the lease is read, or a refresh of
+	// its last round could land after.
+	stopB()
+	ok(t, b.Refresh(ctx))
 	l, _ := b.State().Lease("L")
 	return l
 }
