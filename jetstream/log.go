@@ -174,7 +174,7 @@ func (l *Log) lookUpOrCreate(ctx context.Context, scope, name string, o LogOptio
 		}
 		return stream, nil
 	}
-	stream, err = l.js.CreateStream(ctx, jetstream.StreamConfig{
+	stream, err = l.createStream(ctx, jetstream.StreamConfig{
 		Name:        l.name,
 		Description: "sharedconfig " + scope + "/" + name,
 		Subjects:    []string{l.subject},
@@ -200,6 +200,38 @@ func (l *Log) lookUpOrCreate(ctx context.Context, scope, name string, o LogOptio
 		return nil, fmt.Errorf("creating stream %s: %w", l.name, l.describeCreateError(ctx, err))
 	}
 	return stream, nil
+}
+
+// jsErrStreamCreate is the server's code for a stream it could not create,
+// as when it cannot make the stream's store.
+const jsErrStreamCreate = 10049
+
+// storeRetry bounds the tries at a store the server cannot make yet, and
+// storeRetryWait is the pause between them.
+const (
+	storeRetry     = 2 * time.Second
+	storeRetryWait = 100 * time.Millisecond
+)
+
+// createStream creates the stream, trying again for a while when the
+// server cannot make its store: right after a config of the same name was
+// destroyed, the server removes the old store in the background, and a
+// create can fail until it is gone. A store it can never make fails after
+// storeRetry, with the server's reason.
+func (l *Log) createStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	giveUp := time.Now().Add(storeRetry)
+	for {
+		stream, err := l.js.CreateStream(ctx, cfg)
+		var apiErr *jetstream.APIError
+		if !errors.As(err, &apiErr) || apiErr.ErrorCode != jsErrStreamCreate || time.Now().After(giveUp) {
+			return stream, err
+		}
+		select {
+		case <-ctx.Done():
+			return stream, err
+		case <-time.After(storeRetryWait):
+		}
+	}
 }
 
 // jsErrSubjectOverlap is the server's code for a new stream whose subjects
