@@ -59,6 +59,17 @@ type lzOutput struct {
 	unknown bool // failed: may or may not have taken effect
 }
 
+// count is how many keys s holds.
+func (s lzState) count() int {
+	n := 0
+	for _, e := range s {
+		if e.ok {
+			n++
+		}
+	}
+	return n
+}
+
 var lzModel = porcupine.Model{
 	Init: func() interface{} { return lzState{} },
 	Step: func(state, input, output interface{}) (bool, interface{}) {
@@ -112,13 +123,7 @@ var lzModel = porcupine.Model{
 			}
 			return out.unknown || out.ok == replaced && out.found == cur.ok && out.value == cur.v, s
 		case "clear":
-			n := 0
-			for _, e := range s {
-				if e.ok {
-					n++
-				}
-			}
-			return out.unknown || out.n == n, lzState{}
+			return out.unknown || out.n == s.count(), lzState{}
 		}
 		return false, s
 	},
