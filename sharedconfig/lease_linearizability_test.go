@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/nats-io/nats.go"
 
+	"github.com/sharedconfig/sharedconfig/internal/lincheck"
 	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
@@ -497,24 +497,6 @@ type llRecord struct {
 	unknown bool
 }
 
-// checkHistory fails t unless porcupine finds history linearizable under
-// model, and names the file with porcupine's visualisation if it does not.
-func checkHistory(t *testing.T, model porcupine.Model, history []porcupine.Operation) {
-	res, info := porcupine.CheckOperationsVerbose(model, history, 2*time.Minute)
-	switch res {
-	case porcupine.Ok:
-	case porcupine.Illegal:
-		file := filepath.Join(os.TempDir(), fmt.Sprintf("sharedconfig-linearizability-%s-%d.html", t.Name()[strings.LastIndex(t.Name(), "/")+1:], time.Now().Unix()))
-		if f, err := os.Create(file); err == nil {
-			porcupine.Visualize(model, info, f)
-			f.Close()
-		}
-		t.Fatalf("the history is not linearizable; porcupine's visualisation is in %s", file)
-	default:
-		t.Fatalf("porcupine could not decide within 2 minutes (%v)", res)
-	}
-}
-
 // llOpsPerClient is half of SHAREDCONFIG_LINEARIZABILITY_OPS (the
 // operations per client of the runs in ./linearizability), 100 by default.
 func llOpsPerClient() int {
@@ -552,7 +534,7 @@ func llRun(t *testing.T, connect func() (*nats.Conn, error), name string, fault 
 	if !porcupine.CheckOperations(llModel, history) {
 		llExplain(t, history)
 	}
-	checkHistory(t, llModel, history)
+	lincheck.Check(t, llModel, history)
 	t.Logf("checked in %s", time.Since(checked).Round(time.Millisecond))
 }
 

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/nats-io/nats.go"
 
+	"github.com/sharedconfig/sharedconfig/internal/lincheck"
 	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
@@ -229,7 +229,7 @@ func lzRun(t *testing.T, connect func() (*nats.Conn, error), name string, replic
 		}
 	}
 	t.Logf("%d operations, %d of them with an unknown outcome", len(history), unknown)
-	checkHistory(t, lzModel, history)
+	lincheck.Check(t, lzModel, history)
 }
 
 // lzOpen opens the config named name on a connection of its own.
@@ -280,24 +280,6 @@ func lzInputFor(rng *rand.Rand, c *sharedconfig.Config, id, n, clients int) lzIn
 		}
 	}
 	return in
-}
-
-// checkHistory fails t unless porcupine finds history linearizable under
-// model, and names the file with porcupine's visualisation if it does not.
-func checkHistory(t *testing.T, model porcupine.Model, history []porcupine.Operation) {
-	res, info := porcupine.CheckOperationsVerbose(model, history, 2*time.Minute)
-	switch res {
-	case porcupine.Ok:
-	case porcupine.Illegal:
-		file := filepath.Join(os.TempDir(), fmt.Sprintf("sharedconfig-linearizability-%s-%d.html", t.Name()[strings.LastIndex(t.Name(), "/")+1:], time.Now().Unix()))
-		if f, err := os.Create(file); err == nil {
-			porcupine.Visualize(model, info, f)
-			f.Close()
-		}
-		t.Fatalf("the history is not linearizable; porcupine's visualisation is in %s", file)
-	default:
-		t.Fatalf("porcupine could not decide within 2 minutes (%v)", res)
-	}
 }
 
 func lzDo(c *sharedconfig.Config, in lzInput) (lzOutput, error) {
