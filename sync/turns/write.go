@@ -67,7 +67,7 @@ type Write struct {
 type displacedClaim struct {
 	id     string
 	at     time.Time     // when it became first
-	by     time.Time     // when it is judged: its grace's end or its displacer's, the later
+	by     time.Time     // when it is judged: its grace's end, or a grace after its displacer's, the later
 	from   uint64        // the local revision then
 	earned time.Duration // what its word about its tries earned it
 	next   int           // the index in firsts of the waiter that displaced it
@@ -344,8 +344,11 @@ func (w *Write) judgeClaim(ctx context.Context, waiter waiterID, now time.Time) 
 		// would otherwise earn grace after grace, never judged.
 		w.granted = max(w.granted, w.earned)
 		if n := len(w.displaced); n > 0 && w.displaced[n-1].next == len(w.firsts) {
-			// The claim it displaced is judged when its own would be.
-			w.displaced[n-1].by = later(w.displaced[n-1].by, now.Add(max(w.grace, c.grace())))
+			// The claim it displaced is judged when its own would be,
+			// and a grace later: an honest waiter displaced by a made-up
+			// name holds back for it until its own writes void it.
+			base := c.grace()
+			w.displaced[n-1].by = later(w.displaced[n-1].by, now.Add(max(w.grace, base)+base))
 		}
 		w.firsts = append(w.firsts, first)
 	}
