@@ -534,14 +534,15 @@ type waiterID struct {
 	try time.Duration
 }
 
-// newest is the age of the youngest live waiter heard, 0 if none.
+// newest is the age of the youngest live waiter heard (whose claim did
+// not come to nothing), 0 if none.
 func (c *Manager) newest() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var since uint64
 	now := time.Now()
-	for _, w := range c.waiting {
-		if now.Before(c.staleAt(w)) {
+	for id, w := range c.waiting {
+		if now.Before(c.staleAt(w)) && !c.ignored(id, now) {
 			since = max(since, w.since)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -419,6 +420,15 @@ func TestHoldingBackJoinsBehindTheWaiters(t *testing.T) {
 	log := memlog.New("t")
 	s := newCounter(t, log, patient)
 	h := listen(t, log)
+	data, err := counterCodec.EncodeUpdates([]statesync.Update[counter]{add{N: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for lastRevision(t, log) < 50 { // others wrote: s's copy is old
+		if _, err := logtest.Append(log, context.Background(), statesync.AnyRevision, data); err != nil {
+			t.Fatal(err)
+		}
+	}
 	log.Announce([]byte("once older 0"))
 	log.Announce([]byte("once newer 50"))
 	done := incrementAsync(s)
@@ -886,5 +896,32 @@ func TestNewFirstWithEachWordCostsLittle(t *testing.T) {
 	// One stall of a loaded machine may lengthen any write.
 	if slices.Min(took) > 6*grace || slices.Max(took) > hold/2 {
 		t.Errorf("writes held back %v for a new made-up first with each word; want about %v each", took, 2*grace)
+	}
+}
+
+// A waiter's age is a revision the log had reached when it spoke: one past
+// the log is made up, and a write that holds back does not take it up as
+// its own age (it would go last, and its words would spread the made-up
+// age to every writer that hears them, leaving ties broken by id).
+func TestMadeUpAgePastTheLogIsNotTakenUp(t *testing.T) {
+	t.Parallel()
+	log := memlog.New("t")
+	s := newCounter(t, log, patient)
+	h := listen(t, log)
+	log.Announce([]byte("wait liar 18446744073709551615"))
+	log.Announce([]byte("once older 0"))
+	done := incrementAsync(s)
+	me := turnID(s)
+	waitFor(t, "the writer to say it waits", func() bool { return len(h.from(me)) > 0 })
+	rev := lastRevision(t, log)
+	for _, w := range h.from(me) {
+		if age, _ := strconv.ParseUint(strings.Fields(w)[2], 10, 64); age > rev {
+			t.Errorf("the writer said %q with the log at %d: it took up a made-up age", w, rev)
+		}
+	}
+	log.Announce([]byte("done older"))
+	log.Announce([]byte("done liar"))
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -305,14 +305,17 @@ func (w *Write) queueUp(ctx context.Context, ahead int, now time.Time) error {
 	if w.said.IsZero() {
 		// Join the queue behind the waiters heard: an old copy is no
 		// claim to go first. A waiter's age says the log has reached
-		// it; a copy short of that is behind, so catch up first.
-		newest := c.newest()
-		if w.copy.Revision() < newest {
+		// it; a copy short of that is behind, so catch up first. Then
+		// the copy is at every honest age heard, or past it: an age
+		// still past it is made up, and is not taken up (the write
+		// would go last, and its words would spread that age to the
+		// writers that hear them, leaving ties broken by id).
+		if w.copy.Revision() < c.newest() {
 			if err := w.copy.CatchUp(ctx); err != nil {
 				return err
 			}
 		}
-		w.since = max(w.since, w.copy.Revision(), newest)
+		w.since = max(w.since, w.copy.Revision())
 	} else if ahead == 1 && !w.prefetched {
 		w.prefetched = true
 		if err := w.copy.CatchUp(ctx); err != nil {
