@@ -1,7 +1,6 @@
 package repl
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -32,24 +31,48 @@ func (h *History) Lines() []string {
 }
 
 func (h *History) read() ([]string, error) {
+	lines, _, err := h.readTail()
+	return lines, err
+}
+
+// maxHistoryRead bounds what is read of the history file: its last bytes
+// only, so that a file far larger than any history (written to by
+// mistake) costs neither the memory nor the time to read it whole.
+const maxHistoryRead = 4 << 20
+
+// readTail returns the lines in the last maxHistoryRead bytes of the file
+// (lines longer than MaxLineLength, and the partial line the cut falls
+// in, left out), and whether it holds more than that.
+func (h *History) readTail() (lines []string, cut bool, err error) {
 	f, err := openOwn(h.path, os.O_RDONLY)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	b, err := io.ReadAll(f)
-	f.Close()
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var lines []string
-	s := bufio.NewScanner(bytes.NewReader(b))
-	s.Buffer(nil, MaxLineLength+1)
-	for s.Scan() {
-		if l := s.Text(); l != "" {
-			lines = append(lines, l)
+	if cut = fi.Size() > maxHistoryRead; cut {
+		if _, err := f.Seek(-maxHistoryRead, io.SeekEnd); err != nil {
+			return nil, false, err
 		}
 	}
-	return lines, nil
+	b := make([]byte, min(fi.Size(), maxHistoryRead))
+	n, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, false, err
+	}
+	b = b[:n] // the file was cut short meanwhile
+	if cut {
+		_, b, _ = bytes.Cut(b, []byte{'\n'})
+	}
+	for l := range bytes.SplitSeq(b, []byte{'\n'}) {
+		if len(l) > 0 && len(l) <= MaxLineLength {
+			lines = append(lines, string(l))
+		}
+	}
+	return lines, cut, nil
 }
 
 // Add appends line to the file, unless it should not be kept.
@@ -76,19 +99,21 @@ func (h *History) Add(line string) error {
 }
 
 // trim cuts the file back to the last max lines once it holds twice as
-// many, so that it is rewritten once in max lines, not on every line.
+// many (or more than is read of it), so that it is rewritten once in max
+// lines, not on every line.
 func (h *History) trim() error {
-	lines, err := h.read()
-	if err != nil || len(lines) <= 2*h.max {
+	lines, cut, err := h.readTail()
+	if err != nil || len(lines) <= 2*h.max && !cut {
 		return err
 	}
+	lines = lines[max(len(lines)-h.max, 0):]
 	tmp := h.path + ".tmp"
 	_ = os.Remove(tmp) // left by a trim cut short; O_EXCL refuses what is put back
 	f, err := openOwn(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(strings.Join(lines[len(lines)-h.max:], "\n") + "\n")
+	_, err = f.WriteString(strings.Join(lines, "\n") + "\n")
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -3,6 +3,7 @@ package repl
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
@@ -81,5 +82,44 @@ func TestHistoryFollowsNoLink(t *testing.T) {
 	}
 	if lines := h.Lines(); len(lines) == 0 || lines[len(lines)-1] != "GET 5" {
 		t.Errorf("the history holds %q; want the user's own lines", lines)
+	}
+}
+
+// A history file far larger than any history (a file written to by
+// mistake, one of zeros) is read from its end only, in bounded memory,
+// and the lines at its end come back; the next line cuts it back.
+func TestHugeHistoryFileIsReadFromItsEnd(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const huge = 256 << 20 // sparse: it takes no disk
+	if err := f.Truncate(huge); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("\nGET a\nGET b\n"), huge); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	h := OpenHistory(path, 3)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got := h.Lines()
+	runtime.ReadMemStats(&after)
+	if want := []string{"GET a", "GET b"}; !slices.Equal(got, want) {
+		t.Errorf("lines %q, want %q", got, want)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4*maxHistoryRead {
+		t.Errorf("reading the history allocated %d MiB", alloc>>20)
+	}
+	if err := h.Add("GET c"); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() > 1<<10 {
+		t.Fatalf("after a line the file holds %v bytes (%v); want it cut back to its last lines", fi.Size(), err)
+	}
+	if got, want := h.Lines(), []string{"GET a", "GET b", "GET c"}; !slices.Equal(got, want) {
+		t.Errorf("lines %q, want %q", got, want)
 	}
 }

@@ -328,11 +328,16 @@ func (ls Leases) Revoke(ctx context.Context, name string) (keys []string, err er
 }
 
 // RevokeHeld revokes the leases this process registered and still holds,
-// as a clean exit does; those its holder holds under another process's
-// registration are left alone. It returns the registrations it found lost
+// as a clean exit does, without waiting for other writers' turns; those
+// its holder holds under another process's registration are left alone. It returns the registrations it found lost
 // whose end was not reported yet.
 func (ls Leases) RevokeHeld(ctx context.Context) ([]lease.Lost, error) {
 	c := ls.c
+	// A quitting process has a second or so to end its leases: waiting
+	// for other writers' turns (or forged words) would leave its keys for
+	// the rest of the ttl. The revocation stays conditional; it only does
+	// not hold back.
+	ctx = turns.Without(ctx)
 	st, now := c.State(), c.serverNow()
 	held, lost := c.keptIn(st)
 	var errs []error

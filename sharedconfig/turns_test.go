@@ -240,3 +240,41 @@ func TestLargeImportLandsAmongPuts(t *testing.T) {
 	}
 	t.Logf("the import landed after %v, among %d puts", took.Round(time.Millisecond), puts)
 }
+
+// A quitting holder's revocation lands within a shell's exit budget while
+// someone forges words that claim slow tries: it waits for no turns, as
+// an expiry does, or its keys would stay for the rest of the ttl.
+func TestRevocationAtExitWaitsForNoTurns(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	holder := e.open(sharedconfig.Options{Holder: "quitting"})
+	must[bool](t)(holder.Leases().Register(ctx, "L", time.Hour))
+	if _, err := holder.Put(ctx, "/member", "x", sharedconfig.WithLease("L")); err != nil {
+		t.Fatal(err)
+	}
+	nc := jstest.Connect(t, e.srv)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ { // each a new name that goes first, its tries slow
+			_ = nc.Publish(jetstream.Subject("test", e.name)+".turns", fmt.Appendf(nil, "once x%09d 0 3000", 999_999_999-i))
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	time.Sleep(100 * time.Millisecond) // the forged words are heard
+	exit, cancel := context.WithTimeout(ctx, 1250*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	lost, err := holder.Leases().RevokeHeld(exit)
+	if err != nil || len(lost) > 0 {
+		t.Fatalf("the revocation at exit under forged words: %v, lost %v, after %v", err, lost, time.Since(start).Round(time.Millisecond))
+	}
+	if _, held := holder.State().Lease("L"); held {
+		t.Fatal("the lease is still there after its revocation")
+	}
+}

@@ -29,6 +29,7 @@ type request[S any] struct {
 	after revisioned[S] // the local state just after the call's entry, on success
 	done  chan struct{} // closed when the call has its outcome
 	turn  chan struct{} // closed when the call is to run the next batch
+	since time.Time     // when it queued
 
 	// Guarded by the queue's mu.
 	promoted bool // turn is closed
@@ -116,6 +117,7 @@ func (s *Synchronizer[S]) submit(r *request[S]) {
 		s.runBatchLocked([]*request[S]{r})
 		return
 	}
+	r.since = time.Now()
 	lead := s.queue.enqueue(r)
 	if queued, ok := r.ctx.Value(queuedKey{}).(func()); ok {
 		queued()
@@ -135,6 +137,11 @@ func (s *Synchronizer[S]) submit(r *request[S]) {
 		case <-ctxDone:
 			if s.queue.withdraw(r) {
 				r.err = r.ctx.Err()
+				if s.holdingBack.Load() > 0 {
+					// Queued behind a write that holds back for other
+					// writers' turns: the log is answering.
+					r.err = &turns.ContendedError{HeldBack: time.Since(r.since), Err: r.err}
+				}
 				return
 			}
 			// A batch holds r, or r has the turn: see it through. A batch
@@ -297,6 +304,15 @@ func memberError[S any](m *request[S], batchCtx context.Context, lost int, err e
 		return nil
 	}
 	if batchCtx != m.ctx && m.ctx.Err() != nil && errors.Is(err, context.Canceled) && !errors.Is(err, ErrUnknownOutcome) {
+		if contended := (*turns.ContendedError)(nil); errors.As(err, &contended) {
+			// Held back for turns until every call's time was up: say
+			// that, with the call's own error and all the time it waited.
+			held := contended.HeldBack
+			if contended.Lost == 0 && !m.since.IsZero() {
+				held = max(held, time.Since(m.since))
+			}
+			return &turns.ContendedError{Lost: contended.Lost, HeldBack: held, Err: m.ctx.Err()}
+		}
 		err = m.ctx.Err()
 	}
 	return gaveUp(m.ctx, lost, err)

@@ -541,3 +541,31 @@ func finishes(fn func()) (<-chan struct{}, func(d time.Duration) bool) {
 		}
 	}
 }
+
+// Calls that run out of time behind a write holding back for older
+// writers' turns say so (a ContendedError with Lost 0 and the time they
+// waited), whether queued behind it or in the batch that holds back, not
+// a bare deadline that the shell takes for a server that does not answer.
+func TestCallsHeldBackForTurnsSaySo(t *testing.T) {
+	hour := time.Hour
+	log := newGateLog()
+	s := newCounter(t, log, statesync.WithTurns(turns.New(turns.Options{ClaimGrace: hour, MaxHoldBack: hour, StaleAfter: hour})))
+	releaseFirst := holdOne(t, log, s)
+	log.Announce([]byte("once old 0")) // older than every write here, never judged
+	short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	b := queue(t, short, s, adding(1))
+	c := queue(t, short, s, adding(10))
+	releaseFirst() // b and c go as one batch, which holds back for "old"
+	later, cancelLater := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancelLater()
+	waitFor(t, "the batch to hold back", func() bool { return statesync.Queued(s) == 0 })
+	d := queue(t, later, s, adding(100)) // queued behind the batch
+	for name, x := range map[string]*call{"batched b": b, "batched c": c, "queued d": d} {
+		<-x.done
+		var contended *turns.ContendedError
+		if !errors.As(x.err, &contended) || contended.Lost != 0 || contended.HeldBack < 50*time.Millisecond || !errors.Is(x.err, context.DeadlineExceeded) {
+			t.Errorf("%s, out of time behind a write holding back for turns: %v; want a ContendedError with the time held back, wrapping the deadline", name, x.err)
+		}
+	}
+}

@@ -39,8 +39,9 @@ type Synchronizer[S any] struct {
 	ownInFlight atomic.Int32
 	afterOwn    map[Position]S
 
-	cm   *turns.Manager // how it takes turns with other writers
-	life lifetime
+	cm          *turns.Manager // how it takes turns with other writers
+	holdingBack atomic.Int32   // writes holding back for other writers' turns now
+	life        lifetime
 
 	logTime atomic.Pointer[logTime] // the log's clock, as the last read saw it
 }
@@ -542,8 +543,11 @@ func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int,
 	w := s.cm.Start(ctx, s.log, turnsCopy[S]{s})
 	defer func() { w.End(err == nil) }()
 	for attempt := 1; ; attempt++ {
-		if err := w.HoldBack(ctx); err != nil {
-			return attempt - 1, err
+		s.holdingBack.Add(1)
+		held := w.HoldBack(ctx)
+		s.holdingBack.Add(-1)
+		if held != nil {
+			return attempt - 1, held
 		}
 		began := time.Now()
 		err := try(attempt, w.HeldBack())

@@ -66,3 +66,18 @@ func (a *countingAnnouncer) count() int {
 	defer a.mu.Unlock()
 	return a.words
 }
+
+// The waiter a write judges first is the one that goes first among those
+// before it: a one-off waiter (once) before an older looping one, which
+// itself holds back for the one-off and so shows nothing until it has
+// gone. Judging the looping one first voided an honest waiter's claim.
+func TestFirstWaiterIsTheOneThatGoesFirst(t *testing.T) {
+	c := New(Options{})
+	c.hear([]byte("wait looper 990 0"))
+	c.hear([]byte("once person 1000 0"))
+	w := &Write{c: c, since: 995}
+	n, first, _, _ := c.ahead(w, time.Now())
+	if n != 2 || first.id != "person" {
+		t.Errorf("%d waiters ahead, first %q; want 2, the one-off person first", n, first.id)
+	}
+}

@@ -534,14 +534,15 @@ type waiterID struct {
 	try time.Duration
 }
 
-// newest is the age of the youngest live waiter heard, 0 if none.
+// newest is the age of the youngest live waiter heard (whose claim did
+// not come to nothing), 0 if none.
 func (c *Manager) newest() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var since uint64
 	now := time.Now()
-	for _, w := range c.waiting {
-		if now.Before(c.staleAt(w)) {
+	for id, w := range c.waiting {
+		if now.Before(c.staleAt(w)) && !c.ignored(id, now) {
 			since = max(since, w.since)
 		}
 	}
@@ -555,7 +556,7 @@ func (c *Manager) newest() uint64 {
 func (c *Manager) ahead(w *Write, now time.Time) (n int, first waiterID, stale time.Time, changed <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var firstSince uint64
+	var firstW waiter
 	for id, wt := range c.waiting {
 		st := c.staleAt(wt)
 		if !now.Before(st) {
@@ -569,8 +570,11 @@ func (c *Manager) ahead(w *Write, now time.Time) (n int, first waiterID, stale t
 			continue
 		}
 		n++
-		if first.id == "" || wt.since < firstSince || wt.since == firstSince && id < first.id {
-			first, firstSince = waiterID{id, wt.try}, wt.since
+		// The first is the one that goes first, in goesBefore's order: a
+		// looping waiter holds back for a one-off one however old it is,
+		// and would show nothing in its grace.
+		if first.id == "" || goesFirst(wt, id, firstW, first.id) {
+			first, firstW = waiterID{id, wt.try}, wt
 		}
 		if stale.IsZero() || st.Before(stale) {
 			stale = st
@@ -584,8 +588,13 @@ func (c *Manager) ahead(w *Write, now time.Time) (n int, first waiterID, stale t
 // before every looping one, so that it waits at most for the commit under
 // way; among writes of one kind the oldest goes first, ties broken by id.
 func goesBefore(wt waiter, id string, w *Write, me string) bool {
-	if wt.once != w.once {
-		return wt.once
+	return goesFirst(wt, id, waiter{once: w.once, since: w.since}, me)
+}
+
+// goesFirst: waiter a, named aID, goes before waiter b, named bID.
+func goesFirst(a waiter, aID string, b waiter, bID string) bool {
+	if a.once != b.once {
+		return a.once
 	}
-	return wt.since < w.since || wt.since == w.since && id < me
+	return a.since < b.since || a.since == b.since && aID < bID
 }

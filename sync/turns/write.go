@@ -55,6 +55,22 @@ type Write struct {
 	shownAt time.Time       // when an entry of its own was read; zero before
 	voided  time.Duration   // time lost to claims that came to nothing
 	passed  map[string]bool // waiters that had their turn before this write, or lost their claim
+	// The claims of firsts that an older waiter displaced before they were
+	// judged, and the ids that were first in this write, in order: a
+	// displaced claim is judged when its displacer's would be.
+	displaced []displacedClaim
+	firsts    []string
+}
+
+// displacedClaim is the claim of a waiter that stopped being first,
+// displaced by an older one, before it was judged.
+type displacedClaim struct {
+	id     string
+	at     time.Time     // when it became first
+	by     time.Time     // when it is judged: its grace's end, or a grace after its displacer's, the later
+	from   uint64        // the local revision then
+	earned time.Duration // what its word about its tries earned it
+	next   int           // the index in firsts of the waiter that displaced it
 }
 
 // Start begins the part in taking turns of a write under ctx, on the
@@ -289,14 +305,17 @@ func (w *Write) queueUp(ctx context.Context, ahead int, now time.Time) error {
 	if w.said.IsZero() {
 		// Join the queue behind the waiters heard: an old copy is no
 		// claim to go first. A waiter's age says the log has reached
-		// it; a copy short of that is behind, so catch up first.
-		newest := c.newest()
-		if w.copy.Revision() < newest {
+		// it; a copy short of that is behind, so catch up first. Then
+		// the copy is at every honest age heard, or past it: an age
+		// still past it is made up, and is not taken up (the write
+		// would go last, and its words would spread that age to the
+		// writers that hear them, leaving ties broken by id).
+		if w.copy.Revision() < c.newest() {
 			if err := w.copy.CatchUp(ctx); err != nil {
 				return err
 			}
 		}
-		w.since = max(w.since, w.copy.Revision(), newest)
+		w.since = max(w.since, w.copy.Revision())
 	} else if ahead == 1 && !w.prefetched {
 		w.prefetched = true
 		if err := w.copy.CatchUp(ctx); err != nil {
@@ -315,6 +334,9 @@ func (w *Write) queueUp(ctx context.Context, ahead int, now time.Time) error {
 // again, or again=true when first no longer goes before w.
 func (w *Write) judgeClaim(ctx context.Context, waiter waiterID, now time.Time) (judgeBy time.Time, again bool, err error) {
 	c, first := w.c, waiter.id
+	if judged, err := w.judgeDisplaced(ctx, now); err != nil || judged {
+		return now, judged, err
+	}
 	if w.first != first {
 		if err := w.judgeDeparted(ctx, now); err != nil {
 			return now, false, err
@@ -324,7 +346,20 @@ func (w *Write) judgeClaim(ctx context.Context, waiter waiterID, now time.Time) 
 		// Claims are not added up: a name that goes first with each word
 		// would otherwise earn grace after grace, never judged.
 		w.granted = max(w.granted, w.earned)
+		if n := len(w.displaced); n > 0 && w.displaced[n-1].next == len(w.firsts) {
+			// The claim it displaced is judged when its own would be,
+			// and a grace later: an honest waiter displaced by a made-up
+			// name holds back for it until its own writes void it.
+			base := c.grace()
+			w.displaced[n-1].by = later(w.displaced[n-1].by, now.Add(max(w.grace, base)+base))
+		}
+		w.firsts = append(w.firsts, first)
 	}
+	defer func() {
+		if len(w.displaced) > 0 && !again && err == nil {
+			judgeBy = earliest(judgeBy, w.displacedBy())
+		}
+	}()
 	if !w.shownAt.IsZero() {
 		if judgeBy = w.shownAt.Add(c.opt.TurnTime); now.Before(judgeBy) {
 			return judgeBy, false, nil
@@ -356,7 +391,11 @@ func (w *Write) judgeClaim(ctx context.Context, waiter waiterID, now time.Time) 
 // would cost its full grace.
 func (w *Write) judgeDeparted(ctx context.Context, now time.Time) error {
 	c := w.c
-	if w.first == "" || !w.shownAt.IsZero() || w.passed[w.first] || c.isWaiting(w.first) {
+	if w.first == "" || !w.shownAt.IsZero() || w.passed[w.first] {
+		return nil
+	}
+	if c.isWaiting(w.first) {
+		w.displace(now)
 		return nil
 	}
 	if err := w.copy.CatchUp(ctx); err != nil {
@@ -370,6 +409,78 @@ func (w *Write) judgeDeparted(ctx context.Context, now time.Time) error {
 	}
 	w.pass(w.first)
 	return nil
+}
+
+// maxDisplaced bounds the displaced claims a write keeps to judge: honest
+// waiters displace each other a few times in a write, and the claims of
+// made-up names past the bound count as come to nothing at once.
+const maxDisplaced = 32
+
+// displace keeps the claim of the waiter that was first, still waiting
+// but displaced by an older one before its claim was judged, to judge it
+// when the claim of the one that displaced it would be. Else a name that
+// sorts first with each word (made up, since 0) would be first a moment
+// each, never judged, and every write would hold back for the whole of
+// MaxHoldBack and what the words earned, however often it happened.
+func (w *Write) displace(now time.Time) {
+	if len(w.displaced) >= maxDisplaced {
+		w.voided += now.Sub(w.firstAt)
+		w.pass(w.first)
+		return
+	}
+	w.displaced = append(w.displaced, displacedClaim{id: w.first, at: w.firstAt, by: w.firstAt.Add(max(w.grace, w.c.grace())),
+		from: w.from, earned: w.earned, next: len(w.firsts)})
+}
+
+// judgeDisplaced judges the displaced claims whose time has come, with one
+// catch-up: a claim came to something if the log shows an entry, since
+// its waiter became first, of it or of a waiter that was first after it
+// (an honest waiter displaced by an older one waits for that one). It
+// reports whether it voided any: what is ahead of w changed.
+func (w *Write) judgeDisplaced(ctx context.Context, now time.Time) (voided bool, err error) {
+	if len(w.displaced) == 0 || now.Before(w.displacedBy()) {
+		return false, nil
+	}
+	c := w.c
+	if err := w.copy.CatchUp(ctx); err != nil {
+		return false, err
+	}
+	keep := w.displaced[:0]
+	for _, d := range w.displaced {
+		if now.Before(d.by) {
+			keep = append(keep, d)
+			continue
+		}
+		shown := c.wroteAfter(d.id, d.from)
+		for _, id := range w.firsts[min(d.next, len(w.firsts)):] {
+			shown = shown || c.wroteAfter(id, d.from)
+		}
+		c.judged(d.earned, shown)
+		if !shown {
+			c.voidClaim(d.id)
+			w.pass(d.id)
+			w.voided += now.Sub(d.at)
+			voided = true
+		}
+	}
+	w.displaced = keep
+	return voided, nil
+}
+
+// displacedBy is when the first displaced claim is due.
+func (w *Write) displacedBy() time.Time {
+	by := w.displaced[0].by
+	for _, d := range w.displaced[1:] {
+		by = earliest(by, d.by)
+	}
+	return by
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func (w *Write) pass(id string) {
