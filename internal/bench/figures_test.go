@@ -98,11 +98,13 @@ func TestMemoryFigureWeighsTheState(t *testing.T) {
 }
 
 // At 100,000 keys, the state takes at most 4 times the bytes of its keys
-// and values (the target docs/performance.md gives). Three weighings, not
-// the command's five: each builds the state anew, 1.7 s under -race, and no
-// server shares this process to move one.
+// and values (the target docs/performance.md gives). One weighing, not
+// the command's five: each builds the state anew, 1.7 s of CPU under -race
+// (and several times that on a loaded machine, where it delays the packages
+// after this one), and no server shares this process to move it: three
+// agreed to 0.1 byte a key, at 2.14×.
 func TestMemoryFigureMeetsItsTarget(t *testing.T) {
-	defer bench.SetMemorySamples(3)()
+	defer bench.SetMemorySamples(1)()
 	rows, err := memoryPhase(t).Run(context.Background(), bench.Options{Keys: 100_000})
 	if err != nil {
 		t.Fatal(err)
