@@ -411,6 +411,7 @@ func incrementEach(t *testing.T, wg *sync.WaitGroup, s *statesync.Synchronizer[e
 }
 
 func TestCompactionRacingWriters(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const writers, each = 4, 60
 	var wg sync.WaitGroup
