@@ -45,15 +45,16 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"stoplocal": stopLocal,
-			"waitport":  waitPort,
-			"repl":      scriptREPL,
-			"send":      scriptSend,
-			"expect":    scriptExpect,
-			"close":     scriptClose,
-			"term":      scriptTerm,
-			"publish":   scriptPublish,
-			"bigjson":   bigJSON,
+			"stoplocal":   stopLocal,
+			"waitport":    waitPort,
+			"repl":        scriptREPL,
+			"send":        scriptSend,
+			"expect":      scriptExpect,
+			"close":       scriptClose,
+			"term":        scriptTerm,
+			"publish":     scriptPublish,
+			"bigjson":     bigJSON,
+			"smallserver": smallServer,
 		},
 	})
 }
@@ -76,6 +77,21 @@ func stopLocal(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	ts.Fatalf("server %d did not stop", pid)
+}
+
+// smallserver: starts a server whose max payload is smallPayload and points
+// $NATS_URL and $SERVER at it for the rest of the script: an entry's limit,
+// and so a snapshot's chunks, scale with it, so an import of a few times
+// smallPayload takes the paths one of a few MiB takes on a default server.
+func smallServer(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: smallserver")
+	}
+	srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: ts.MkAbs(".smallserver"), MaxPayload: smallPayload})
+	ts.Check(err)
+	ts.Defer(srv.Shutdown)
+	ts.Setenv("NATS_URL", srv.ClientURL())
+	ts.Setenv("SERVER", srv.ClientURL())
 }
 
 // bigjson FILE KEYS BYTES: writes FILE, a plain JSON object of KEYS keys

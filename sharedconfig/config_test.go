@@ -411,6 +411,7 @@ func incrementEach(t *testing.T, wg *sync.WaitGroup, s *statesync.Synchronizer[e
 }
 
 func TestCompactionRacingWriters(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const writers, each = 4, 60
 	var wg sync.WaitGroup
@@ -464,11 +465,21 @@ func TestCompactionRacingWriters(t *testing.T) {
 func TestLargeStateCompacts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e := newEnv(t)
+	// On a server whose max payload is 64 KiB, 80 values of 4 KiB are a
+	// state of 5 max payloads, as 5 MiB are on a server of 1 MiB: entries'
+	// limit, and so a snapshot's chunks, scale with the max payload, and
+	// the state is written and read back in as many chunks, for a
+	// sixteenth of the work.
+	srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir(), MaxPayload: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	e := &env{t: t, srv: srv, name: fmt.Sprint("cfg", configCount.Add(1))}
 	c := e.open(sharedconfig.Options{})
-	value := strings.Repeat("v", 64<<10)
+	value := strings.Repeat("v", 4<<10)
 	want := map[string]string{}
-	for i := range 80 { // 80 × 64 KiB = 5 MiB, over the 1 MiB max payload
+	for i := range 80 { // 80 × 4 KiB = 320 KiB, 5 max payloads
 		k := fmt.Sprintf("key%02d", i)
 		want[k] = value + k
 		if _, err := c.Put(ctx, k, want[k]); err != nil {
@@ -476,7 +487,7 @@ func TestLargeStateCompacts(t *testing.T) {
 		}
 	}
 	if err := c.Compact(ctx); err != nil {
-		t.Fatalf("compacting 5 MiB: %v", err)
+		t.Fatalf("compacting 5 max payloads: %v", err)
 	}
 	if _, err := c.Put(ctx, "after", "x"); err != nil {
 		t.Fatal(err)

@@ -230,6 +230,7 @@ func checkUpdatesAgainstAMap(t *testing.T, ops []byte, seed uint64) {
 // A PUT copies the leaf it changes and the branches above it, and shares
 // every other node with the state before; that state stays as it was.
 func TestTreeUpdateSharesAllButOnePath(t *testing.T) {
+	t.Parallel()
 	var es []entry
 	want := map[string]Property{}
 	for i := range 100_000 {

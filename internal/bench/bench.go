@@ -939,7 +939,9 @@ func (r *runner) memory(context.Context) ([]Row, error) {
 	return []Row{x}, nil
 }
 
-const memorySamples = 5
+// memorySamples is how many weighings the memory figure takes (a var for
+// the tests, which take fewer: see export_test.go).
+var memorySamples = 5
 
 // liveHeap is the heap the last full collection found live, just after one.
 func liveHeap() uint64 {

@@ -98,8 +98,13 @@ func TestMemoryFigureWeighsTheState(t *testing.T) {
 }
 
 // At 100,000 keys, the state takes at most 4 times the bytes of its keys
-// and values (the target docs/performance.md gives).
+// and values (the target docs/performance.md gives). One weighing, not
+// the command's five: each builds the state anew, 1.7 s of CPU under -race
+// (and several times that on a loaded machine, where it delays the packages
+// after this one), and no server shares this process to move it: three
+// agreed to 0.1 byte a key, at 2.14×.
 func TestMemoryFigureMeetsItsTarget(t *testing.T) {
+	defer bench.SetMemorySamples(1)()
 	rows, err := memoryPhase(t).Run(context.Background(), bench.Options{Keys: 100_000})
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +112,7 @@ func TestMemoryFigureMeetsItsTarget(t *testing.T) {
 	if r := rows[0]; r.Met == nil || !*r.Met {
 		t.Fatalf("%.1f bytes per key for %.1f raw (%.2f×; %s), want at most 4×", r.Ours, r.Anchor, r.Ratio, r.Note)
 	}
+	t.Logf("%.2f×: %s", rows[0].Ratio, rows[0].Note)
 }
 
 // BenchmarkMemory is the go test -bench form of the memory figure at the

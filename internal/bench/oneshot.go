@@ -14,8 +14,13 @@ import (
 )
 
 // oneShotRuns is how many processes each side of the one-shot figure
-// starts, alternately.
+// starts, alternately, at most: no more than Options.Ops, since each is a
+// timed operation, and at least 2 (the first cached run fills the cache).
 const oneShotRuns = 21
+
+// oneShotRunsFor is how many runs each side makes with ops operations per
+// latency figure.
+func oneShotRunsFor(ops int) int { return min(oneShotRuns, max(ops, 2)) }
 
 // oneShot: "sharedconfig get KEY" on a config of Keys keys, as a whole
 // process that starts from the replica cache, against a whole process that
@@ -53,8 +58,9 @@ func (r *runner) oneShot(ctx context.Context) ([]Row, error) {
 	uncached := append([]string{"--no-cache"}, get...)
 	kvGet := []string{"bench", "--kv-get", bucket + "/" + k}
 	var ours, anchor, whole []time.Duration
-	for i := range oneShotRuns {
-		r.progress("one-shot get", i, oneShotRuns)
+	runs := oneShotRunsFor(r.o.Ops)
+	for i := range runs {
+		r.progress("one-shot get", i, runs)
 		for _, side := range []struct {
 			args []string
 			into *[]time.Duration
