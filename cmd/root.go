@@ -140,9 +140,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return ee.code
 	default:
-		// cobra's own errors: unknown flags, bad values.
-		fmt.Fprintf(stderr, "sharedconfig: %s%s\n", visible(err.Error()), flagHint(err))
-		fmt.Fprintln(stderr, "Run 'sharedconfig --help' for usage.")
+		// cobra's own errors: unknown flags, bad values. One line, as for
+		// any bad input.
+		fmt.Fprintf(stderr, "sharedconfig: %s%s; sharedconfig --help shows the usage\n", visible(err.Error()), flagHint(err))
 		return exitStartup
 	}
 }
