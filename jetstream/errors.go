@@ -58,7 +58,15 @@ func describeJSError(err error) error {
 		errors.Is(err, nats.ErrNoResponders):
 		return fmt.Errorf("%w: %w", ErrNoJetStream, err)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, jetstream.ErrNoStreamResponse):
-		return fmt.Errorf("the server did not answer in time: %w", err)
+		return noAnswerError{err}
 	}
 	return err
 }
+
+// noAnswerError is a server that did not answer in time. It wraps the
+// cause (a deadline, a NATS timeout) for errors.Is, but does not print it:
+// "context deadline exceeded" tells a user nothing more.
+type noAnswerError struct{ cause error }
+
+func (e noAnswerError) Error() string { return "the server did not answer in time" }
+func (e noAnswerError) Unwrap() error { return e.cause }

@@ -280,7 +280,11 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // unconditional publish) the outcome is unknown.
 func (l *Log) settle(ctx context.Context, expected uint64, id string, cause error) (uint64, error) {
 	unknown := func(format string, args ...any) (uint64, error) {
-		return 0, fmt.Errorf("%s: %w: %s (%v)", l.name, statesync.ErrUnknownOutcome, fmt.Sprintf(format, args...), describeJSError(cause))
+		detail, why := fmt.Sprintf(format, args...), describeJSError(cause).Error()
+		if strings.HasSuffix(detail, why) {
+			return 0, fmt.Errorf("%s: %w: %s, as for the append", l.name, statesync.ErrUnknownOutcome, detail)
+		}
+		return 0, fmt.Errorf("%s: %w: %s (the append: %s)", l.name, statesync.ErrUnknownOutcome, detail, why)
 	}
 	if expected == statesync.AnyRevision {
 		return unknown("an unconditional write cannot be looked for")

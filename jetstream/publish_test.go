@@ -338,3 +338,26 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// An append whose tries time out says so in words, once: not Go's
+// "context deadline exceeded".
+func TestUnknownOutcomeSaysTheTimeoutOnce(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	l := openLog(t, jstest.Connect(t, srv))
+	if _, err := logtest.Append(l, context.Background(), 0, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	tries := make([]try, 40)
+	for i := range tries {
+		tries[i] = try{err: context.DeadlineExceeded}
+	}
+	scriptPublish(l, tries...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := logtest.Append(l, ctx, 1, []byte("second"))
+	if !errors.Is(err, statesync.ErrUnknownOutcome) || strings.Contains(err.Error(), "deadline exceeded") ||
+		strings.Count(err.Error(), "did not answer in time") != 1 {
+		t.Fatalf("Append = %v; want an unknown outcome that says the server did not answer in time, once and in words", err)
+	}
+}
