@@ -569,7 +569,11 @@ func runTrace(_ context.Context, sh *Shell, args []string) reply {
 
 func runHelp(_ context.Context, _ *Shell, args []string) reply {
 	if len(args) == 1 && strings.TrimSpace(args[0]) != "" {
-		c := lookup(strings.TrimSpace(args[0]))
+		name := strings.TrimSpace(args[0])
+		if strings.ContainsAny(name, " \t") {
+			return refuse("HELP takes one command at a time: '%s'", args[0])
+		}
+		c := lookup(name)
 		if c == nil {
 			return refuse("Unknown command: '%s' (HELP lists the commands)", args[0])
 		}
