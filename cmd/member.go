@@ -114,6 +114,11 @@ func holdUntilEnd(ctx context.Context, stdin io.Reader, cfg *sharedconfig.Config
 	}
 	tick := time.NewTicker(min(ttl/3, time.Second))
 	defer tick.Stop()
+	// The keeper can take in a config destroyed and created again before
+	// this loop's fetch does (its write finds the new stream and loads it),
+	// and the fetch then finds nothing to say: a revision lower than one
+	// already read says it instead.
+	highest := cfg.State().Revision()
 	for {
 		select {
 		case <-ctx.Done():
@@ -131,6 +136,11 @@ func holdUntilEnd(ctx context.Context, stdin io.Reader, cfg *sharedconfig.Config
 		if err != nil {
 			continue // no word from the server: the keeper warns if it lasts
 		}
+		rev := cfg.State().Revision()
+		if rev < highest {
+			return config + " was destroyed and created again"
+		}
+		highest = rev
 		if lost := stillHeld(cfg, key, value); lost != "" {
 			return lost
 		}
