@@ -21,7 +21,7 @@ func TestInterjectingWritesAtLeastOncePerSlice(t *testing.T) {
 		}
 		return 1, nil
 	}
-	lone, err := (&runner{}).interjecting(context.Background(), 2, 5*time.Millisecond, write)
+	lone, err := (&runner{}).interjecting(context.Background(), 2, interjectEvery-time.Millisecond, write)
 	if err != nil {
 		t.Fatal(err)
 	}
