@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sharedconfig/sharedconfig/internal/testmain"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) {
 	// A stream with a mirror or sources (settings refused) makes the server
 	// wait up to 30s for its source consumer, in a goroutine that outlives
 	// the server's shutdown.
-	goleak.VerifyTestMain(m,
+	testmain.Run(m,
 		goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*stream).trySetupSourceConsumer.func3"),
 		goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*stream).setupMirrorConsumer.func3"))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sharedconfig/sharedconfig/internal/testmain"
 	"maps"
 	"strings"
 	"sync"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
-	"go.uber.org/goleak"
 
 	"github.com/sharedconfig/sharedconfig/internal/localserver"
 	"github.com/sharedconfig/sharedconfig/jetstream"
@@ -26,7 +26,7 @@ import (
 
 func TestMain(m *testing.M) {
 	jstest.MoreInParallel()
-	goleak.VerifyTestMain(m)
+	testmain.Run(m)
 }
 
 var configCount atomic.Int64

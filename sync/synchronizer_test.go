@@ -3,12 +3,11 @@ package statesync_test
 import (
 	"context"
 	"errors"
+	"github.com/sharedconfig/sharedconfig/internal/testmain"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/example"
@@ -17,7 +16,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testmain.Run(m) }
 
 type (
 	counter = example.Counter

@@ -8,12 +8,11 @@ package linearizability_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
-
+	"github.com/sharedconfig/sharedconfig/internal/testmain"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
 func TestMain(m *testing.M) {
 	jstest.MoreInParallel()
-	goleak.VerifyTestMain(m)
+	testmain.Run(m)
 }

@@ -2,18 +2,17 @@ package turns_test
 
 import (
 	"context"
+	"github.com/sharedconfig/sharedconfig/internal/testmain"
 	"sync"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/example"
 	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testmain.Run(m) }
 
 type (
 	counter = example.Counter

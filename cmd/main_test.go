@@ -1,0 +1,9 @@
+package cmd
+
+import (
+	"testing"
+
+	"github.com/sharedconfig/sharedconfig/internal/testmain"
+)
+
+func TestMain(m *testing.M) { testmain.Run(m) }

@@ -1,0 +1,5 @@
+//go:build race && unix
+
+package testmain_test
+
+const raceEnabled = true

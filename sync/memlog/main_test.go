@@ -1,0 +1,9 @@
+package memlog_test
+
+import (
+	"testing"
+
+	"github.com/sharedconfig/sharedconfig/internal/testmain"
+)
+
+func TestMain(m *testing.M) { testmain.Run(m) }
