@@ -147,6 +147,7 @@ func TestOpenIgnoresWhatIsNotACheckpoint(t *testing.T) {
 // the server's time on the last entry), not from this machine's clock: the
 // lease deadlines it judges are the same.
 func TestCheckpointKeepsTheServersTime(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t)
 	w := e.open(sharedconfig.Options{})

@@ -170,6 +170,7 @@ func TestForgedWaitsDoNotHoldBackAPut(t *testing.T) {
 // A killed holder's lease expires within two ttls while someone forges
 // words: expiries and the witnesses before them wait for no turns.
 func TestKilledHoldersLeaseExpiresUnderForgedWaits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	const ttl = 2 * time.Second
@@ -202,6 +203,7 @@ func TestKilledHoldersLeaseExpiresUnderForgedWaits(t *testing.T) {
 // it waits for its turn, the putter holds back for the time its tries take,
 // as it says, rather than for the putter's own.
 func TestLargeImportLandsAmongPuts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	importer, putter := e.open(sharedconfig.Options{}), e.open(sharedconfig.Options{})
 	stop, done := make(chan struct{}), make(chan struct{})

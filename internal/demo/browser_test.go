@@ -41,6 +41,7 @@ type pageFacts struct {
 // names a file to keep the screenshot in (docs/img/demo-race.png is made
 // so).
 func TestRacePageInABrowser(t *testing.T) {
+	t.Parallel()
 	browser := findBrowser()
 	if browser == "" {
 		t.Skip("!!!!!!!! NO BROWSER: chromium is not installed, so the HTML timeline is NOT checked in a browser. Install it: apt-get install -y chromium")

@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sharedconfig/sharedconfig/internal/testmain"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"go.uber.org/goleak"
 
 	"github.com/sharedconfig/sharedconfig/internal/demo"
 	"github.com/sharedconfig/sharedconfig/internal/localserver"
@@ -21,7 +21,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testmain.Run(m) }
 
 // runScenario runs a scenario against a real server, fast, and returns
 // what it did and said.
@@ -61,6 +61,7 @@ func refusedThenRetried(tries []timeline.Try, lane int, want timeline.Outcome) b
 }
 
 func TestRaceShowsTheConflictAndTheSecondDecision(t *testing.T) {
+	t.Parallel()
 	res, out := runScenario(t, "race", 3)
 	tl := res.Timeline
 	if len(tl.Lanes) != 3 {
@@ -90,6 +91,7 @@ func TestRaceShowsTheConflictAndTheSecondDecision(t *testing.T) {
 }
 
 func TestStaleCopyIsRefusedThenDecidesAgain(t *testing.T) {
+	t.Parallel()
 	res, out := runScenario(t, "stale", 2)
 	tl := res.Timeline
 	p1 := tl.LaneOf("process-1")
@@ -109,6 +111,7 @@ func TestStaleCopyIsRefusedThenDecidesAgain(t *testing.T) {
 }
 
 func TestCompactionRacesAWriter(t *testing.T) {
+	t.Parallel()
 	res, out := runScenario(t, "compact", 2)
 	tl := res.Timeline
 	compactor, alice := tl.LaneOf("compactor"), tl.LaneOf("alice")
@@ -136,6 +139,7 @@ func TestCompactionRacesAWriter(t *testing.T) {
 }
 
 func TestLeaseExpiresByTheServersTimestamp(t *testing.T) {
+	t.Parallel()
 	res, out := runScenario(t, "lease", 2)
 	tl := res.Timeline
 	var bob *timeline.Lease
@@ -175,6 +179,7 @@ func TestLeaseExpiresByTheServersTimestamp(t *testing.T) {
 }
 
 func TestTurnsCompareBothSides(t *testing.T) {
+	t.Parallel()
 	res, out := runScenario(t, "turns", 3)
 	if len(res.Sides) != 2 || res.Sides[0].Turns || !res.Sides[1].Turns {
 		t.Fatalf("sides %+v, want one without turns then one with", res.Sides)
@@ -195,6 +200,7 @@ func TestTurnsCompareBothSides(t *testing.T) {
 // A run stopped part way (here, the reader's input ended) still removes
 // the config it made.
 func TestStoppedRunLeavesNoConfig(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	dial := func(context.Context) (*nats.Conn, error) {
 		return localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
@@ -226,6 +232,7 @@ func TestStoppedRunLeavesNoConfig(t *testing.T) {
 // A demo's config destroyed under it (by 'sharedconfig destroy', say) is not
 // an error of its clean-up: there is nothing left to remove.
 func TestDestroyedConfigIsNoCleanUpError(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	nc := jstest.Connect(t, srv)
 	dial := func(context.Context) (*nats.Conn, error) {
@@ -259,6 +266,7 @@ func TestDestroyedConfigIsNoCleanUpError(t *testing.T) {
 // lease to end stops the run at once, saying so, rather than when its
 // patience (4 ttls and the timeout) runs out.
 func TestLeaseRunStopsWhenItsConfigIsDestroyed(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	nc := jstest.Connect(t, srv)
 	dial := func(context.Context) (*nats.Conn, error) {
@@ -292,6 +300,7 @@ func TestLeaseRunStopsWhenItsConfigIsDestroyed(t *testing.T) {
 // name) is narrated escaped, as the shell shows it: nothing of it reaches
 // the terminal as a control character.
 func TestNarrationEscapesWhatOthersWrote(t *testing.T) {
+	t.Parallel()
 	srv := jstest.Server(t)
 	nc := jstest.Connect(t, srv)
 	dial := func(context.Context) (*nats.Conn, error) {

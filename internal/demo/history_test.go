@@ -18,6 +18,7 @@ import (
 // that last set its deadline (a registration, a refresh, or a snapshot
 // that holds it) to that deadline.
 func TestTimelineFromHistoryDrawsEndedLeases(t *testing.T) {
+	t.Parallel()
 	changes, state, was := historyOfEndedLeases(t)
 	tl := demo.FromHistory("tl/cfg", changes, state)
 	byName := map[string]timeline.Lease{}
