@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,8 +74,7 @@ func writeInALoop(t *testing.T, writer string, puts int, onConfig func(string) [
 	for i := range puts {
 		fmt.Fprintf(&script, "PUT %s_%d, %d\n", writer, i, i)
 	}
-	c := exec.Command(os.Args[0], onConfig(writer)...)
-	c.Env = append(os.Environ(), runMainEnv+"=1")
+	c := programCommand(onConfig(writer)...)
 	c.Stdin = strings.NewReader(script.String())
 	var errOut strings.Builder
 	c.Stderr = &errOut

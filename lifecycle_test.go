@@ -20,8 +20,7 @@ import (
 // runOnce runs the command line to its end and returns what it printed.
 func runOnce(t *testing.T, args ...string) string {
 	t.Helper()
-	c := exec.Command(os.Args[0], args...)
-	c.Env = append(os.Environ(), runMainEnv+"=1")
+	c := programCommand(args...)
 	out, err := c.CombinedOutput()
 	if err != nil {
 		t.Fatalf("sharedconfig %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -112,8 +111,7 @@ func startServerProcess(t *testing.T) (string, *os.Process) {
 // in dir, once it answers there.
 func startServerProcessAt(t *testing.T, listen, dir string) *exec.Cmd {
 	t.Helper()
-	c := exec.Command(os.Args[0], "server", "--listen", listen, "--data-dir", dir)
-	c.Env = append(os.Environ(), runMainEnv+"=1")
+	c := programCommand("server", "--listen", listen, "--data-dir", dir)
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}

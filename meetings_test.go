@@ -250,8 +250,7 @@ func (m *meetings) said(prefix string) bool {
 
 func (m *meetings) startServer() {
 	m.t.Helper()
-	cmd := exec.Command(os.Args[0], "server", "--listen", m.listen, "--data-dir", m.dataDir)
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	cmd := programCommand("server", "--listen", m.listen, "--data-dir", m.dataDir)
 	cmd.Stderr = io.Discard
 	if err := cmd.Start(); err != nil {
 		m.t.Fatal(err)
@@ -281,8 +280,7 @@ func (m *meetings) restartServer() {
 func (m *meetings) cli(args ...string) string {
 	m.t.Helper()
 	full := append([]string{"--server", m.url, "-s", m.scope, "-n", m.name, "--timeout", "10s"}, args...)
-	cmd := exec.Command(os.Args[0], full...)
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	cmd := programCommand(full...)
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr []byte

@@ -300,8 +300,7 @@ func killedInsideChunks(t *testing.T, nc *nats.Conn, file string, args []string)
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	c := exec.Command(os.Args[0], append(args, "import", file)...)
-	c.Env = append(os.Environ(), runMainEnv+"=1")
+	c := programCommand(append(args, "import", file)...)
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func startPTY(t *testing.T, args ...string) *ptyShell {
 // environment (tests that run in parallel cannot change their own).
 func startPTYEnv(t *testing.T, env []string, args ...string) *ptyShell {
 	t.Helper()
-	c := exec.Command(os.Args[0], args...)
+	c := exec.Command(program(), args...)
 	c.Env = env
 	return startPTYCmd(t, c)
 }

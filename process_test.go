@@ -25,6 +25,7 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/cmd"
 	"github.com/sharedconfig/sharedconfig/internal/localserver"
+	"github.com/sharedconfig/sharedconfig/internal/testmain"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
@@ -41,10 +42,52 @@ const runMainEnv = "SHAREDCONFIG_TEST_RUN_MAIN"
 const patience = time.Minute
 
 func TestMain(m *testing.M) {
+	testmain.SkipRaceExitSleep()
 	if os.Getenv(runMainEnv) == "1" {
 		os.Exit(runMain())
 	}
 	testscript.Main(leakChecked{m}, map[string]func(){"sharedconfig": func() { os.Exit(runMain()) }})
+}
+
+// programEnv names the sharedconfig binary the process-level tests run,
+// set by the first test process so that the processes it starts, which
+// run TestMain again, do not build it again.
+const programEnv = "SHAREDCONFIG_TEST_PROGRAM"
+
+// program is the path of the sharedconfig binary the tests run: a plain
+// build, not a -race one. The root tests start hundreds of processes, and a
+// race-instrumented one costs about three times the CPU to start and runs
+// several times slower; the library code they run is raced in-process by
+// the packages' own tests. When no binary can be built, the test binary
+// runs as the program.
+func program() string {
+	if p := os.Getenv(programEnv); p != "" {
+		return p
+	}
+	return os.Args[0]
+}
+
+// programCommand is exec.Command for the sharedconfig program, in the
+// test's environment.
+func programCommand(args ...string) *exec.Cmd {
+	c := exec.Command(program(), args...)
+	c.Env = append(os.Environ(), runMainEnv+"=1")
+	return c
+}
+
+// buildProgram builds the sharedconfig binary into dir and names it in
+// programEnv, unless a test process above this one has.
+func buildProgram(dir string) {
+	if os.Getenv(programEnv) != "" {
+		return
+	}
+	bin := filepath.Join(dir, "bin", "sharedconfig")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building a plain sharedconfig binary failed, so the test binary runs as the program: %v\n%s", err, out)
+		return
+	}
+	os.Setenv(programEnv, bin)
 }
 
 // leakChecked fails the run if the tests leave goroutines behind.
@@ -60,6 +103,8 @@ func (l leakChecked) Run() int {
 		return 1
 	}
 	defer os.RemoveAll(state)
+	// Before XDG_CACHE_HOME changes: go build finds its cache there.
+	buildProgram(state)
 	os.Setenv("XDG_STATE_HOME", state)
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(state, "cache"))
 	// A binary built with -race sleeps a second as it exits, to let late
@@ -111,8 +156,8 @@ func startREPL(t *testing.T, name string, args ...string) *repl {
 // startREPLEnv starts a shell with env added to the test's environment.
 func startREPLEnv(t *testing.T, name string, env []string, args ...string) *repl {
 	t.Helper()
-	c := exec.Command(os.Args[0], args...)
-	c.Env = append(append(os.Environ(), runMainEnv+"=1"), env...)
+	c := programCommand(args...)
+	c.Env = append(c.Env, env...)
 	stdin, err := c.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -305,8 +350,8 @@ func runShell(t *testing.T, stdin string, args ...string) (stdout, stderr string
 // runShellEnv runs sharedconfig with env added to the test's environment.
 func runShellEnv(t *testing.T, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	c := exec.Command(os.Args[0], args...)
-	c.Env = append(append(os.Environ(), runMainEnv+"=1"), env...)
+	c := programCommand(args...)
+	c.Env = append(c.Env, env...)
 	c.Stdin = strings.NewReader(stdin)
 	var out, errOut strings.Builder
 	c.Stdout, c.Stderr = &out, &errOut

@@ -40,6 +40,8 @@ func TestScripts(t *testing.T) {
 			env.Setenv("FREEPORT", strconv.Itoa(freePort(env.T())))
 			env.Setenv("XDG_DATA_HOME", filepath.Join(env.WorkDir, ".data"))
 			env.Setenv("GORACE", os.Getenv("GORACE")) // no sleep at exit: TestMain
+			// The scripts' "exec sharedconfig" runs the plain binary.
+			env.Setenv("PATH", filepath.Dir(program())+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("XDG_CACHE_HOME", filepath.Join(env.WorkDir, ".cache"))
 			env.Values[replsKey{}] = map[string]*scriptShell{}
 			return nil
@@ -164,7 +166,7 @@ func scriptREPL(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 1 {
 		ts.Fatalf("usage: repl NAME ARGS...")
 	}
-	c := exec.Command(os.Args[0], args[1:]...)
+	c := exec.Command(program(), args[1:]...)
 	c.Dir = ts.Getenv("WORK")
 	c.Env = append(scriptEnv(ts), runMainEnv+"=1")
 	stdin, err := c.StdinPipe()

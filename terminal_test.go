@@ -3,7 +3,6 @@
 package main
 
 import (
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -92,8 +91,7 @@ func TestTerminalFollowPrintsAbove(t *testing.T) {
 	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttyfollow", "--follow")
 	p.waitFor("someConfig > ", 1)
 	p.typeKeys("GET co")
-	other := exec.Command(os.Args[0], "--server", srv.ClientURL(), "--scope", "ttyfollow", "--writer", "bob")
-	other.Env = append(os.Environ(), runMainEnv+"=1")
+	other := programCommand("--server", srv.ClientURL(), "--scope", "ttyfollow", "--writer", "bob")
 	other.Stdin = strings.NewReader("PUT colour, blue\n")
 	if out, err := other.CombinedOutput(); err != nil {
 		t.Fatalf("the other shell: %v\n%s", err, out)
@@ -137,8 +135,7 @@ func TestTerminalWatchPrintsAbove(t *testing.T) {
 	p.typeKeys("WATCH app.\r")
 	p.waitFor("**** Watching keys starting 'app.' from revision 1", 1)
 	p.typeKeys("GET ap")
-	other := exec.Command(os.Args[0], "--server", srv.ClientURL(), "--scope", "ttywatch", "--writer", "bob")
-	other.Env = append(os.Environ(), runMainEnv+"=1")
+	other := programCommand("--server", srv.ClientURL(), "--scope", "ttywatch", "--writer", "bob")
 	other.Stdin = strings.NewReader("PUT other, 1\nPUT app.k, v\n")
 	if out, err := other.CombinedOutput(); err != nil {
 		t.Fatalf("the other shell: %v\n%s", err, out)
@@ -247,8 +244,7 @@ func TestTerminalCtrlCAndTypeAhead(t *testing.T) {
 
 	// What the cancel said is true: "nothing was changed" means x is not
 	// there, even once the client has reconnected and sent what it held.
-	other := exec.Command(os.Args[0], "--server", url, "--scope", "ttycancel")
-	other.Env = append(os.Environ(), runMainEnv+"=1")
+	other := programCommand("--server", url, "--scope", "ttycancel")
 	other.Stdin = strings.NewReader("GET x\n")
 	out, err := other.CombinedOutput()
 	if err != nil {
@@ -273,7 +269,7 @@ func TestTerminalHangUp(t *testing.T) {
 		{"nohup", `trap "" HUP; exec "$0" "$@"`},
 	} {
 		t.Run(tc.scope, func(t *testing.T) {
-			p := startPTYCmd(t, exec.Command("/bin/sh", "-c", tc.sh, os.Args[0], "--server", srv.ClientURL(), "--scope", tc.scope))
+			p := startPTYCmd(t, exec.Command("/bin/sh", "-c", tc.sh, program(), "--server", srv.ClientURL(), "--scope", tc.scope))
 			p.waitFor("someConfig > ", 1)
 			p.typeKeys("REGISTER_LEASE l, 1h\r")
 			p.waitFor("**** Lease 'l' registered", 1)
@@ -284,8 +280,7 @@ func TestTerminalHangUp(t *testing.T) {
 			if status := p.cmd.ProcessState.Sys().(syscall.WaitStatus); status.Signaled() || code != 1 {
 				t.Fatalf("the shell ended with %v, want exit status 1", p.cmd.ProcessState)
 			}
-			leases := exec.Command(os.Args[0], "--server", srv.ClientURL(), "--scope", tc.scope, "exec", "LEASES")
-			leases.Env = append(os.Environ(), runMainEnv+"=1")
+			leases := programCommand("--server", srv.ClientURL(), "--scope", tc.scope, "exec", "LEASES")
 			out, err := leases.CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "**** No leases") {
 				t.Fatalf("after the hang-up, LEASES: %v\n%s", err, out)
