@@ -76,13 +76,15 @@ func programCommand(args ...string) *exec.Cmd {
 }
 
 // buildProgram builds the sharedconfig binary into dir and names it in
-// programEnv, unless a test process above this one has.
+// programEnv, unless a test process above this one has. It builds on one
+// CPU: with a cold cache the build takes a while, and the other packages'
+// tests, some of them timed, run meanwhile.
 func buildProgram(dir string) {
 	if os.Getenv(programEnv) != "" {
 		return
 	}
 	bin := filepath.Join(dir, "bin", "sharedconfig")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.Command("go", "build", "-p", "1", "-o", bin, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building a plain sharedconfig binary failed, so the test binary runs as the program: %v\n%s", err, out)
 		return
