@@ -191,7 +191,7 @@ func TestMeetings(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes for several seconds")
 	}
-	run := 16 * time.Second
+	run := 10 * time.Second
 	if d, err := time.ParseDuration(os.Getenv("SHAREDCONFIG_MEETINGS")); err == nil {
 		run = d
 	}
