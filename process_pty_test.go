@@ -35,10 +35,14 @@ func startPTY(t *testing.T, args ...string) *ptyShell {
 }
 
 // startPTYEnv starts a shell on a terminal with env added to the test's
-// environment (tests that run in parallel cannot change their own).
+// environment (tests that run in parallel cannot change their own). The
+// shell is the test binary, built with -race when the tests are, not the
+// plain program the other process tests run: on a terminal the prompt,
+// follow mode's printing and the signals meet in one process, as no
+// package's own test puts them together.
 func startPTYEnv(t *testing.T, env []string, args ...string) *ptyShell {
 	t.Helper()
-	c := exec.Command(program(), args...)
+	c := exec.Command(os.Args[0], args...)
 	c.Env = env
 	return startPTYCmd(t, c)
 }
