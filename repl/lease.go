@@ -155,7 +155,7 @@ func describeLeaseOp(op sharedconfig.Op) (operation, arguments string, ok bool) 
 	case "put":
 		return "PUT_WITH_LEASE", previewQuoted(op.Key) + " , " + previewQuoted(op.Value) + " , " + previewQuoted(op.Lease), op.Lease != ""
 	case "register_lease":
-		return "REGISTER_LEASE", previewQuoted(op.Lease) + " , " + op.TTL.String() + " by " + previewQuoted(op.Holder), true
+		return "REGISTER_LEASE", previewQuoted(op.Lease) + " , " + op.TTL.String() + " held by " + previewQuoted(op.Holder), true
 	case "refresh_lease":
 		return "REFRESH_LEASE", previewQuoted(op.Lease), true
 	case "revoke_lease":

@@ -15,7 +15,7 @@ func TestDescribeLeaseChanges(t *testing.T) {
 		ch       sharedconfig.Change
 		op, args string
 	}{
-		{sharedconfig.Change{Ops: []sharedconfig.Op{{Kind: "register_lease", Lease: "L", Holder: "h", TTL: 10 * time.Second}}}, "REGISTER_LEASE", "L , 10s by h"},
+		{sharedconfig.Change{Ops: []sharedconfig.Op{{Kind: "register_lease", Lease: "L", Holder: "h", TTL: 10 * time.Second}}}, "REGISTER_LEASE", "L , 10s held by h"},
 		{sharedconfig.Change{Ops: []sharedconfig.Op{{Kind: "put", Key: "k", Value: "v", Lease: "L"}}}, "PUT_WITH_LEASE", "k , v , L"},
 		{sharedconfig.Change{Ops: []sharedconfig.Op{{Kind: "put", Key: "k", Value: "v"}}}, "PUT", "k , v"},
 		{sharedconfig.Change{Ops: []sharedconfig.Op{{Kind: "expire_lease", Lease: "a, b"}}}, "EXPIRE_LEASE", `"a, b"`},
