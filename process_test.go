@@ -109,10 +109,6 @@ func (l leakChecked) Run() int {
 	buildProgram(state)
 	os.Setenv("XDG_STATE_HOME", state)
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(state, "cache"))
-	// A binary built with -race sleeps a second as it exits, to let late
-	// goroutines report races; the tests start hundreds of processes, and
-	// the library code they run is raced in-process by the packages' tests.
-	os.Setenv("GORACE", raceWithoutExitSleep())
 	jstest.MoreInParallel()
 	code := l.m.Run()
 	if code == 0 {
