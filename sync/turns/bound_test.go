@@ -81,3 +81,20 @@ func TestFirstWaiterIsTheOneThatGoesFirst(t *testing.T) {
 		t.Errorf("%d waiters ahead, first %q; want 2, the one-off person first", n, first.id)
 	}
 }
+
+// A made-up first past maxDisplaced counts as a claim come to nothing for
+// the trust words earn too: else a flood that overflows the bound before
+// any claim is judged leaves every later write the whole grace the words
+// claim, as if none of them had been judged.
+func TestClaimsPastTheDisplacedBoundCostTrust(t *testing.T) {
+	c := New(Options{ClaimGrace: 20 * time.Millisecond, MaxClaimGrace: 400 * time.Millisecond})
+	before, earned := c.claimGrace(time.Minute)
+	w := &Write{c: c, first: "spam", firstAt: time.Now(), earned: earned, displaced: make([]displacedClaim, maxDisplaced)}
+	w.displace(time.Now())
+	if after, _ := c.claimGrace(time.Minute); after > before*6/10 {
+		t.Errorf("a word claiming slow tries earns %v after a made-up first past the bound came to nothing, %v before; want about half at most", after, before)
+	}
+	if !w.passed["spam"] {
+		t.Error("the made-up first past the bound is still waited for")
+	}
+}

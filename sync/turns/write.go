@@ -424,6 +424,10 @@ const maxDisplaced = 32
 // MaxHoldBack and what the words earned, however often it happened.
 func (w *Write) displace(now time.Time) {
 	if len(w.displaced) >= maxDisplaced {
+		// Come to nothing for trust too: else a flood of made-up names
+		// that overflows the bound would cost every write its full
+		// grace, as if none of them had been judged.
+		w.c.judged(w.earned, false)
 		w.voided += now.Sub(w.firstAt)
 		w.pass(w.first)
 		return
