@@ -32,9 +32,12 @@ func (f *rootFlags) replicaFor(nc *nats.Conn, log *jetstream.Log) *replica {
 	if f.noCache || os.Getenv(noCacheEnv) != "" {
 		return nil
 	}
-	dir, err := replicacache.Dir()
-	if err != nil {
-		return nil
+	dir := f.cacheDir
+	if dir == "" {
+		var err error
+		if dir, err = replicacache.Dir(); err != nil {
+			return nil
+		}
 	}
 	server := "server:" + nc.ConnectedServerName()
 	if cluster := nc.ConnectedClusterName(); cluster != "" {

@@ -24,17 +24,19 @@ import (
 // indexEnv is one config on a server of its own, with a cache directory
 // of its own, driven through the library.
 type indexEnv struct {
-	t    *testing.T
-	ctx  context.Context
-	nc   *nats.Conn
-	name string
+	t     *testing.T
+	ctx   context.Context
+	nc    *nats.Conn
+	name  string
+	flags *rootFlags
 }
 
+// newIndexEnv starts t in parallel: its cache directory is its own.
 func newIndexEnv(t *testing.T) *indexEnv {
+	t.Parallel()
 	srv := jstest.Server(t)
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(t.TempDir(), "cache"))
-	t.Setenv(noCacheEnv, "")
-	return &indexEnv{t: t, ctx: context.Background(), nc: jstest.Connect(t, srv), name: "idx"}
+	flags := &rootFlags{cacheDir: filepath.Join(t.TempDir(), "cache")}
+	return &indexEnv{t: t, ctx: context.Background(), nc: jstest.Connect(t, srv), name: "idx", flags: flags}
 }
 
 // open opens the config afresh, from the whole log, as holder.
@@ -62,14 +64,14 @@ func (e *indexEnv) save() {
 	log := e.log()
 	c := e.open("reader")
 	defer c.Close()
-	(&rootFlags{}).replicaFor(e.nc, log).save(c)
+	e.flags.replicaFor(e.nc, log).save(c)
 }
 
 // oneKey opens the config for key from the cache's index, as get KEY
 // does; nil when it did not open so.
 func (e *indexEnv) oneKey(key string) *sharedconfig.Config {
 	log := e.log()
-	return (&rootFlags{}).replicaFor(e.nc, log).openOneKey(e.ctx, log, key, sharedconfig.Options{MostlyReads: true})
+	return e.flags.replicaFor(e.nc, log).openOneKey(e.ctx, log, key, sharedconfig.Options{MostlyReads: true})
 }
 
 // same checks that key, and the revision, read from the index are what a

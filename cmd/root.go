@@ -203,8 +203,11 @@ type rootFlags struct {
 	// before opening the config (openExisting).
 	stream  natsjs.Stream
 	noCache bool // --no-cache: read the whole config, keep no copy
-	conn    connFlags
-	source  sourceFlags
+	// cacheDir is the replica cache's directory; empty, the user's
+	// (replicacache.Dir).
+	cacheDir string
+	conn     connFlags
+	source   sourceFlags
 }
 
 func newRoot() *cobra.Command {
