@@ -9,6 +9,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sharedconfig/lease"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
@@ -63,7 +64,7 @@ func leaseUnderSkew(t *testing.T, shift time.Duration) {
 	ctx := context.Background()
 	srv := jstest.Server(t)
 	holder, watcher := openSkewed(t, srv, shift, "holder"), openSkewed(t, srv, shift, "watcher")
-	const ttl = 2 * time.Second
+	const ttl = lease.MinTTL
 	_, err := holder.Leases().Register(ctx, "member", ttl)
 	ok(t, err)
 	_, err = holder.Put(ctx, "/servers/1", "up", sharedconfig.WithLease("member"))
