@@ -273,3 +273,42 @@ func TestRepairPlanShortensLongEntries(t *testing.T) {
 		}
 	}
 }
+
+// Made-up waiters on the turns subject that say their tries take a minute
+// cost a one-shot put little: its process lives too short to learn whom
+// the log bears out, so it gives such words no extra grace
+// (turns.Options.ShortLived). Each process used to pay the whole 3 s.
+func TestForgedSlowWaitersCostAOneShotPutLittle(t *testing.T) {
+	t.Parallel()
+	s := jstest.Server(t)
+	args := []string{"--server", s.ClientURL(), "-s", "forged", "-n", "c"}
+	if _, stderr, code := runShell(t, "", append(args, "put", "a", "0")...); code != 0 {
+		t.Fatalf("put: exit %d, %s", code, stderr)
+	}
+	nc := jstest.Connect(t, s)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for i := 0; ; i++ {
+			nc.Publish(jetstream.Subject("forged", "c")+".turns", fmt.Appendf(nil, "once spam%d 0 60000", i))
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() { close(stop); <-stopped }()
+	time.Sleep(20 * time.Millisecond)
+	for i := range 3 {
+		start := time.Now()
+		if _, stderr, code := runShell(t, "", append(args, "put", "a", strconv.Itoa(i+1))...); code != 0 {
+			t.Fatalf("put under forged words: exit %d, %s", code, stderr)
+		}
+		// A loaded machine may stretch one process; 3 s is what the
+		// words claim.
+		if took := time.Since(start); took > 1500*time.Millisecond {
+			t.Errorf("put %d under made-up slow waiters took %v; want well under the 3 s they claim", i+1, took)
+		}
+	}
+}

@@ -183,6 +183,7 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 		CatchingUp:       catchUpProgress(cmd.ErrOrStderr()),
 		Holder:           f.writer,
 		MostlyReads:      f.mostlyReads,
+		ShortLived:       f.shortLived,
 	})
 	var damaged *sharedconfig.DamagedError
 	if errors.As(err, &damaged) && s.cfg != nil {

@@ -83,6 +83,12 @@ type Options struct {
 	// config, so that one that only reads adds nothing to their traffic
 	// (turns.Options.FromFirstWrite).
 	MostlyReads bool
+	// ShortLived: the process makes a write or a few and ends (a one-shot
+	// command), too soon to learn which other writers' words about their
+	// slow tries the log bears out: it gives them none of the extra grace
+	// such words earn (turns.Options.ShortLived), so that made-up words
+	// cannot cost each such process seconds.
+	ShortLived bool
 	// Resume, if set, is a Checkpoint of this config taken earlier: Open
 	// starts from it and reads only the entries after it. One of another
 	// incarnation of the log (deleted and created again) is dropped and the
@@ -132,8 +138,8 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	}
 	c.removesLeft = c.policy.removes
 	syncOpts = append(syncOpts, statesync.WithApplied(c.applied), statesync.WithBatch(State.applyAll))
-	if o.MostlyReads {
-		syncOpts = append(syncOpts, statesync.WithTurns(turns.New(turns.Options{FromFirstWrite: true})))
+	if o.MostlyReads || o.ShortLived {
+		syncOpts = append(syncOpts, statesync.WithTurns(turns.New(turns.Options{FromFirstWrite: o.MostlyReads, ShortLived: o.ShortLived})))
 	}
 	c.sync = statesync.New[State](log, codec{}, syncOpts...)
 	if err := c.load(ctx, o.Resume); err != nil {

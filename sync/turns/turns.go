@@ -80,6 +80,13 @@ type Options struct {
 	// so that a slow honest writer (a large snapshot) is not cut short by
 	// writers whose tries are quick; its words stay fresh for that long too.
 	ClaimGrace, MaxClaimGrace time.Duration
+	// ShortLived: the synchronizer makes a write or a few and is gone (a
+	// one-shot command). It starts with no trust in waiters' words about
+	// their tries (see Manager.trust): it lives too short to learn which
+	// of them the log bears out, so a made-up word cannot cost each such
+	// process MaxClaimGrace. Trust grows back with time, as after claims
+	// that came to nothing.
+	ShortLived bool
 	// FromFirstWrite: the manager starts hearing other writers, and says
 	// hello to them, at its synchronizer's first conditional write rather
 	// than when the synchronizer loads the state, so that a process that
@@ -202,7 +209,8 @@ type Manager struct {
 	// trust bounds the grace a waiter's own word about its tries can earn
 	// it: halved by each such claim that came to nothing, so that made-up
 	// waiters that say their tries are slow cost little for long, and
-	// restored by claims the log bore out, and over voidFor.
+	// restored by claims the log bore out, and over voidFor. Full at
+	// first, unless ShortLived.
 	trust   time.Duration
 	trustAt time.Time // when trust was last brought up to date
 	// Anyone can say hello: one is answered at once, and those heard within
@@ -223,8 +231,12 @@ func New(o Options) *Manager {
 	b := make([]byte, 8)
 	rand.Read(b)
 	o = o.withDefaults()
-	return &Manager{opt: o, id: hex.EncodeToString(b), waiting: map[string]waiter{}, trust: o.MaxClaimGrace,
+	c := &Manager{opt: o, id: hex.EncodeToString(b), waiting: map[string]waiter{}, trust: o.MaxClaimGrace,
 		changed: make(chan struct{}), wrote: map[string]uint64{}, void: map[string]voided{}}
+	if o.ShortLived {
+		c.trust, c.trustAt = 0, time.Now()
+	}
+	return c
 }
 
 // A word is "wait <id> <since> <try>" (try: how long the waiter's tries

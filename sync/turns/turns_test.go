@@ -681,6 +681,33 @@ func TestMadeUpSlowWaitersCostLessEachTime(t *testing.T) {
 	}
 }
 
+// A short-lived writer (a one-shot command) gives made-up waiters that say
+// their tries are slow no more than ClaimGrace from its first write on,
+// where one that lives long gives the first of them up to MaxClaimGrace:
+// it would pay that again in each process.
+func TestShortLivedWriterGivesMadeUpSlowWaitersNoExtraGrace(t *testing.T) {
+	t.Parallel()
+	const grace, most = 20 * time.Millisecond, 600 * time.Millisecond
+	for _, shortLived := range []bool{false, true} {
+		t.Run(fmt.Sprint("short-lived ", shortLived), func(t *testing.T) {
+			t.Parallel()
+			log := memlog.New("t")
+			o := turns.Options{MaxHoldBack: 2 * time.Second, ClaimGrace: grace, MaxClaimGrace: most, ShortLived: shortLived}
+			s, tries, mu := tracedCounter(t, log, o)
+			talk(t, log, func(i int) string { return fmt.Sprintf("once spam%d 0 60000", i) })
+			time.Sleep(20 * time.Millisecond)
+			d := heldBack(t, s, tries, mu)
+			t.Logf("the first write held back %v", d)
+			switch {
+			case shortLived && d > most/2:
+				t.Errorf("a short-lived writer's first write held back %v for made-up slow waiters; want a few times %v", d, grace)
+			case !shortLived && d < most*3/4:
+				t.Errorf("a long-lived writer's first write held back %v for a waiter that says its tries are slow; want about %v", d, most)
+			}
+		})
+	}
+}
+
 // A turn is shorter when many writers wait: each waits for the turns of
 // those before it about as long however many they are.
 func TestTurnIsShorterWhenManyWait(t *testing.T) {
