@@ -29,6 +29,18 @@ type replica struct {
 // replicaFor is the replica cache's file for the config in log; nil when
 // the cache is off or there is no directory for it.
 func (f *rootFlags) replicaFor(nc *nats.Conn, log *jetstream.Log) *replica {
+	// The stream's info came with opening the log: no request of its own.
+	r := f.cacheFile(nc, log.Name())
+	if r != nil {
+		r.stamp.Created = log.Stream().CachedInfo().Created
+	}
+	return r
+}
+
+// cacheFile is the replica cache's file for stream on nc's server, its
+// stamp without the stream's creation time; nil when the cache is off or
+// there is no directory for it.
+func (f *rootFlags) cacheFile(nc *nats.Conn, stream string) *replica {
 	if f.noCache || os.Getenv(noCacheEnv) != "" {
 		return nil
 	}
@@ -43,10 +55,36 @@ func (f *rootFlags) replicaFor(nc *nats.Conn, log *jetstream.Log) *replica {
 	if cluster := nc.ConnectedClusterName(); cluster != "" {
 		server = "cluster:" + cluster
 	}
-	// The stream's info came with opening the log: no request of its own.
-	r := &replica{stamp: replicacache.Stamp{Server: server, Stream: log.Name(), Created: log.Stream().CachedInfo().Created}}
+	r := &replica{stamp: replicacache.Stamp{Server: server, Stream: stream}}
 	r.path = replicacache.Path(dir, r.stamp)
 	return r
+}
+
+// cachedValue is key's property in the replica cache's copy of the config
+// the flags name, when the config's last entry is the very one that copy
+// stands at: the answer of a one-shot get in one request, a direct get of
+// that entry, where opening the config looks its stream up first. The ID
+// of that entry binds the copy to the stream as its creation time would
+// (no entry of another incarnation has it). ok is false when it cannot
+// tell (no file or index, the config moved on, a cluster, any failure):
+// the config is then opened as usual, which says what is wrong, if
+// anything is.
+func (f *rootFlags) cachedValue(ctx context.Context, nc *nats.Conn, key string) (p replicacache.Property, found, ok bool) {
+	r := f.cacheFile(nc, jetstream.StreamName(f.scope, f.name))
+	if r == nil || nc.ConnectedClusterName() != "" {
+		return p, false, false
+	}
+	copied, err := replicacache.Peek(r.path, r.stamp, key)
+	if err != nil {
+		return p, false, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	last, err := jetstream.LastEntry(ctx, nc, f.scope, f.name)
+	if err != nil || last.ID == "" || last.Revision != copied.Revision || last.ID != copied.ID {
+		return p, false, false
+	}
+	return copied.Property, copied.Found, true
 }
 
 // load is the checkpoint the file holds, if it can be used.

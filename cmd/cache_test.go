@@ -142,6 +142,7 @@ func TestCacheOfADestroyedConfigIsNotUsed(t *testing.T) {
 			} else {
 				os.WriteFile(path, old, 0o600)
 			}
+			e.run(1, "-n", name, "get", "secret", "--raw")
 			e.run(1, "-n", name, "get", "secret")
 			out := e.run(0, "-n", name, "get-all")
 			if strings.Contains(out, "old-password") || strings.Contains(out, "| a ") || !strings.Contains(out, "new0") {

@@ -166,16 +166,29 @@ func countProperties(ctx context.Context, f *rootFlags, nc *nats.Conn, c jetstre
 // the server does not hold rather than creating it: reads of a mistyped
 // name must not leave a config behind.
 func openExisting(cmd *cobra.Command, f *rootFlags, command string) (*session, error) {
-	if err := f.check(cmd); err != nil {
+	nc, via, err := f.dialToRead(cmd)
+	if err != nil {
 		return nil, err
+	}
+	return openExistingOn(cmd, f, command, nc, via)
+}
+
+// dialToRead checks the flags and connects, for a command that opens only
+// an existing config.
+func (f *rootFlags) dialToRead(cmd *cobra.Command) (*nats.Conn, string, error) {
+	if err := f.check(cmd); err != nil {
+		return nil, "", err
 	}
 	// The commands that open only an existing config read it (get, get-all,
 	// export, watch, ...): they join the writers' turns only if they write.
 	f.mostlyReads = true
-	nc, via, err := f.dial(cmd.Context())
-	if err != nil {
-		return nil, err
-	}
+	return f.dial(cmd.Context())
+}
+
+// openExistingOn is openExisting on a connection made by dialToRead, which
+// the session then owns.
+func openExistingOn(cmd *cobra.Command, f *rootFlags, command string, nc *nats.Conn, via string) (*session, error) {
+	var err error
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	f.stream, err = jetstream.LookUpConfig(ctx, nc, f.scope, f.name)
 	cancel()

@@ -152,21 +152,34 @@ func getCommandFunc(cmd *cobra.Command, f *rootFlags, g getFlags, key string) er
 // a file, escaped and ended with a newline on a terminal.
 func printValue(cmd *cobra.Command, f *rootFlags, key string) error {
 	f.shortLived = true
-	s, err := openExisting(cmd, f, "GET")
+	nc, via, err := f.dialToRead(cmd)
+	if err != nil {
+		return err
+	}
+	if p, found, ok := f.cachedValue(cmd.Context(), nc, key); ok {
+		nc.Close()
+		return writeValue(cmd, key, p.Value, found)
+	}
+	s, err := openExistingOn(cmd, f, "GET", nc, via)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	p, found := s.cfg.State().Lookup(key)
+	return writeValue(cmd, key, p.Value, found)
+}
+
+// writeValue prints value, key's, for printValue.
+func writeValue(cmd *cobra.Command, key, value string, found bool) error {
 	if !found {
 		fmt.Fprintf(cmd.ErrOrStderr(), "!!!! Property '%s' is undefined\n", repl.Shown(key))
 		return &exitError{code: exitFailures}
 	}
 	if out := cmd.OutOrStdout(); writesToTerminal(out) {
-		fmt.Fprintln(out, visible(p.Value))
+		fmt.Fprintln(out, visible(value))
 		return nil
 	}
-	_, _ = io.WriteString(cmd.OutOrStdout(), p.Value) // a failure is the exit status's (checkedWriter)
+	_, _ = io.WriteString(cmd.OutOrStdout(), value) // a failure is the exit status's (checkedWriter)
 	return nil
 }
 

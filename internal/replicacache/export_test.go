@@ -8,5 +8,13 @@ func LookUpIn(index []byte, key string) ([]byte, error) {
 		}
 		return copy(p, index[off:]), nil
 	}
-	return lookUp(at, int64(len(index)), key)
+	x, err := readIndex(at, int64(len(index)))
+	if err != nil {
+		return nil, err
+	}
+	p, found, err := x.find(key)
+	if err != nil {
+		return nil, err
+	}
+	return x.partial(key, p, found), nil
 }

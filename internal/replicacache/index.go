@@ -349,39 +349,74 @@ func readStart(f *os.File, size int64) ([]byte, error) {
 // leases; and the revision the copy stands at. A file without an index is
 // ErrNoIndex; a damaged index, ErrUntrusted.
 func Lookup(path string, want Stamp, key string) (checkpoint []byte, revision uint64, err error) {
+	err = inIndex(path, want, false, func(x index, h header) error {
+		p, found, err := x.find(key)
+		checkpoint, revision = x.partial(key, p, found), h.Revision
+		return err
+	})
+	return checkpoint, revision, err
+}
+
+// Peeked is what Peek found.
+type Peeked struct {
+	Property Property
+	Found    bool // the copy holds the key
+	// Revision is where the copy stands, and ID the ID of the log's entry
+	// there.
+	Revision uint64
+	ID       string
+}
+
+// Peek returns, from the file at path, if it can be trusted as Lookup's
+// is and holds an index, key's property in the copy and where the copy
+// stands, without the stream's creation time (want.Created is ignored):
+// the caller binds the copy to the log by the ID of the entry it stands
+// at, which no entry of another incarnation of the stream has.
+func Peek(path string, want Stamp, key string) (Peeked, error) {
+	var got Peeked
+	err := inIndex(path, want, true, func(x index, h header) error {
+		var pos struct {
+			Revision uint64 `json:"revision"`
+			ID       string `json:"id"`
+		}
+		line, _, _ := bytes.Cut(bytes.TrimPrefix(x.head, []byte(checkpointMagic)), []byte{'\n'})
+		if err := json.Unmarshal(line, &pos); err != nil || pos.Revision != h.Revision || pos.ID == "" {
+			return errDamaged
+		}
+		var err error
+		got.Property, got.Found, err = x.find(key)
+		got.Revision, got.ID = pos.Revision, pos.ID
+		return err
+	})
+	return got, err
+}
+
+// inIndex calls fn with the index of the file at path, if the file can be
+// trusted and holds one (with anyCreated, whenever the stream was created).
+func inIndex(path string, want Stamp, anyCreated bool, fn func(x index, h header) error) error {
 	f, size, err := open(path)
 	if err != nil {
-		return nil, 0, err
+		return err
 	}
 	defer f.Close()
 	start, err := readStart(f, size)
 	if err != nil {
-		return nil, 0, err
+		return err
 	}
-	h, n, err := parseHeader(path, start, size, want)
+	h, n, err := parseHeader(path, start, size, want, anyCreated)
 	if err != nil {
-		return nil, 0, err
+		return err
 	}
 	if h.IndexLength == 0 {
-		return nil, 0, ErrNoIndex
+		return ErrNoIndex
 	}
 	base := int64(n) + int64(h.Length)
-	checkpoint, err = lookUp(func(p []byte, off int64) (int, error) { return f.ReadAt(p, base+off) }, int64(h.IndexLength), key)
+	x, err := readIndex(func(p []byte, off int64) (int, error) { return f.ReadAt(p, base+off) }, int64(h.IndexLength))
+	if err == nil {
+		err = fn(x, h)
+	}
 	if errors.Is(err, errDamaged) || errors.Is(err, io.EOF) {
-		return nil, 0, fmt.Errorf("%w: %s: %w", ErrUntrusted, path, errDamaged)
+		return fmt.Errorf("%w: %s: %w", ErrUntrusted, path, errDamaged)
 	}
-	return checkpoint, h.Revision, err
-}
-
-// lookUp is Lookup in an index section of size bytes that at reads.
-func lookUp(read func(p []byte, off int64) (int, error), size int64, key string) ([]byte, error) {
-	x, err := readIndex(read, size)
-	if err != nil {
-		return nil, err
-	}
-	p, found, err := x.find(key)
-	if err != nil {
-		return nil, err
-	}
-	return x.partial(key, p, found), nil
+	return err
 }

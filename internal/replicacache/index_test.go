@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/sharedconfig/sharedconfig/internal/replicacache"
 )
@@ -169,5 +170,36 @@ func TestLookupInALargeIndex(t *testing.T) {
 		if err != nil || !bytes.HasSuffix(got, []byte(want)) {
 			t.Errorf("key %d: %s, %v; want %s", i, got, err, want)
 		}
+	}
+}
+
+// Peek gives a key's property and where the copy stands (its revision and
+// the ID of the entry there), whatever the stream's creation time; another
+// server's or stream's file, or a damaged one, is not used.
+func TestPeekGivesThePropertyAndThePosition(t *testing.T) {
+	path, _ := savedWithIndex(t)
+	anyTime := stamp
+	anyTime.Created = stamp.Created.Add(time.Hour)
+	for key, want := range map[string]replicacache.Peeked{
+		"a":  {Property: leasedProps[0], Found: true, Revision: 9, ID: "X"},
+		"c":  {Property: leasedProps[2], Found: true, Revision: 9, ID: "X"},
+		"b0": {Revision: 9, ID: "X"},
+	} {
+		for _, s := range []replicacache.Stamp{stamp, anyTime} {
+			if got, err := replicacache.Peek(path, s, key); err != nil || got != want {
+				t.Errorf("Peek %q: %+v, %v; want %+v", key, got, err, want)
+			}
+		}
+	}
+	for _, other := range []replicacache.Stamp{{Server: "other", Stream: stamp.Stream}, {Server: stamp.Server, Stream: "OTHER"}} {
+		if _, err := replicacache.Peek(path, other, "a"); !errors.Is(err, replicacache.ErrUntrusted) {
+			t.Errorf("Peek with %+v: %v; want ErrUntrusted", other, err)
+		}
+	}
+	data, _ := os.ReadFile(path)
+	at := bytes.LastIndex(data, []byte(`"id":"X"`)) // in the index, after the checkpoint
+	os.WriteFile(path, slices.Concat(data[:at], []byte(`"id":"Y"`), data[at+len(`"id":"X"`):]), 0o600)
+	if got, err := replicacache.Peek(path, stamp, "a"); !errors.Is(err, replicacache.ErrUntrusted) {
+		t.Errorf("Peek of a file whose index was changed: %+v, %v; want ErrUntrusted", got, err)
 	}
 }

@@ -101,7 +101,7 @@ func Load(path string, want Stamp) (checkpoint []byte, revision uint64, err erro
 	if int64(len(data)) != size {
 		return nil, 0, fmt.Errorf("%w: %s changed while it was read", ErrUntrusted, path)
 	}
-	h, n, err := parseHeader(path, data, size, want)
+	h, n, err := parseHeader(path, data, size, want, false)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -138,7 +138,7 @@ func open(path string) (*os.File, int64, error) {
 // parseHeader checks the start of a file of size bytes (at least its
 // first two lines) against want, and returns its header and where the
 // checkpoint starts. The lengths it gives must add up to the file's size.
-func parseHeader(path string, start []byte, size int64, want Stamp) (header, int, error) {
+func parseHeader(path string, start []byte, size int64, want Stamp, anyCreated bool) (header, int, error) {
 	rest, ok := bytes.CutPrefix(start, []byte(magic))
 	if !ok {
 		return header{}, 0, fmt.Errorf("%w: %s is not a sharedconfig cache file of this version", ErrUntrusted, path)
@@ -157,7 +157,7 @@ func parseHeader(path string, start []byte, size int64, want Stamp) (header, int
 		return header{}, 0, fmt.Errorf("%w: %s holds %d bytes after its header, not the %d+%d it was written with", ErrUntrusted, path,
 			size-int64(n), got.Length, got.IndexLength)
 	}
-	if got.Server != want.Server || got.Stream != want.Stream || !got.Created.Equal(want.Created) {
+	if got.Server != want.Server || got.Stream != want.Stream || !got.Created.Equal(want.Created) && !anyCreated {
 		return header{}, 0, fmt.Errorf("%w: %s holds stream %s created %s on %q, not this one", ErrUntrusted, path,
 			got.Stream, got.Created.Format(time.RFC3339Nano), got.Server)
 	}
