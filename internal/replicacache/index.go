@@ -351,8 +351,11 @@ func readStart(f *os.File, size int64) ([]byte, error) {
 func Lookup(path string, want Stamp, key string) (checkpoint []byte, revision uint64, err error) {
 	err = inIndex(path, want, false, func(x index, h header) error {
 		p, found, err := x.find(key)
+		if err != nil {
+			return err
+		}
 		checkpoint, revision = x.partial(key, p, found), h.Revision
-		return err
+		return nil
 	})
 	return checkpoint, revision, err
 }
