@@ -312,3 +312,47 @@ func TestForgedSlowWaitersCostAOneShotPutLittle(t *testing.T) {
 		}
 	}
 }
+
+// get --raw on a stream that does not serve direct gets, for a user who
+// may not ask for them, answers at once by the stream's leader, as get
+// does, and says nothing of the refusal: a refused request is never
+// answered, so get --raw must not ask it (the replica cache records
+// whether the stream served direct gets).
+func TestGetRawWithoutDirectGetsIsQuick(t *testing.T) {
+	t.Parallel()
+	deny := []string{"$JS.API.DIRECT.GET.>"}
+	perms := &server.Permissions{Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: deny}}
+	s := jstest.NATS(t, &server.Options{JetStream: true, Users: []*server.User{{Username: "u", Password: "p", Permissions: perms}, {Username: "admin", Password: "p"}}})
+	admin := "nats://admin:p@" + strings.TrimPrefix(s.ClientURL(), "nats://")
+	user := "nats://u:p@" + strings.TrimPrefix(s.ClientURL(), "nats://")
+	if _, stderr, code := runShell(t, "", "--server", admin, "-s", "nodirect", "-n", "c", "put", "a", "1"); code != 0 {
+		t.Fatalf("put: exit %d, %s", code, stderr)
+	}
+	nc, err := nats.Connect(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := natsjs.New(nc)
+	ctx := context.Background()
+	stream, err := js.Stream(ctx, jetstream.StreamName("nodirect", "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stream.CachedInfo().Config
+	cfg.AllowDirect = false
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	env := []string{"XDG_CACHE_HOME=" + cache}
+	args := []string{"--server", user, "-s", "nodirect", "-n", "c"}
+	if _, stderr, code := runShellEnv(t, env, "", append(args, "get-all")...); code != 0 || stderr != "" {
+		t.Fatalf("get-all: exit %d, stderr %q", code, stderr)
+	}
+	start := time.Now()
+	stdout, stderr, code := runShellEnv(t, env, "", append(args, "get", "a", "--raw")...)
+	if took := time.Since(start); code != 0 || stdout != "1" || stderr != "" || took > 3*time.Second {
+		t.Errorf("get a --raw: exit %d, stdout %q, stderr %q, in %v; want 1 at once and nothing on stderr", code, stdout, stderr, took)
+	}
+}

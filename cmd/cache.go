@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"os"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -32,7 +33,9 @@ func (f *rootFlags) replicaFor(nc *nats.Conn, log *jetstream.Log) *replica {
 	// The stream's info came with opening the log: no request of its own.
 	r := f.cacheFile(nc, log.Name())
 	if r != nil {
-		r.stamp.Created = log.Stream().CachedInfo().Created
+		info := log.Stream().CachedInfo()
+		r.stamp.Created = info.Created
+		r.stamp.DirectGets = info.Config.AllowDirect && info.Config.Replicas <= 1 && nc.ConnectedClusterName() == ""
 	}
 	return r
 }
@@ -63,29 +66,34 @@ func (f *rootFlags) cacheFile(nc *nats.Conn, stream string) *replica {
 // cachedValue is key's property in the replica cache's copy of the config
 // the flags name, when the config's last entry is the very one that copy
 // stands at: the answer of a one-shot get in one request, a direct get of
-// that entry, where opening the config looks its stream up first. The ID
-// of that entry binds the copy to the stream as its creation time would
-// (no entry of another incarnation has it). ok is false when it cannot
-// tell (no file or index, the config moved on, a cluster, any failure):
-// the config is then opened as usual, which says what is wrong, if
-// anything is.
+// that entry, where opening the config looks its stream up first. That
+// entry binds the copy to the stream as its creation time would: its ID,
+// which anyone who may publish on the subject can copy, and the server's
+// time on it, which nobody chooses. ok is false when it cannot tell (no
+// file or index, the config moved on, a cluster, a stream that did not
+// answer direct gets when the copy was saved, any failure): the config is
+// then opened as usual, which says what is wrong, if anything is.
 func (f *rootFlags) cachedValue(ctx context.Context, nc *nats.Conn, key string) (p replicacache.Property, found, ok bool) {
 	r := f.cacheFile(nc, jetstream.StreamName(f.scope, f.name))
 	if r == nil || nc.ConnectedClusterName() != "" {
 		return p, false, false
 	}
 	copied, err := replicacache.Peek(r.path, r.stamp, key)
-	if err != nil {
+	if err != nil || !copied.DirectGets {
 		return p, false, false
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	// A server that refuses the request never answers it: wait briefly.
+	ctx, cancel := context.WithTimeout(ctx, min(f.timeout, quickGetTimeout))
 	defer cancel()
-	last, err := jetstream.LastEntry(ctx, nc, f.scope, f.name)
-	if err != nil || last.ID == "" || last.Revision != copied.Revision || last.ID != copied.ID {
+	last, at, err := jetstream.LastEntry(ctx, nc, f.scope, f.name)
+	if err != nil || last.ID == "" || last.Revision != copied.Revision || last.ID != copied.ID || !at.Equal(copied.Time) {
 		return p, false, false
 	}
 	return copied.Property, copied.Found, true
 }
+
+// quickGetTimeout bounds cachedValue's one request.
+const quickGetTimeout = time.Second
 
 // load is the checkpoint the file holds, if it can be used.
 func (r *replica) load() []byte {

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,7 +10,11 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
 	"github.com/sharedconfig/sharedconfig/internal/replicacache"
+	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
 
@@ -240,3 +245,46 @@ func TestUntrustedCacheFileIsReplaced(t *testing.T) {
 }
 
 func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// A config destroyed and created again, whose new stream ends at the
+// revision of the old copy with a message that carries the ID of the
+// copy's entry (anyone who may publish on the subject chooses IDs), is
+// not taken for the old one by get --raw: the server's time on the entry
+// differs.
+func TestGetRawDoesNotTrustACopiedEntryID(t *testing.T) {
+	e := newCacheEnv(t)
+	e.run(0, "-n", "c", "put", "secret", "old-password")
+	e.run(0, "-n", "c", "put", "a", "1")
+	e.run(0, "-n", "c", "get-all") // the copy stands at revision 3
+	path := e.file("c")
+	old, _ := os.ReadFile(path)
+	var h struct{ Revision uint64 }
+	_, rest, _ := bytes.Cut(old, []byte("\n"))
+	head, _, _ := bytes.Cut(rest, []byte("\n"))
+	if err := json.Unmarshal(head, &h); err != nil || h.Revision != 3 {
+		t.Fatalf("cache header %s: %v; want revision 3", head, err)
+	}
+	_, checkpoint, _ := bytes.Cut(rest, []byte("\n"))
+	_, afterMagic, _ := bytes.Cut(checkpoint, []byte("\n"))
+	cpHead, _, _ := bytes.Cut(afterMagic, []byte("\n"))
+	var pos struct{ ID string }
+	if err := json.Unmarshal(cpHead, &pos); err != nil || pos.ID == "" {
+		t.Fatalf("checkpoint header %s: %v", cpHead, err)
+	}
+	e.run(0, "-n", "c", "destroy", "--yes")
+	e.run(0, "-n", "c", "--no-cache", "put", "new0", "n") // revisions 1 and 2
+	nc, err := nats.Connect(os.Getenv("NATS_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := natsjs.New(nc)
+	msg := nats.NewMsg(jetstream.Subject("cache", "c"))
+	msg.Header.Set(natsjs.MsgIDHeader, pos.ID)
+	msg.Data = []byte("forged")
+	if ack, err := js.PublishMsg(context.Background(), msg); err != nil || ack.Sequence != 3 {
+		t.Fatalf("forged publish: %v, %+v; want sequence 3", err, ack)
+	}
+	os.WriteFile(path, old, 0o600)
+	e.run(1, "-n", "c", "get", "secret", "--raw")
+}

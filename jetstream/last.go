@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -115,33 +116,41 @@ func (l *Log) leaderLast(data []byte) (uint64, nats.Header, error) {
 	return resp.Message.Seq, h, nil
 }
 
-// LastEntry is the position of the last entry of scope/name's log, by a
-// direct get of its last message, without looking the stream up first: for
-// a process that holds a copy bound to an entry's ID and wants to know,
-// in one request, whether the log still ends there. Only for a server that
-// is not part of a cluster: its one copy of the stream answers, where on a
-// cluster any replica may, a lagging one too. A position with no ID means
-// it cannot tell (no such stream, direct gets not allowed, no entry): the
-// caller then opens the log.
-func LastEntry(ctx context.Context, nc *nats.Conn, scope, name string) (statesync.Position, error) {
+// LastEntry is the position of the last entry of scope/name's log, and
+// the server's time on it, by a direct get of its last message, without
+// looking the stream up first: for a process that holds a copy bound to
+// an entry and wants to know, in one request, whether the log still ends
+// there. Anyone who may publish on the subject chooses a message's ID, so
+// the time, which the server gives, tells the entry from a copy of its ID.
+// Only for a server that is not part of a cluster (its one copy of the
+// stream answers, where on a cluster any replica may, a lagging one too)
+// and a stream that allows direct gets: a server that refuses the request
+// does not answer it, and the caller waits for its context. A position
+// with no ID means it cannot tell (no such stream, no entry): the caller
+// then opens the log.
+func LastEntry(ctx context.Context, nc *nats.Conn, scope, name string) (statesync.Position, time.Time, error) {
 	if err := ValidateName("scope", scope); err != nil {
-		return statesync.Position{}, err
+		return statesync.Position{}, time.Time{}, err
 	}
 	if err := ValidateName("name", name); err != nil {
-		return statesync.Position{}, err
+		return statesync.Position{}, time.Time{}, err
 	}
 	if nc.ConnectedClusterName() != "" {
-		return statesync.Position{}, nil
+		return statesync.Position{}, time.Time{}, nil
 	}
 	l := &Log{nc: nc, name: StreamName(scope, name), subject: Subject(scope, name)}
 	req := fmt.Appendf(nil, `{"last_by_subj":%q}`, l.subject)
 	msg, err := nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+l.name, req)
 	if err != nil {
-		return statesync.Position{}, err
+		return statesync.Position{}, time.Time{}, err
 	}
 	seq, h, err := l.directLast(msg)
 	if err != nil || seq == 0 {
-		return statesync.Position{}, err
+		return statesync.Position{}, time.Time{}, err
 	}
-	return statesync.Position{Revision: seq, ID: h.Get(jetstream.MsgIDHeader)}, nil
+	at, err := time.Parse(time.RFC3339Nano, h.Get(jetstream.TimeStampHeaer))
+	if err != nil {
+		return statesync.Position{}, time.Time{}, nil
+	}
+	return statesync.Position{Revision: seq, ID: h.Get(jetstream.MsgIDHeader)}, at, nil
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // The index lets a process that wants one key (a one-shot get) take it
@@ -364,31 +365,35 @@ func Lookup(path string, want Stamp, key string) (checkpoint []byte, revision ui
 type Peeked struct {
 	Property Property
 	Found    bool // the copy holds the key
-	// Revision is where the copy stands, and ID the ID of the log's entry
-	// there.
+	// Revision is where the copy stands, ID the ID of the log's entry
+	// there, and Time the log's time on it.
 	Revision uint64
 	ID       string
+	Time     time.Time
+	// DirectGets is the file's Stamp.DirectGets.
+	DirectGets bool
 }
 
 // Peek returns, from the file at path, if it can be trusted as Lookup's
 // is and holds an index, key's property in the copy and where the copy
 // stands, without the stream's creation time (want.Created is ignored):
-// the caller binds the copy to the log by the ID of the entry it stands
-// at, which no entry of another incarnation of the stream has.
+// the caller binds the copy to the log by the entry it stands at, its ID
+// and the log's time on it.
 func Peek(path string, want Stamp, key string) (Peeked, error) {
 	var got Peeked
 	err := inIndex(path, want, true, func(x index, h header) error {
 		var pos struct {
-			Revision uint64 `json:"revision"`
-			ID       string `json:"id"`
+			Revision uint64    `json:"revision"`
+			ID       string    `json:"id"`
+			Time     time.Time `json:"time"`
 		}
 		line, _, _ := bytes.Cut(bytes.TrimPrefix(x.head, []byte(checkpointMagic)), []byte{'\n'})
-		if err := json.Unmarshal(line, &pos); err != nil || pos.Revision != h.Revision || pos.ID == "" {
+		if err := json.Unmarshal(line, &pos); err != nil || pos.Revision != h.Revision || pos.ID == "" || pos.Time.IsZero() {
 			return errDamaged
 		}
 		var err error
 		got.Property, got.Found, err = x.find(key)
-		got.Revision, got.ID = pos.Revision, pos.ID
+		got.Revision, got.ID, got.Time, got.DirectGets = pos.Revision, pos.ID, pos.Time, h.DirectGets
 		return err
 	})
 	return got, err

@@ -14,7 +14,7 @@ import (
 )
 
 // checkpointHead is how a statesync checkpoint starts.
-const checkpointHead = "statesync-checkpoint 1\n{\"revision\":9,\"id\":\"X\"}\n"
+const checkpointHead = "statesync-checkpoint 1\n{\"revision\":9,\"id\":\"X\",\"time\":\"2026-12-01T10:00:00.123456789Z\"}\n"
 
 // leasedCheckpoint holds keys a (under lease L), b and c, and lease L.
 const leasedCheckpoint = checkpointHead + `{"properties":{"a":"1","b":"2","c":"3"},"revisions":{"a":4,"b":5,"c":6},` +
@@ -180,10 +180,11 @@ func TestPeekGivesThePropertyAndThePosition(t *testing.T) {
 	path, _ := savedWithIndex(t)
 	anyTime := stamp
 	anyTime.Created = stamp.Created.Add(time.Hour)
+	at := time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC)
 	for key, want := range map[string]replicacache.Peeked{
-		"a":  {Property: leasedProps[0], Found: true, Revision: 9, ID: "X"},
-		"c":  {Property: leasedProps[2], Found: true, Revision: 9, ID: "X"},
-		"b0": {Revision: 9, ID: "X"},
+		"a":  {Property: leasedProps[0], Found: true, Revision: 9, ID: "X", Time: at},
+		"c":  {Property: leasedProps[2], Found: true, Revision: 9, ID: "X", Time: at},
+		"b0": {Revision: 9, ID: "X", Time: at},
 	} {
 		for _, s := range []replicacache.Stamp{stamp, anyTime} {
 			if got, err := replicacache.Peek(path, s, key); err != nil || got != want {
@@ -197,8 +198,8 @@ func TestPeekGivesThePropertyAndThePosition(t *testing.T) {
 		}
 	}
 	data, _ := os.ReadFile(path)
-	at := bytes.LastIndex(data, []byte(`"id":"X"`)) // in the index, after the checkpoint
-	os.WriteFile(path, slices.Concat(data[:at], []byte(`"id":"Y"`), data[at+len(`"id":"X"`):]), 0o600)
+	i := bytes.LastIndex(data, []byte(`"id":"X"`)) // in the index, after the checkpoint
+	os.WriteFile(path, slices.Concat(data[:i], []byte(`"id":"Y"`), data[i+len(`"id":"X"`):]), 0o600)
 	if got, err := replicacache.Peek(path, stamp, "a"); !errors.Is(err, replicacache.ErrUntrusted) {
 		t.Errorf("Peek of a file whose index was changed: %+v, %v; want ErrUntrusted", got, err)
 	}

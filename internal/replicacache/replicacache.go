@@ -38,6 +38,10 @@ type Stamp struct {
 	// Created is when the server created the stream: a stream deleted and
 	// created again under its name has another.
 	Created time.Time `json:"created"`
+	// DirectGets: the stream answered direct gets of its last entry (one
+	// replica, direct gets allowed) when the copy was saved, so a reader
+	// may ask for it so (see Peek). Not part of the file's identity.
+	DirectGets bool `json:"direct_gets,omitempty"`
 }
 
 // header is a file's first line after the magic: the stamp, the revision
