@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -275,9 +276,10 @@ func TestRepairPlanShortensLongEntries(t *testing.T) {
 }
 
 // Made-up waiters on the turns subject that say their tries take a minute
-// cost a one-shot put little: its process lives too short to learn whom
-// the log bears out, so it gives such words no extra grace
-// (turns.Options.ShortLived). Each process used to pay the whole 3 s.
+// cost a run of one-shot puts less and less: each process starts from what
+// the ones before it learned of such words (the trust file beside the
+// replica cache), rather than giving them the whole 3 s anew, as each
+// process did before it kept that.
 func TestForgedSlowWaitersCostAOneShotPutLittle(t *testing.T) {
 	t.Parallel()
 	s := jstest.Server(t)
@@ -300,16 +302,20 @@ func TestForgedSlowWaitersCostAOneShotPutLittle(t *testing.T) {
 	}()
 	defer func() { close(stop); <-stopped }()
 	time.Sleep(20 * time.Millisecond)
-	for i := range 3 {
+	var took []time.Duration
+	for i := range 6 {
 		start := time.Now()
 		if _, stderr, code := runShell(t, "", append(args, "put", "a", strconv.Itoa(i+1))...); code != 0 {
 			t.Fatalf("put under forged words: exit %d, %s", code, stderr)
 		}
-		// A loaded machine may stretch one process; 3 s is what the
-		// words claim.
-		if took := time.Since(start); took > 1500*time.Millisecond {
-			t.Errorf("put %d under made-up slow waiters took %v; want well under the 3 s they claim", i+1, took)
-		}
+		took = append(took, time.Since(start).Round(time.Millisecond))
+	}
+	t.Logf("puts took %v", took)
+	// A loaded machine may stretch one process: the bound is on the least
+	// of the last three. The first may cost what the words claim, 3 s, and
+	// the hold-back's 1 s.
+	if took[0] > 5*time.Second || slices.Min(took[3:]) > time.Second {
+		t.Errorf("puts under made-up slow waiters took %v; want less and less after the first", took)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/internal/replicacache"
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
 // noCacheEnv, set to anything, turns the replica cache off as --no-cache
@@ -177,4 +178,33 @@ func indexOf(checkpoint []byte, st sharedconfig.State) []byte {
 		return nil
 	}
 	return index
+}
+
+// loadTrust is what earlier processes of this user learned of other
+// writers' turns words on the config in s's log (see turns.Options.Trust),
+// from the file beside its cache file; nil when there is none to use, and
+// then the config trusts such words in full at first.
+func (s *session) loadTrust(f *rootFlags) *turns.Trust {
+	r := f.cacheFile(s.nc, s.log.Name())
+	if r == nil {
+		return nil
+	}
+	s.trustPath = replicacache.TrustPath(r.path)
+	t, err := replicacache.LoadTrust(s.trustPath)
+	if err != nil {
+		return nil
+	}
+	return &turns.Trust{Most: time.Duration(t.MostMS) * time.Millisecond, At: t.At}
+}
+
+// saveTrust keeps what the session's config learned of other writers'
+// turns words for the next process, if it learned anything. A failure only
+// costs the next process what this one learned: it is not reported.
+func (s *session) saveTrust() {
+	if s.trustPath == "" {
+		return
+	}
+	if t, learned := s.cfg.TurnsTrust(); learned {
+		_ = replicacache.SaveTrust(s.trustPath, replicacache.Trust{MostMS: t.Most.Milliseconds(), At: t.At})
+	}
 }

@@ -62,7 +62,6 @@ func runLines(cmd *cobra.Command, f *rootFlags, lines ...string) error {
 	if err := f.check(cmd); err != nil {
 		return err
 	}
-	f.shortLived = true
 	s, err := f.open(cmd)
 	if err != nil {
 		return err
@@ -73,7 +72,6 @@ func runLines(cmd *cobra.Command, f *rootFlags, lines ...string) error {
 // readLines is runLines for commands that only read: a config the server
 // does not hold is refused (status 1), not created.
 func readLines(cmd *cobra.Command, f *rootFlags, command string, lines ...string) error {
-	f.shortLived = true
 	s, err := openExisting(cmd, f, command)
 	if err != nil {
 		return err
@@ -151,7 +149,6 @@ func getCommandFunc(cmd *cobra.Command, f *rootFlags, g getFlags, key string) er
 // printValue prints the value of key alone: byte for byte into a pipe or
 // a file, escaped and ended with a newline on a terminal.
 func printValue(cmd *cobra.Command, f *rootFlags, key string) error {
-	f.shortLived = true
 	nc, via, err := f.dialToRead(cmd)
 	if err != nil {
 		return err
@@ -211,7 +208,6 @@ func keysCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
 	if len(args) == 1 {
 		prefix = args[0]
 	}
-	f.shortLived = true
 	s, err := openExisting(cmd, f, "KEYS")
 	if err != nil {
 		return err
@@ -352,7 +348,6 @@ func execCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
 	if err := f.check(cmd); err != nil {
 		return err
 	}
-	f.shortLived = true
 	s, err := f.open(cmd)
 	if err != nil {
 		return err

@@ -78,6 +78,9 @@ type session struct {
 	// good state.
 	damaged *sharedconfig.DamagedError
 	replica *replica // the config's file in the replica cache; nil if off
+	// trustPath is the file of what the writer learned of others' turns
+	// words (replicacache.Trust); empty when the cache is off.
+	trustPath string
 }
 
 // Close stops following, closes the config and its log, and closes the
@@ -88,6 +91,7 @@ func (s *session) Close() {
 		if s.damaged == nil {
 			s.replica.save(s.cfg)
 		}
+		s.saveTrust()
 		s.cfg.Close()
 	}
 	s.log.Close()
@@ -183,7 +187,7 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 		CatchingUp:       catchUpProgress(cmd.ErrOrStderr()),
 		Holder:           f.writer,
 		MostlyReads:      f.mostlyReads,
-		ShortLived:       f.shortLived,
+		TurnsTrust:       s.loadTrust(f),
 	})
 	var damaged *sharedconfig.DamagedError
 	if errors.As(err, &damaged) && s.cfg != nil {

@@ -196,7 +196,6 @@ type rootFlags struct {
 	writer          string
 	replicas        int
 	mostlyReads     bool // a read-only command: join the writers' turns only if it writes
-	shortLived      bool // a one-shot command (sharedconfig.Options.ShortLived)
 	// oneKey: the command reads this key alone (get KEY): the config may
 	// open holding it alone (see openConfig).
 	oneKey string

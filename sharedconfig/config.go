@@ -83,12 +83,12 @@ type Options struct {
 	// config, so that one that only reads adds nothing to their traffic
 	// (turns.Options.FromFirstWrite).
 	MostlyReads bool
-	// ShortLived: the process makes a write or a few and ends (a one-shot
-	// command), too soon to learn which other writers' words about their
-	// slow tries the log bears out: it gives them none of the extra grace
-	// such words earn (turns.Options.ShortLived), so that made-up words
-	// cannot cost each such process seconds.
-	ShortLived bool
+	// TurnsTrust, if set, is what an earlier process of this writer
+	// learned of other writers' words about their slow tries
+	// (Config.TurnsTrust): the config starts from it rather than trusting
+	// such words in full, so that made-up words do not cost each process
+	// seconds anew (turns.Options.Trust).
+	TurnsTrust *turns.Trust
 	// Resume, if set, is a Checkpoint of this config taken earlier: Open
 	// starts from it and reads only the entries after it. One of another
 	// incarnation of the log (deleted and created again) is dropped and the
@@ -103,6 +103,7 @@ type Config struct {
 	log    statesync.Log
 	opts   Options
 	policy compactionPolicy
+	turns  *turns.Manager // the synchronizer's
 
 	mu          sync.Mutex
 	removesLeft int
@@ -138,9 +139,8 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	}
 	c.removesLeft = c.policy.removes
 	syncOpts = append(syncOpts, statesync.WithApplied(c.applied), statesync.WithBatch(State.applyAll))
-	if o.MostlyReads || o.ShortLived {
-		syncOpts = append(syncOpts, statesync.WithTurns(turns.New(turns.Options{FromFirstWrite: o.MostlyReads, ShortLived: o.ShortLived})))
-	}
+	c.turns = turns.New(turns.Options{FromFirstWrite: o.MostlyReads, Trust: o.TurnsTrust})
+	syncOpts = append(syncOpts, statesync.WithTurns(c.turns))
 	c.sync = statesync.New[State](log, codec{}, syncOpts...)
 	if err := c.load(ctx, o.Resume); err != nil {
 		var entryErr *statesync.EntryError
@@ -202,6 +202,11 @@ func (c *Config) Get(key string) (string, bool) {
 	p, ok := c.State().Lookup(key)
 	return p.Value, ok
 }
+
+// TurnsTrust is what this config has learned of other writers' words
+// about their slow tries, for a later process of this writer to start from
+// (Options.TurnsTrust); learned is false when it judged none of them.
+func (c *Config) TurnsTrust() (t turns.Trust, learned bool) { return c.turns.Trust() }
 
 // Refresh brings the local copy up to date with the shared config.
 func (c *Config) Refresh(ctx context.Context) error { return c.sync.Fetch(ctx) }

@@ -80,13 +80,13 @@ type Options struct {
 	// so that a slow honest writer (a large snapshot) is not cut short by
 	// writers whose tries are quick; its words stay fresh for that long too.
 	ClaimGrace, MaxClaimGrace time.Duration
-	// ShortLived: the synchronizer makes a write or a few and is gone (a
-	// one-shot command). It starts with no trust in waiters' words about
-	// their tries (see Manager.trust): it lives too short to learn which
-	// of them the log bears out, so a made-up word cannot cost each such
-	// process MaxClaimGrace. Trust grows back with time, as after claims
-	// that came to nothing.
-	ShortLived bool
+	// Trust, if set, is what an earlier manager of the same writer learned
+	// of waiters' words about their tries (Manager.Trust): a process that
+	// ends and comes back (a one-shot command run again) starts from it,
+	// grown back over the time since, rather than trusting such words in
+	// full, so that made-up words do not cost each process MaxClaimGrace
+	// anew.
+	Trust *Trust
 	// FromFirstWrite: the manager starts hearing other writers, and says
 	// hello to them, at its synchronizer's first conditional write rather
 	// than when the synchronizer loads the state, so that a process that
@@ -210,9 +210,10 @@ type Manager struct {
 	// it: halved by each such claim that came to nothing, so that made-up
 	// waiters that say their tries are slow cost little for long, and
 	// restored by claims the log bore out, and over voidFor. Full at
-	// first, unless ShortLived.
+	// first, or Options.Trust.
 	trust   time.Duration
 	trustAt time.Time // when trust was last brought up to date
+	learned bool      // a claim was judged: trust is more than time's
 	// Anyone can say hello: one is answered at once, and those heard within
 	// helloEvery after it by one answer when that ends.
 	helloAt  time.Time // when a hello was last answered
@@ -233,10 +234,33 @@ func New(o Options) *Manager {
 	o = o.withDefaults()
 	c := &Manager{opt: o, id: hex.EncodeToString(b), waiting: map[string]waiter{}, trust: o.MaxClaimGrace,
 		changed: make(chan struct{}), wrote: map[string]uint64{}, void: map[string]voided{}}
-	if o.ShortLived {
-		c.trust, c.trustAt = 0, time.Now()
+	if t := o.Trust; t != nil {
+		now := time.Now()
+		c.trust, c.trustAt = min(max(t.Most, 0), o.MaxClaimGrace), t.At
+		if c.trustAt.IsZero() || c.trustAt.After(now) {
+			c.trustAt = now
+		}
 	}
 	return c
+}
+
+// Trust is what a manager has learned of waiters' words about their
+// tries: the most such a word earns a waiter (see Options.ClaimGrace) as of
+// At. It grows back with time after At.
+type Trust struct {
+	Most time.Duration
+	At   time.Time
+}
+
+// Trust is what c has learned, for a later manager of the same writer to
+// start from (Options.Trust); learned is false when no claim was judged,
+// so that trust is only what it started from and the time since.
+func (c *Manager) Trust() (t Trust, learned bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	c.recoverTrustLocked(now)
+	return Trust{Most: c.trust, At: now}, c.learned
 }
 
 // A word is "wait <id> <since> <try>" (try: how long the waiter's tries
@@ -454,6 +478,7 @@ func (c *Manager) claimGrace(try time.Duration) (grace, earned time.Duration) {
 func (c *Manager) judged(earned time.Duration, shown bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.learned = true
 	c.recoverTrustLocked(time.Now())
 	if shown {
 		c.trust = min(c.opt.MaxClaimGrace, 2*c.trust+c.opt.ClaimGrace)

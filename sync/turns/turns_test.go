@@ -13,6 +13,7 @@ import (
 	"time"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/example"
 	"github.com/sharedconfig/sharedconfig/sync/logtest"
 	"github.com/sharedconfig/sharedconfig/sync/memlog"
 	"github.com/sharedconfig/sharedconfig/sync/turns"
@@ -681,28 +682,40 @@ func TestMadeUpSlowWaitersCostLessEachTime(t *testing.T) {
 	}
 }
 
-// A short-lived writer (a one-shot command) gives made-up waiters that say
-// their tries are slow no more than ClaimGrace from its first write on,
-// where one that lives long gives the first of them up to MaxClaimGrace:
-// it would pay that again in each process.
-func TestShortLivedWriterGivesMadeUpSlowWaitersNoExtraGrace(t *testing.T) {
+// A writer that starts from the trust an earlier one left (a one-shot
+// command run again) gives made-up waiters that say their tries are slow
+// no more than that trust allows, where one that starts afresh gives the
+// first of them up to MaxClaimGrace; the trust it leaves is lower still.
+func TestWriterStartsFromTheTrustLeftToIt(t *testing.T) {
 	t.Parallel()
 	const grace, most = 20 * time.Millisecond, 600 * time.Millisecond
-	for _, shortLived := range []bool{false, true} {
-		t.Run(fmt.Sprint("short-lived ", shortLived), func(t *testing.T) {
+	for name, trust := range map[string]*turns.Trust{"afresh": nil, "from little": {Most: grace, At: time.Now()}} {
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			log := memlog.New("t")
-			o := turns.Options{MaxHoldBack: 2 * time.Second, ClaimGrace: grace, MaxClaimGrace: most, ShortLived: shortLived}
-			s, tries, mu := tracedCounter(t, log, o)
+			m := turns.New(turns.Options{MaxHoldBack: 2 * time.Second, ClaimGrace: grace, MaxClaimGrace: most, Trust: trust})
+			var mu sync.Mutex
+			var tries []statesync.Attempt
+			s := statesync.New[counter](log, example.CounterCodec{}, statesync.WithTurns(m), statesync.WithTrace(func(a statesync.Attempt) {
+				mu.Lock()
+				defer mu.Unlock()
+				tries = append(tries, a)
+			}))
+			if err := s.Initialize(context.Background(), example.CounterStart{}); err != nil {
+				t.Fatal(err)
+			}
 			talk(t, log, func(i int) string { return fmt.Sprintf("once spam%d 0 60000", i) })
 			time.Sleep(20 * time.Millisecond)
-			d := heldBack(t, s, tries, mu)
+			d := heldBack(t, s, &tries, &mu)
 			t.Logf("the first write held back %v", d)
 			switch {
-			case shortLived && d > most/2:
-				t.Errorf("a short-lived writer's first write held back %v for made-up slow waiters; want a few times %v", d, grace)
-			case !shortLived && d < most*3/4:
-				t.Errorf("a long-lived writer's first write held back %v for a waiter that says its tries are slow; want about %v", d, most)
+			case trust != nil && d > most/2:
+				t.Errorf("a write started from little trust held back %v for made-up slow waiters; want a few times %v", d, grace)
+			case trust == nil && d < most*3/4:
+				t.Errorf("a write started afresh held back %v for a waiter that says its tries are slow; want about %v", d, most)
+			}
+			if left, learned := m.Trust(); !learned || left.Most > most*6/10 {
+				t.Errorf("the trust left after a made-up claim came to nothing is %v (learned %v); want about half of %v at most", left.Most, learned, most)
 			}
 		})
 	}
