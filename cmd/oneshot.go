@@ -139,9 +139,10 @@ func getCommandFunc(cmd *cobra.Command, f *rootFlags, g getFlags, key string) er
 		return readLines(cmd, f, "GET_ALL", shellLine("GET_ALL", key))
 	}
 	f.oneKey = key
-	if g.valueOnly {
+	if g.valueOnly && key != "" {
 		return printValue(cmd, f, key)
 	}
+	// An empty key is refused as GET refuses it.
 	f.missingKeyFails = true
 	return readLines(cmd, f, "GET", shellLine("GET", key))
 }
