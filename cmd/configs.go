@@ -50,7 +50,7 @@ func answer(cmd *cobra.Command, f *rootFlags, command string, ok bool, result ma
 
 // failed reports a command that ran into an error, with exit status 1.
 func failed(cmd *cobra.Command, f *rootFlags, command string, err error) error {
-	answer(cmd, f, command, false, nil, 0, "!!!! Error: "+err.Error()+advice(err))
+	answer(cmd, f, command, false, nil, 0, "!!!! Error: "+repl.DescribeError(err, f.timeout)+advice(err))
 	return &exitError{code: exitFailures}
 }
 

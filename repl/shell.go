@@ -646,6 +646,11 @@ func (sh *Shell) explain(err error, timeout time.Duration) string {
 	return line
 }
 
+// DescribeError is err as one line of the shell says it, for a command
+// given timeout: a write starved by other writers is not blamed on the
+// server, nor an unknown outcome taken for a failure.
+func DescribeError(err error, timeout time.Duration) string { return describeError(err, timeout) }
+
 // describeError is an error as one line says it.
 func describeError(err error, timeout time.Duration) string {
 	if contended := (*turns.ContendedError)(nil); errors.As(err, &contended) {
