@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"os"
 	"time"
 
@@ -26,6 +27,9 @@ type replica struct {
 	// revision is that of the copy the file held; 0 when there was none
 	// to use.
 	revision uint64
+	// damaged: its index was not to be trusted, so the file is written
+	// again at the end even if the copy did not move on.
+	damaged bool
 }
 
 // replicaFor is the replica cache's file for the config in log; nil when
@@ -83,10 +87,14 @@ func (f *rootFlags) cachedValue(ctx context.Context, nc *nats.Conn, key string) 
 	if err != nil || !copied.DirectGets {
 		return p, false, false
 	}
-	// A server that refuses the request never answers it: wait briefly.
+	// A server that refuses the request never answers it: wait briefly,
+	// and once only.
 	ctx, cancel := context.WithTimeout(ctx, min(f.timeout, quickGetTimeout))
 	defer cancel()
 	last, at, err := jetstream.LastEntry(ctx, nc, f.scope, f.name)
+	if errors.Is(err, context.DeadlineExceeded) {
+		_ = replicacache.NoDirectGets(r.path, r.stamp)
+	}
 	if err != nil || last.ID == "" || last.Revision != copied.Revision || last.ID != copied.ID || !at.Equal(copied.Time) {
 		return p, false, false
 	}
@@ -94,7 +102,7 @@ func (f *rootFlags) cachedValue(ctx context.Context, nc *nats.Conn, key string) 
 }
 
 // quickGetTimeout bounds cachedValue's one request.
-const quickGetTimeout = time.Second
+const quickGetTimeout = 500 * time.Millisecond
 
 // load is the checkpoint the file holds, if it can be used.
 func (r *replica) load() []byte {
@@ -125,6 +133,7 @@ const oneKeyMostEntries = 1000
 func (r *replica) openOneKey(ctx context.Context, log *jetstream.Log, key string, o sharedconfig.Options) *sharedconfig.Config {
 	checkpoint, revision, err := replicacache.Lookup(r.path, r.stamp, key)
 	if err != nil {
+		r.damaged = errors.Is(err, replicacache.ErrUntrusted)
 		return nil
 	}
 	state := log.Stream().CachedInfo().State
@@ -148,7 +157,7 @@ func (r *replica) openOneKey(ctx context.Context, log *jetstream.Log, key string
 // failure to write only costs the next process a full read: it is not
 // reported.
 func (r *replica) save(cfg *sharedconfig.Config) {
-	if r == nil || cfg.State().Revision() == r.revision {
+	if r == nil || cfg.State().Revision() == r.revision && !r.damaged {
 		return
 	}
 	st := cfg.State()
@@ -194,17 +203,19 @@ func (s *session) loadTrust(f *rootFlags) *turns.Trust {
 	if err != nil {
 		return nil
 	}
-	return &turns.Trust{Most: time.Duration(t.MostMS) * time.Millisecond, At: t.At}
+	// Clamped before it is scaled: a huge number must not wrap to none.
+	return &turns.Trust{Most: time.Duration(min(t.MostMS, int64(time.Hour/time.Millisecond))) * time.Millisecond, At: t.At, MadeUp: t.MadeUp}
 }
 
 // saveTrust keeps what the session's config learned of other writers'
-// turns words for the next process, if it learned anything. A failure only
-// costs the next process what this one learned: it is not reported.
+// turns words for the next process, if it judged a claim that came to
+// nothing. A failure only costs the next process what this one learned:
+// it is not reported.
 func (s *session) saveTrust() {
 	if s.trustPath == "" {
 		return
 	}
 	if t, learned := s.cfg.TurnsTrust(); learned {
-		_ = replicacache.SaveTrust(s.trustPath, replicacache.Trust{MostMS: t.Most.Milliseconds(), At: t.At})
+		_ = replicacache.SaveTrust(s.trustPath, replicacache.Trust{MostMS: t.Most.Milliseconds(), At: t.At, MadeUp: t.MadeUp})
 	}
 }

@@ -430,3 +430,41 @@ func TestGetAfterACompactionSavesANewerCopy(t *testing.T) {
 		t.Fatal("the newer copy was not used")
 	}
 }
+
+// A cache file whose index is damaged (a CRC fails) is written again at
+// the end of a get, even when the config did not move on, so that the next
+// get finds its key from the index again.
+func TestDamagedIndexIsWrittenAgain(t *testing.T) {
+	e := newCacheEnv(t)
+	e.run(0, "put", "a", "1")
+	e.run(0, "put", "b", "2")
+	e.run(0, "get-all") // saves the copy and its index
+	path := e.file("someConfig")
+	data, _ := os.ReadFile(path)
+	i := bytes.LastIndex(data, []byte("2")) // b's value, in the index's last record
+	data[i] = '3'
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := e.run(0, "get", "b", "--raw"); out != "2" {
+		t.Fatalf("get b --raw from a damaged index: %q, want 2", out)
+	}
+	_, rest, _ := bytes.Cut(mustRead(t, path), []byte("\n"))
+	head, _, _ := bytes.Cut(rest, []byte("\n"))
+	var stamp replicacache.Stamp
+	if err := jsonUnmarshal(head, &stamp); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := replicacache.Peek(path, stamp, "b"); err != nil || got.Property.Value != "2" {
+		t.Errorf("the index after the get: %+v, %v; want b's record, whole", got, err)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}

@@ -205,7 +205,8 @@ func (c *Config) Get(key string) (string, bool) {
 
 // TurnsTrust is what this config has learned of other writers' words
 // about their slow tries, for a later process of this writer to start from
-// (Options.TurnsTrust); learned is false when it judged none of them.
+// (Options.TurnsTrust); learned is false when it has nothing to add (see
+// turns.Manager.Trust).
 func (c *Config) TurnsTrust() (t turns.Trust, learned bool) { return c.turns.Trust() }
 
 // Refresh brings the local copy up to date with the shared config.

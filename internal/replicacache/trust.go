@@ -17,7 +17,13 @@ import (
 type Trust struct {
 	MostMS int64     `json:"most_ms"`
 	At     time.Time `json:"at"`
+	// MadeUp names the writers whose claims came to nothing lately: the
+	// evidence, when there are several, that the words were made up.
+	MadeUp []string `json:"made_up,omitempty"`
 }
+
+// maxMadeUp bounds the names a trust file holds.
+const maxMadeUp = 32
 
 // TrustPath is the trust file that goes with the cache file at path.
 func TrustPath(path string) string { return strings.TrimSuffix(path, ".cache") + ".trust" }
@@ -30,7 +36,7 @@ func LoadTrust(path string) (Trust, error) {
 		return Trust{}, err
 	}
 	defer f.Close()
-	if size > 256 {
+	if size > 4096 {
 		return Trust{}, fmt.Errorf("%w: %s is larger than a trust file", ErrUntrusted, path)
 	}
 	data, err := io.ReadAll(f)
@@ -38,7 +44,7 @@ func LoadTrust(path string) (Trust, error) {
 		return Trust{}, err
 	}
 	var t Trust
-	if err := json.Unmarshal(data, &t); err != nil || t.MostMS < 0 || t.At.IsZero() {
+	if err := json.Unmarshal(data, &t); err != nil || t.MostMS < 0 || t.At.IsZero() || len(t.MadeUp) > maxMadeUp {
 		return Trust{}, fmt.Errorf("%w: %s is not a trust file", ErrUntrusted, path)
 	}
 	return t, nil
@@ -75,4 +81,29 @@ func SaveTrust(path string, t Trust) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// NoDirectGets marks the cache file at path, if it is want's, as one whose
+// stream does not serve direct gets (Stamp.DirectGets false), keeping the
+// rest: a reader asked and had no answer (the stream stopped allowing them,
+// or this user may not ask), and the next must not wait for one again.
+func NoDirectGets(path string, want Stamp) error {
+	f, size, err := open(path)
+	if err != nil {
+		return err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if int64(len(data)) != size {
+		return fmt.Errorf("%w: %s changed while it was read", ErrUntrusted, path)
+	}
+	h, n, err := parseHeader(path, data, size, want, true)
+	if err != nil || !h.DirectGets {
+		return err
+	}
+	body := data[n:]
+	return Save(path, Stamp{Server: h.Server, Stream: h.Stream, Created: h.Created}, h.Revision, body[:h.Length], body[h.Length:h.Length+h.IndexLength])
 }

@@ -43,6 +43,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -213,7 +214,12 @@ type Manager struct {
 	// first, or Options.Trust.
 	trust   time.Duration
 	trustAt time.Time // when trust was last brought up to date
-	learned bool      // a claim was judged: trust is more than time's
+	// madeUp holds the names whose claims came to nothing, and when, as
+	// this manager judged them or Options.Trust told it; overflowed: a
+	// write's bound on displaced claims overflowed (made-up names for sure).
+	madeUp     map[string]time.Time
+	overflowed bool
+	learned    bool // this manager judged a claim that came to nothing
 	// Anyone can say hello: one is answered at once, and those heard within
 	// helloEvery after it by one answer when that ends.
 	helloAt  time.Time // when a hello was last answered
@@ -236,32 +242,93 @@ func New(o Options) *Manager {
 		changed: make(chan struct{}), wrote: map[string]uint64{}, void: map[string]voided{}}
 	if t := o.Trust; t != nil {
 		now := time.Now()
-		c.trust, c.trustAt = min(max(t.Most, 0), o.MaxClaimGrace), t.At
-		if c.trustAt.IsZero() || c.trustAt.After(now) {
-			c.trustAt = now
+		at := t.At
+		if at.IsZero() || at.After(now) {
+			at = now
+		}
+		for _, name := range t.MadeUp {
+			c.noteMadeUpLocked(name, at)
+		}
+		if c.evidentLocked(now) {
+			c.trust, c.trustAt = min(max(t.Most, 0), o.MaxClaimGrace), at
 		}
 	}
 	return c
 }
 
+// noteMadeUpLocked records that name's claim came to nothing at at.
+func (c *Manager) noteMadeUpLocked(name string, at time.Time) {
+	if c.madeUp == nil {
+		c.madeUp = map[string]time.Time{}
+	}
+	if len(c.madeUp) >= maxRemembered {
+		clear(c.madeUp)
+	}
+	if at.After(c.madeUp[name]) {
+		c.madeUp[name] = at
+	}
+}
+
+// evidentLocked: made-up words are evident, as of now: the claims of
+// madeUpEvident names came to nothing within voidFor, or a write's bound
+// on displaced claims overflowed. One name's claims that come to nothing
+// are no evidence: an honest writer whose tries are slower than it first
+// said (a large import) can have a claim or two cut short, and a later
+// process that started from the trust that cost would cut it short again,
+// and again.
+func (c *Manager) evidentLocked(now time.Time) bool {
+	n := 0
+	for _, at := range c.madeUp {
+		if now.Sub(at) < voidFor {
+			n++
+		}
+	}
+	return c.overflowed || n >= madeUpEvident
+}
+
 // Trust is what a manager has learned of waiters' words about their
 // tries: the most such a word earns a waiter (see Options.ClaimGrace) as of
-// At. It grows back with time after At.
+// At, growing back with time after At, and the names whose claims came to
+// nothing lately. A manager started from it applies Most only if those
+// names make made-up words evident (see evidentLocked).
 type Trust struct {
-	Most time.Duration
-	At   time.Time
+	Most   time.Duration
+	At     time.Time
+	MadeUp []string
 }
 
 // Trust is what c has learned, for a later manager of the same writer to
-// start from (Options.Trust); learned is false when no claim was judged,
-// so that trust is only what it started from and the time since.
+// start from (Options.Trust); learned is false when c judged no claim that
+// came to nothing, and has nothing to add.
 func (c *Manager) Trust() (t Trust, learned bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
 	c.recoverTrustLocked(now)
-	return Trust{Most: c.trust, At: now}, c.learned
+	t = Trust{Most: c.trust, At: now}
+	type named struct {
+		name string
+		at   time.Time
+	}
+	var recent []named
+	for name, at := range c.madeUp {
+		if now.Sub(at) < voidFor {
+			recent = append(recent, named{name, at})
+		}
+	}
+	slices.SortFunc(recent, func(a, b named) int { return b.at.Compare(a.at) })
+	for _, n := range recent[:min(len(recent), keptMadeUp)] {
+		t.MadeUp = append(t.MadeUp, n.name)
+	}
+	return t, c.learned
 }
+
+// madeUpEvident is how many names whose claims came to nothing make
+// made-up words evident, and keptMadeUp how many Trust keeps.
+const (
+	madeUpEvident = 3
+	keptMadeUp    = 16
+)
 
 // A word is "wait <id> <since> <try>" (try: how long the waiter's tries
 // take, in milliseconds; words without it are heard too), "once ..." (the
@@ -478,7 +545,6 @@ func (c *Manager) claimGrace(try time.Duration) (grace, earned time.Duration) {
 func (c *Manager) judged(earned time.Duration, shown bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.learned = true
 	c.recoverTrustLocked(time.Now())
 	if shown {
 		c.trust = min(c.opt.MaxClaimGrace, 2*c.trust+c.opt.ClaimGrace)
@@ -499,6 +565,8 @@ func (c *Manager) voidClaim(id string) {
 	if v, ok := c.void[id]; ok {
 		period = min(2*v.period, voidFor)
 	}
+	c.noteMadeUpLocked(id, time.Now())
+	c.learned = true
 	c.void[id] = voided{until: time.Now().Add(period), period: period}
 	delete(c.waiting, id)
 }

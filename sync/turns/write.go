@@ -428,6 +428,10 @@ func (w *Write) displace(now time.Time) {
 		// that overflows the bound would cost every write its full
 		// grace, as if none of them had been judged.
 		w.c.judged(w.earned, false)
+		w.c.mu.Lock()
+		w.c.overflowed, w.c.learned = true, true
+		w.c.noteMadeUpLocked(w.first, now)
+		w.c.mu.Unlock()
 		w.voided += now.Sub(w.firstAt)
 		w.pass(w.first)
 		return
