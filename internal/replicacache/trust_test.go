@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,21 +20,22 @@ func TestTrustFile(t *testing.T) {
 	if filepath.Ext(path) != ".trust" {
 		t.Fatalf("trust path %s", path)
 	}
-	want := replicacache.Trust{MostMS: 750, At: time.Date(2026, 12, 2, 4, 0, 0, 5, time.UTC)}
+	want := replicacache.Trust{MostMS: 750, At: time.Date(2026, 12, 2, 4, 0, 0, 5, time.UTC), MadeUp: []string{"a1", "b2"}}
 	if err := replicacache.SaveTrust(path, want); err != nil {
 		t.Fatal(err)
 	}
 	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("saved: %v, %v; want mode 0600", info, err)
 	}
-	if got, err := replicacache.LoadTrust(path); err != nil || got.MostMS != want.MostMS || !got.At.Equal(want.At) {
+	if got, err := replicacache.LoadTrust(path); err != nil || got.MostMS != want.MostMS || !got.At.Equal(want.At) || !slices.Equal(got.MadeUp, want.MadeUp) {
 		t.Fatalf("loaded %+v, %v; want %+v", got, err, want)
 	}
 	os.Chmod(path, 0o644)
 	if _, err := replicacache.LoadTrust(path); !errors.Is(err, replicacache.ErrUntrusted) {
 		t.Errorf("a file others may read: %v; want ErrUntrusted", err)
 	}
-	for _, data := range []string{"", "{}", `{"most_ms":-1,"at":"2026-12-02T04:00:00Z"}`, "not json"} {
+	tooMany := `{"most_ms":1,"at":"2026-12-02T04:00:00Z","made_up":[` + strings.Repeat(`"x",`, 40) + `"x"]}`
+	for _, data := range []string{"", "{}", `{"most_ms":-1,"at":"2026-12-02T04:00:00Z"}`, "not json", tooMany} {
 		os.WriteFile(path, []byte(data), 0o600)
 		os.Chmod(path, 0o600)
 		if _, err := replicacache.LoadTrust(path); err == nil {
