@@ -595,3 +595,27 @@ func TestGetDoesNotAllocate(t *testing.T) {
 		t.Fatalf("GET allocates %.1f times", allocs)
 	}
 }
+
+// Opening a config that exists reads it and publishes nothing: asking
+// where the log ends costs less than the first entry's conditional append,
+// which the server would refuse.
+func TestOpeningAnExistingConfigPublishesNothing(t *testing.T) {
+	e := newEnv(t)
+	put(t, e.open(sharedconfig.Options{}), "a", "1")
+	nc := jstest.Connect(t, e.srv)
+	sub, err := nc.SubscribeSync(jetstream.Subject("test", e.name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c := e.open(sharedconfig.Options{})
+	if got := contents(c); got["a"] != "1" {
+		t.Fatalf("opened %v, want a=1", got)
+	}
+	nc.Flush()
+	if n, _, _ := sub.Pending(); n != 0 {
+		t.Errorf("opening an existing config published %d messages on its subject, want none", n)
+	}
+}

@@ -679,6 +679,14 @@ func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S])
 	if err != nil {
 		return err
 	}
+	// Most logs hold entries already: where the log ends costs less to ask
+	// than an append the log refuses.
+	if last, err := s.log.LastPosition(ctx); err == nil && last.Revision > 0 {
+		if _, err := s.fetchLocked(ctx, last.Revision); err != nil {
+			return err
+		}
+		return s.ensureInitializedLocked(ctx)
+	}
 	at, err := s.log.CompactAfter(ctx, Position{}, data)
 	if err == nil {
 		rev := at.Revision
