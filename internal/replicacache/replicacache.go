@@ -206,15 +206,23 @@ func checkOwn(path string, info fs.FileInfo, forbidden fs.FileMode) error {
 // name and renamed into place, so that a process reading it, or another
 // saving at once, sees a whole file, this one or another's.
 func Save(path string, s Stamp, revision uint64, checkpoint, index []byte) error {
+	head, err := json.Marshal(header{Stamp: s, Revision: revision, Length: len(checkpoint), IndexLength: len(index)})
+	if err != nil {
+		return err
+	}
+	return writeWhole(path, []byte(magic), head, []byte{'\n'}, checkpoint, index)
+}
+
+// writeWhole writes parts to the file at path, in the user's own
+// directory (0700, made if need be), mode 0600, under another name first
+// and then renamed into place, so that a process reading it, or another
+// writing at once, sees a whole file, this one or another's.
+func writeWhole(path string, parts ...[]byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	if err := checkDir(dir); err != nil {
-		return err
-	}
-	head, err := json.Marshal(header{Stamp: s, Revision: revision, Length: len(checkpoint), IndexLength: len(index)})
-	if err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(dir, ".saving-*")
@@ -226,7 +234,7 @@ func Save(path string, s Stamp, revision uint64, checkpoint, index []byte) error
 		tmp.Close()
 		return err
 	}
-	for _, b := range [][]byte{[]byte(magic), head, {'\n'}, checkpoint, index} {
+	for _, b := range parts {
 		if _, err := tmp.Write(b); err != nil {
 			tmp.Close()
 			return err
@@ -236,4 +244,29 @@ func Save(path string, s Stamp, revision uint64, checkpoint, index []byte) error
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// NoDirectGets marks the cache file at path, if it is want's, as one whose
+// stream does not serve direct gets (Stamp.DirectGets false), keeping the
+// rest: a reader asked and had no answer (the stream stopped allowing them,
+// or this user may not ask), and the next must not wait for one again.
+func NoDirectGets(path string, want Stamp) error {
+	f, size, err := open(path)
+	if err != nil {
+		return err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if int64(len(data)) != size {
+		return fmt.Errorf("%w: %s changed while it was read", ErrUntrusted, path)
+	}
+	h, n, err := parseHeader(path, data, size, want, true)
+	if err != nil || !h.DirectGets {
+		return err
+	}
+	body := data[n:]
+	return Save(path, Stamp{Server: h.Server, Stream: h.Stream, Created: h.Created}, h.Revision, body[:h.Length], body[h.Length:h.Length+h.IndexLength])
 }

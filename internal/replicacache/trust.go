@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -57,53 +55,5 @@ func SaveTrust(path string, t Trust) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	if err := checkDir(dir); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".saving-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a rename, nothing is left to remove
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
-// NoDirectGets marks the cache file at path, if it is want's, as one whose
-// stream does not serve direct gets (Stamp.DirectGets false), keeping the
-// rest: a reader asked and had no answer (the stream stopped allowing them,
-// or this user may not ask), and the next must not wait for one again.
-func NoDirectGets(path string, want Stamp) error {
-	f, size, err := open(path)
-	if err != nil {
-		return err
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
-	f.Close()
-	if err != nil {
-		return err
-	}
-	if int64(len(data)) != size {
-		return fmt.Errorf("%w: %s changed while it was read", ErrUntrusted, path)
-	}
-	h, n, err := parseHeader(path, data, size, want, true)
-	if err != nil || !h.DirectGets {
-		return err
-	}
-	body := data[n:]
-	return Save(path, Stamp{Server: h.Server, Stream: h.Stream, Created: h.Created}, h.Revision, body[:h.Length], body[h.Length:h.Length+h.IndexLength])
+	return writeWhole(path, data)
 }
