@@ -156,15 +156,24 @@ func TestUnconditionalUpdateDoesNotWaitForTurns(t *testing.T) {
 func TestYoungerWaitersAndOwnWordsDoNotHoldBack(t *testing.T) {
 	t.Parallel()
 	log := memlog.New("t")
-	s := newCounter(t, log, turns.Options{})
+	hour := time.Hour // held back, the write would wait the test out
+	s := newCounter(t, log, turns.Options{ClaimGrace: hour, StaleAfter: hour, Heartbeat: hour, MaxHoldBack: hour})
 	h := listen(t, log)
 	log.Announce([]byte("wait younger 999"))
 	log.Announce(fmt.Appendf(nil, "wait %s 0", turnID(s)))
-	if err := <-incrementAsync(s); err != nil {
+	waitFor(t, "the writer to hear the words", func() bool { return h.saw("wait younger 999") && len(h.from(turnID(s))) == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := increment(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	if words := h.from(turnID(s)); len(words) != 1 {
-		t.Fatalf("the writer said %q, want only the forged word", words)
+	// A one-off write among looping waiters says `once` before it tries
+	// (TestOneOffWriteAmongTurnsSaysSoBeforeItTries), and `done` after;
+	// it says `wait` only if something held it back.
+	for _, w := range h.from(turnID(s))[1:] {
+		if kind := strings.Fields(w)[0]; kind != "once" && kind != "done" {
+			t.Fatalf("the writer said %q after the forged word", h.from(turnID(s)))
+		}
 	}
 }
 
@@ -865,6 +874,49 @@ func TestOneOffWriteGoesBeforeLoopingWaiters(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// A one-off write among writers taking turns says `once` before its first
+// try and catches up first: a try on its old copy would be lost for sure,
+// and would leave the holder's next write under way before the word.
+func TestOneOffWriteAmongTurnsSaysSoBeforeItTries(t *testing.T) {
+	t.Parallel()
+	log := &countingLog{Log: memlog.New("t")}
+	hour := time.Hour
+	s := newCounter(t, log, turns.Options{ClaimGrace: hour, StaleAfter: hour, Heartbeat: hour, MaxHoldBack: hour, BackToBack: time.Nanosecond})
+	h := listen(t, log)
+	me := turnID(s)
+	other, _ := counterCodec.EncodeUpdates([]statesync.Update[counter]{add{N: 100}})
+	for range 3 { // the loopers' writes since s's copy
+		if _, err := logtest.Append(log.Log, context.Background(), statesync.AnyRevision, other); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log.Announce([]byte("wait looper 0"))
+	waitFor(t, "the writer to hear the looper", func() bool { return h.saw("wait looper 0") })
+	if _, err := increment(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, s); got != 301 {
+		t.Fatalf("value %d, want 301", got)
+	}
+	if n := log.appends.Load(); n != 1 {
+		t.Fatalf("the one-off write made %d appends; want 1, on a copy caught up first", n)
+	}
+	if mine := h.from(me); len(mine) == 0 || strings.Fields(mine[0])[0] != "once" {
+		t.Fatalf("the one-off write said %q; want once first", mine)
+	}
+}
+
+// countingLog counts the appends made through it.
+type countingLog struct {
+	*memlog.Log
+	appends atomic.Int64
+}
+
+func (l *countingLog) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
+	l.appends.Add(1)
+	return l.Log.AppendAfter(ctx, last, data)
 }
 
 // A looping write that keeps losing waits as a one-off write from its

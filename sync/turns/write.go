@@ -39,6 +39,7 @@ type Write struct {
 	once       bool          // it does not loop: it goes before looping waiters
 	noTurns    bool          // it takes no turns (WithoutTurns, or no Announcer)
 	prefetched bool          // it caught up while next in line
+	freshen    bool          // it catches up before its first try
 	lost       int           // tries lost in a row
 	said       time.Time     // when it last announced its wait; zero if never
 	heldBack   time.Duration // in all
@@ -96,6 +97,17 @@ func (c *Manager) Start(ctx context.Context, log any, cp Copy) *Write {
 	ended := c.endTurnLocked()
 	c.mu.Unlock()
 	c.sayDoneIf(ended)
+	if others, oneOffs := c.othersWait(); w.once && others && !oneOffs {
+		// Looping writers take turns meanwhile, so a first try on this
+		// copy would be lost to the holder's next write, and saying
+		// `once` only then would cost the holder's write after that too.
+		// It says it now, and catches up while the holder finishes the
+		// write under way and hears it. Its age, its copy's, matters only
+		// among one-off writes, which go oldest first: where one waits
+		// already, the write joins behind it as a loser does (queueUp).
+		c.sayWaiting(w, time.Now())
+		w.freshen = true
+	}
 	return w
 }
 
@@ -138,7 +150,10 @@ func (c *Manager) lost(w *Write, current uint64) {
 		// oldest first among them: their going first must not starve it.
 		w.once = true
 	}
-	if !w.noTurns && (w.lost >= c.opt.AnnounceAfter || w.once && c.othersWait()) {
+	if w.noTurns {
+		return
+	}
+	if others, _ := c.othersWait(); w.lost >= c.opt.AnnounceAfter || w.once && others {
 		c.sayWaiting(w, time.Now())
 	}
 }
@@ -146,16 +161,17 @@ func (c *Manager) lost(w *Write, current uint64) {
 // othersWait: some other writer is heard waiting, or holding the turn its
 // wait earned: writers take turns, and a write that does not loop would
 // otherwise lose to the holder's back-to-back writes until the turn ends.
-func (c *Manager) othersWait() bool {
+// oneOffs: some of them are one-off writes.
+func (c *Manager) othersWait() (others, oneOffs bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
 	for id, w := range c.waiting {
 		if now.Before(c.staleAt(w)) && !c.ignored(id, now) {
-			return true
+			others, oneOffs = true, oneOffs || w.once
 		}
 	}
-	return false
+	return others, oneOffs
 }
 
 func (c *Manager) sayWaiting(w *Write, now time.Time) {
@@ -264,7 +280,8 @@ func (w *Write) HoldBack(ctx context.Context) (err error) {
 		return nil
 	}
 	c := w.c
-	before, waited := w.heldBack, false
+	before, waited := w.heldBack, w.freshen
+	w.freshen = false
 	defer func() {
 		w.lastHold = w.heldBack - before
 		if waited && err == nil {
