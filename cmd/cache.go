@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -153,19 +154,60 @@ func (r *replica) openOneKey(ctx context.Context, log *jetstream.Log, key string
 }
 
 // save writes cfg's copy, and its index, to the cache when it moved on
-// from the one the session started from, and can be resumed from. A
-// failure to write only costs the next process a full read: it is not
-// reported.
-func (r *replica) save(cfg *sharedconfig.Config) {
+// from the one the session started from, and can be resumed from, if it
+// can by due: encoding a large copy takes seconds, and a process whose
+// command used up its --timeout must not run that much past it. A save
+// that cannot finish by then writes nothing. A failure to write only costs
+// the next process a full read: it is not reported.
+func (r *replica) save(cfg *sharedconfig.Config, due time.Time) {
 	if r == nil || cfg.State().Revision() == r.revision && !r.damaged {
 		return
 	}
-	st := cfg.State()
-	checkpoint, ok, err := cfg.Checkpoint()
-	if err != nil || !ok || cfg.State().Revision() != st.Revision() {
-		return // moved on meanwhile: the next process saves
+	within(due, func() func() {
+		st := cfg.State()
+		checkpoint, ok, err := cfg.Checkpoint()
+		if err != nil || !ok || cfg.State().Revision() != st.Revision() {
+			return nil // moved on meanwhile: the next process saves
+		}
+		index := indexOf(checkpoint, st)
+		return func() { _ = replicacache.Save(r.path, r.stamp, st.Revision(), checkpoint, index) }
+	})
+}
+
+// within runs encode and then the write it returns (if any), unless due
+// passes first: then it returns at due, and encode, which it leaves
+// running, writes nothing. A write once begun is waited for, so that the
+// process never ends in the middle of one (it would leave its temporary
+// file behind: the file itself is renamed into place whole). done is
+// closed once encode is over and the write done or given up.
+func within(due time.Time, encode func() (write func())) (done <-chan struct{}) {
+	over := make(chan struct{})
+	left := time.Until(due)
+	if left <= 0 {
+		close(over)
+		return over
 	}
-	_ = replicacache.Save(r.path, r.stamp, st.Revision(), checkpoint, indexOf(checkpoint, st))
+	var mu sync.Mutex
+	late := false
+	go func() {
+		defer close(over)
+		write := encode()
+		mu.Lock()
+		defer mu.Unlock()
+		if write != nil && !late {
+			write()
+		}
+	}()
+	timer := time.NewTimer(left)
+	defer timer.Stop()
+	select {
+	case <-over:
+	case <-timer.C:
+		mu.Lock()
+		late = true
+		mu.Unlock()
+	}
+	return over
 }
 
 // indexOf is the index of checkpoint, a copy of st; nil if it cannot be

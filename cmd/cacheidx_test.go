@@ -64,7 +64,7 @@ func (e *indexEnv) save() {
 	log := e.log()
 	c := e.open("reader")
 	defer c.Close()
-	e.flags.replicaFor(e.nc, log).save(c)
+	e.flags.replicaFor(e.nc, log).save(c, time.Now().Add(time.Minute))
 }
 
 // oneKey opens the config for key from the cache's index, as get KEY

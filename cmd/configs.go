@@ -304,7 +304,7 @@ func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bo
 		return err
 	}
 	defer s.Close()
-	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	ctx, cancel := s.command(cmd.Context(), f.timeout)
 	defer cancel()
 	r, err := s.cfg.Import(ctx, props, replace)
 	if err != nil {

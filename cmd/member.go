@@ -59,6 +59,7 @@ func memberCommandFunc(cmd *cobra.Command, f *rootFlags, key, value string, ttl 
 	ctx := cmd.Context()
 	defer s.cutWhenSignalled(ctx)()
 	for _, l := range []string{shellLine("REGISTER_LEASE", key, ttl.String()), shellLine("PUT_WITH_LEASE", key, value, key)} {
+		s.starts(f.timeout)
 		s.sh.Execute(ctx, l)
 		if s.sh.Failures() > 0 {
 			revokeMember(s, key)
@@ -70,6 +71,7 @@ func memberCommandFunc(cmd *cobra.Command, f *rootFlags, key, value string, ttl 
 	// Leaving takes ExitBudget at most, whatever the server does (the end
 	// of input is no signal): then the connection is cut, and the lease is
 	// left to expire.
+	s.leaving()
 	abort := time.AfterFunc(repl.ExitBudget, s.nc.Close)
 	defer abort.Stop()
 	stopKeeper()

@@ -83,6 +83,7 @@ func readLines(cmd *cobra.Command, f *rootFlags, command string, lines ...string
 func runOn(cmd *cobra.Command, f *rootFlags, s *session, lines []string) error {
 	defer s.Close()
 	for _, l := range lines {
+		s.starts(f.timeout)
 		s.sh.Execute(cmd.Context(), l)
 		if isQuit(l) || s.sh.Failures() > 0 && f.stopOnError {
 			break
@@ -325,6 +326,7 @@ func watchCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
 	<-cmd.Context().Done()
 	// Leaving takes ExitBudget at most, whatever the server does: then the
 	// connection is cut, and whatever waited for the server fails at once.
+	s.leaving()
 	abort := time.AfterFunc(repl.ExitBudget, s.nc.Close)
 	defer abort.Stop()
 	s.sh.Close() // stop watching first: a fetch under way holds the config
@@ -358,6 +360,7 @@ func execCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
 	// at the end, as a script's are.
 	defer s.sh.KeepLeases()()
 	for i, l := range args {
+		s.starts(f.timeout)
 		s.sh.ExecuteArgument(cmd.Context(), i+1, l)
 		if isQuit(l) || s.sh.Failures() > 0 && f.stopOnError {
 			break

@@ -78,6 +78,11 @@ type session struct {
 	// good state.
 	damaged *sharedconfig.DamagedError
 	replica *replica // the config's file in the replica cache; nil if off
+	// due is when the session's last command must be over: the start of
+	// its open or of its last command, plus --timeout; once a shell or a
+	// watch leaves, ExitBudget from then. Saving the cache's copy at the
+	// end must not take the process past it.
+	due time.Time
 	// trustPath is the file of what the writer learned of others' turns
 	// words (replicacache.Trust); empty when the cache is off.
 	trustPath string
@@ -89,7 +94,7 @@ func (s *session) Close() {
 	s.sh.Close()
 	if s.cfg != nil {
 		if s.damaged == nil {
-			s.replica.save(s.cfg)
+			s.replica.save(s.cfg, s.due)
 		}
 		s.saveTrust()
 		s.cfg.Close()
@@ -97,6 +102,21 @@ func (s *session) Close() {
 	s.log.Close()
 	s.nc.Close()
 }
+
+// starts marks the start of a command that may take timeout, such as a
+// shell line (the shell gives each --timeout).
+func (s *session) starts(timeout time.Duration) { s.due = time.Now().Add(timeout) }
+
+// command marks the start of a command that may take timeout, and returns
+// its context.
+func (s *session) command(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	s.starts(timeout)
+	return context.WithTimeout(ctx, timeout)
+}
+
+// leaving marks the start of a shell's or a watch's leaving, which takes
+// repl.ExitBudget at most.
+func (s *session) leaving() { s.due = time.Now().Add(repl.ExitBudget) }
 
 // cutWhenSignalled closes the connection repl.ExitBudget after ctx ends (a
 // signal), unless stop comes first: whatever the process then waits for,
@@ -154,7 +174,8 @@ func (f *rootFlags) open(cmd *cobra.Command) (*session, error) {
 // openOn is open on a connection made by dial, which the session then owns:
 // it is closed with the session, or at once if the config does not open.
 func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*session, error) {
-	openCtx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	due := time.Now().Add(f.timeout)
+	openCtx, cancel := context.WithDeadline(cmd.Context(), due)
 	defer cancel()
 	var opened atomic.Bool
 	var shell atomic.Pointer[repl.Shell] // set before the first write
@@ -179,7 +200,7 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 		Advice:          advice,
 	})
 	shell.Store(sh)
-	s := &session{nc: nc, log: log, sh: sh}
+	s := &session{nc: nc, log: log, sh: sh, due: due}
 	s.cfg, err = f.openConfig(openCtx, s, sharedconfig.Options{
 		Compaction:       true,
 		CompactionFailed: sh.CompactionFailed,

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -40,7 +39,7 @@ func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 		return err
 	}
 	defer s.Close()
-	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	ctx, cancel := s.command(cmd.Context(), f.timeout)
 	defer cancel()
 	plan, err := s.cfg.Repair(ctx, sharedconfig.DryRun())
 	if err != nil {
@@ -63,7 +62,7 @@ func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 			return nil
 		}
 	}
-	ctx, cancel = context.WithTimeout(cmd.Context(), f.timeout)
+	ctx, cancel = s.command(cmd.Context(), f.timeout)
 	defer cancel()
 	repaired, err := s.cfg.Repair(ctx, sharedconfig.IfLastRevision(plan.LastRevision))
 	if errors.Is(err, statesync.ErrConflict) {

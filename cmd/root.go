@@ -293,6 +293,7 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		sh.PrintHelp()
 	}
 	err = sh.Run(ctx, in)
+	sess.leaving()
 	switch {
 	case errors.Is(err, context.Canceled):
 		// SIGINT or SIGTERM: a clean exit, off the prompt's line. (Ctrl-C

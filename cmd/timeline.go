@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -40,7 +39,7 @@ func timelineCommandFunc(cmd *cobra.Command, f *rootFlags, html string, last int
 		return err
 	}
 	defer s.Close()
-	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	ctx, cancel := s.command(cmd.Context(), f.timeout)
 	defer cancel()
 	changes, err := s.cfg.History(ctx, "", last)
 	if err != nil {
