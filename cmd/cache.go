@@ -105,15 +105,20 @@ func (f *rootFlags) cachedValue(ctx context.Context, nc *nats.Conn, key string) 
 // quickGetTimeout bounds cachedValue's one request.
 const quickGetTimeout = 500 * time.Millisecond
 
-// load is the checkpoint the file holds, if it can be used.
-func (r *replica) load() []byte {
+// load is the checkpoint the file holds, if it can be used for the config
+// in log. A copy the log was compacted past is not: the catch-up would
+// read the snapshot that replaced its entry, which replaces the copy, so
+// decoding it would be time lost (about a fifth of the CPU of a get of a
+// 20,000-key config in that case).
+func (r *replica) load(log *jetstream.Log) []byte {
 	if r == nil {
 		return nil
 	}
 	checkpoint, revision, err := replicacache.Load(r.path, r.stamp)
-	if err != nil {
-		// Missing, or not to be trusted: the config is read from the
-		// server, and the file replaced when the session ends.
+	if err != nil || revision < log.Stream().CachedInfo().State.FirstSeq {
+		// Missing, not to be trusted, or compacted past: the config is
+		// read from the server, and the file replaced when the session
+		// ends.
 		return nil
 	}
 	r.revision = revision

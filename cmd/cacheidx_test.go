@@ -431,6 +431,40 @@ func TestGetAfterACompactionSavesANewerCopy(t *testing.T) {
 	}
 }
 
+// A copy the stream was compacted past is not decoded, by a get or any
+// command: the snapshot the catch-up reads replaces it. The config is read
+// from the server, and a newer copy saved.
+func TestCopyCompactedPastIsNotLoaded(t *testing.T) {
+	e := newIndexEnv(t)
+	w := e.open("writer")
+	defer w.Close()
+	if _, err := w.Put(e.ctx, "a", "0"); err != nil {
+		t.Fatal(err)
+	}
+	e.save()
+	if _, err := w.Put(e.ctx, "b", "1"); err != nil {
+		t.Fatal(err)
+	}
+	log := e.log()
+	if r := e.flags.replicaFor(e.nc, log); r.load(log) == nil || r.revision == 0 {
+		t.Fatal("a copy one entry behind, not compacted past, was not loaded")
+	}
+	if err := w.Compact(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	log = e.log()
+	r := e.flags.replicaFor(e.nc, log)
+	if r.load(log) != nil || r.revision != 0 {
+		t.Fatalf("a copy the stream was compacted past was loaded (revision %d)", r.revision)
+	}
+	c := e.open("reader")
+	defer c.Close()
+	r.save(c, time.Now().Add(time.Minute))
+	if _, rev, err := replicacache.Load(r.path, r.stamp); err != nil || rev != c.State().Revision() {
+		t.Fatalf("after a read from the server: the cache file at %d, %v; want a newer copy, at %d", rev, err, c.State().Revision())
+	}
+}
+
 // A cache file whose index is damaged (a CRC fails) is written again at
 // the end of a get, even when the config did not move on, so that the next
 // get finds its key from the index again.

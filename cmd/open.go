@@ -257,7 +257,7 @@ func (f *rootFlags) openConfig(ctx context.Context, s *session, o sharedconfig.O
 			return cfg, nil
 		}
 	}
-	o.Resume = s.replica.load()
+	o.Resume = s.replica.load(s.log)
 	return sharedconfig.Open(ctx, s.log, o)
 }
 
