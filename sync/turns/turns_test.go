@@ -908,6 +908,83 @@ func TestOneOffWriteAmongTurnsSaysSoBeforeItTries(t *testing.T) {
 	}
 }
 
+// The age a one-off write says before its first try is its copy's, an old
+// one; once caught up it is where the log is, and a write that then holds
+// back says that at once: an old copy is no claim to go before the one-off
+// writes that waited longer.
+func TestOneOffWriteSaysTheLogsAgeOnceCaughtUp(t *testing.T) {
+	t.Parallel()
+	log := &hookedLog{Log: memlog.New("t")}
+	hour := time.Hour
+	s := newCounter(t, log, turns.Options{ClaimGrace: hour, StaleAfter: hour, Heartbeat: hour, MaxHoldBack: hour, BackToBack: time.Nanosecond})
+	h := listen(t, log)
+	me := turnID(s)
+	stale := lastRevision(t, log)
+	other, _ := counterCodec.EncodeUpdates([]statesync.Update[counter]{add{N: 1}})
+	for range 50 {
+		if _, err := logtest.Append(log.Log, context.Background(), statesync.AnyRevision, other); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end := lastRevision(t, log)
+	log.Announce([]byte("wait looper 0"))
+	waitFor(t, "the writer to hear the looper", func() bool { return h.saw("wait looper 0") })
+	// An older one-off write is heard while the writer catches up.
+	log.onLast(func() { log.Announce([]byte("once older 0")) })
+	done := incrementAsync(s)
+	waitFor(t, "the writer to say the log's age", func() bool { return h.saw(fmt.Sprintf("once %s %d", me, end)) })
+	if !h.saw(fmt.Sprintf("once %s %d", me, stale)) {
+		t.Fatalf("the writer said %q; want its copy's age %d first", h.from(me), stale)
+	}
+	log.Announce([]byte("done older"))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A one-off write whose time runs out while it catches up before its first
+// try (others take turns) says it was held back, not that the log is
+// silent.
+func TestOneOffWriteCutShortCatchingUpSaysSo(t *testing.T) {
+	t.Parallel()
+	log := &hookedLog{Log: memlog.New("t")}
+	s := newCounter(t, log, turns.Options{BackToBack: time.Nanosecond})
+	h := listen(t, log)
+	log.Announce([]byte("wait looper 0"))
+	waitFor(t, "the writer to hear the looper", func() bool { return h.saw("wait looper 0") })
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	log.onLast(func() { <-ctx.Done() }) // the server answers too late
+	_, err := increment(ctx, s)
+	if _, ok := errors.AsType[*turns.ContendedError](err); !ok {
+		t.Fatalf("got %v; want a ContendedError", err)
+	}
+}
+
+// hookedLog runs a hook, once, at the next LastPosition.
+type hookedLog struct {
+	*memlog.Log
+	mu   sync.Mutex
+	hook func()
+}
+
+func (l *hookedLog) onLast(fn func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.hook = fn
+}
+
+func (l *hookedLog) LastPosition(ctx context.Context) (statesync.Position, error) {
+	l.mu.Lock()
+	hook := l.hook
+	l.hook = nil
+	l.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return l.Log.LastPosition(ctx)
+}
+
 // countingLog counts the appends made through it.
 type countingLog struct {
 	*memlog.Log

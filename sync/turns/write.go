@@ -42,6 +42,7 @@ type Write struct {
 	freshen    bool          // it catches up before its first try
 	lost       int           // tries lost in a row
 	said       time.Time     // when it last announced its wait; zero if never
+	saidSince  uint64        // the age it said then
 	heldBack   time.Duration // in all
 	lastHold   time.Duration // before the try under way
 	longestTry time.Duration // how long its slowest try took
@@ -175,7 +176,7 @@ func (c *Manager) othersWait() (others, oneOffs bool) {
 }
 
 func (c *Manager) sayWaiting(w *Write, now time.Time) {
-	w.said = now
+	w.said, w.saidSince = now, w.since
 	c.mu.Lock()
 	word := waitWord(c.id, w.since, max(w.longestTry, c.tryTime), w.once)
 	c.mine = word
@@ -280,8 +281,12 @@ func (w *Write) HoldBack(ctx context.Context) (err error) {
 		return nil
 	}
 	c := w.c
-	before, waited := w.heldBack, w.freshen
-	w.freshen = false
+	if w.freshen {
+		if err := w.freshenCopy(ctx); err != nil {
+			return err
+		}
+	}
+	before, waited := w.heldBack, false
 	defer func() {
 		w.lastHold = w.heldBack - before
 		if waited && err == nil {
@@ -315,6 +320,27 @@ func (w *Write) HoldBack(ctx context.Context) (err error) {
 	return nil
 }
 
+// freshenCopy catches up before the first try of a one-off write that
+// said `once` at its start (Start). The write's age is then where the log
+// is, as a loser's is where the log was at its first try: its copy's
+// revision, said before, is no claim to go before other one-off writes
+// (queueUp says the new age if the write holds back). Time run out here
+// was spent on others' turns: the write says so, not that the log is
+// silent.
+func (w *Write) freshenCopy(ctx context.Context) error {
+	w.freshen = false
+	began := time.Now()
+	if err := w.copy.CatchUp(ctx); err != nil {
+		if ctx.Err() != nil {
+			return &ContendedError{HeldBack: w.heldBack + time.Since(began), Err: err}
+		}
+		return err
+	}
+	w.heldBack += time.Since(began)
+	w.since = max(w.since, w.copy.Revision())
+	return nil
+}
+
 // queueUp announces w's wait and catches up where that saves time (see
 // HoldBack).
 func (w *Write) queueUp(ctx context.Context, ahead int, now time.Time) error {
@@ -339,7 +365,7 @@ func (w *Write) queueUp(ctx context.Context, ahead int, now time.Time) error {
 			return err
 		}
 	}
-	if w.said.IsZero() || now.Sub(w.said) >= c.opt.Heartbeat {
+	if w.said.IsZero() || now.Sub(w.said) >= c.opt.Heartbeat || w.saidSince != w.since {
 		c.sayWaiting(w, now)
 	}
 	return nil
