@@ -30,6 +30,8 @@ func ListConfigs(ctx context.Context, nc *nats.Conn) ([]ConfigInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx, release := guardAPI(ctx, nc, isSubject("$JS.API.STREAM.LIST"))
+	defer release()
 	lister := js.ListStreams(ctx, jetstream.WithStreamListSubject("sharedconfig.>"))
 	var out []ConfigInfo
 	for info := range lister.Info() {
@@ -40,6 +42,7 @@ func ListConfigs(ctx context.Context, nc *nats.Conn) ([]ConfigInfo, error) {
 		out = append(out, configInfo(scope, name, info))
 	}
 	if err := lister.Err(); err != nil {
+		err = refusedOr(ctx, err)
 		return nil, fmt.Errorf("listing streams: %w", describeJSError(err))
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -72,10 +75,13 @@ func LookUpConfig(ctx context.Context, nc *nats.Conn, scope, name string) (jetst
 		return nil, err
 	}
 	stream := StreamName(scope, name)
+	ctx, release := guardAPI(ctx, nc, func(subject string) bool { return aboutStream(subject, stream) })
+	defer release()
 	s, err := js.Stream(ctx, stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, noConfig(scope, name, stream)
 	}
+	err = refusedOr(ctx, err)
 	if err != nil {
 		return nil, fmt.Errorf("opening stream %s: %w", stream, describeJSError(err))
 	}
@@ -102,6 +108,8 @@ func DeleteConfig(ctx context.Context, nc *nats.Conn, scope, name string) error 
 		return err
 	}
 	stream := StreamName(scope, name)
+	ctx, release := guardAPI(ctx, nc, func(subject string) bool { return aboutStream(subject, stream) })
+	defer release()
 	s, err := js.Stream(ctx, stream)
 	if err == nil {
 		// A stream that only looks like a config's by its name is someone
@@ -114,6 +122,7 @@ func DeleteConfig(ctx context.Context, nc *nats.Conn, scope, name string) error 
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return noConfig(scope, name, stream)
 	}
+	err = refusedOr(ctx, err)
 	if err != nil {
 		return fmt.Errorf("deleting stream %s: %w", stream, describeJSError(err))
 	}
@@ -128,10 +137,13 @@ func SubjectTakenBy(ctx context.Context, nc *nats.Conn, scope, name string) (str
 	if err != nil {
 		return "", err
 	}
+	ctx, release := guardAPI(ctx, nc, isSubject("$JS.API.STREAM.NAMES"))
+	defer release()
 	owner, err := js.StreamNameBySubject(ctx, Subject(scope, name))
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return "", nil
 	}
+	err = refusedOr(ctx, err)
 	if err != nil {
 		return "", describeJSError(err)
 	}

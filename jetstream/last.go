@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -44,23 +45,33 @@ func (l *Log) LastPosition(ctx context.Context) (statesync.Position, error) {
 // lastMessage returns the sequence and headers of the stream's last message
 // for the config's subject; seq is 0 when there is none. On a stream with
 // one replica that allows them a direct get asks (the one server is the
-// leader); otherwise the leader's message get does, since any replica may
-// answer a direct get, a lagging one too.
+// leader), unless the server refuses them to this connection; otherwise
+// the leader's message get does, since any replica may answer a direct
+// get, a lagging one too.
 func (l *Log) lastMessage(ctx context.Context) (seq uint64, h nats.Header, err error) {
-	cfg := l.stream.CachedInfo().Config
 	req := fmt.Appendf(nil, `{"last_by_subj":%q}`, l.subject)
-	if cfg.AllowDirect && cfg.Replicas <= 1 {
-		msg, err := l.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+l.name, req)
-		if err != nil {
-			return 0, nil, err
+	if l.stream.CachedInfo().Config.Replicas <= 1 && l.direct() {
+		direct, release := l.guardDirect(ctx)
+		msg, err := l.nc.RequestWithContext(direct, directGetPrefix+l.name, req)
+		refused := refusal(direct)
+		release()
+		if refused == nil {
+			if err != nil {
+				return 0, nil, err
+			}
+			return l.directLast(msg)
 		}
-		return l.directLast(msg)
+		// Refused: from now on this connection asks the leader, which
+		// serves the same answer.
 	}
-	msg, err := l.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+l.name, req)
+	m, err := l.leaderGet(ctx, req)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil, nil
+	}
 	if err != nil {
 		return 0, nil, err
 	}
-	return l.leaderLast(msg.Data)
+	return m.Sequence, m.Header, nil
 }
 
 // directLast reads a direct get's answer. Only this stream's answer counts:
@@ -86,34 +97,59 @@ func (l *Log) directLast(msg *nats.Msg) (uint64, nats.Header, error) {
 // the subject.
 const errCodeNoMessage = 10037
 
-// leaderLast reads the answer of a message get sent to the leader.
-func (l *Log) leaderLast(data []byte) (uint64, nats.Header, error) {
+// getMsg is the stream's message at seq, as nats.go's GetMsg gets it (by
+// a direct get if the stream serves them), or by the leader's message get
+// if the server refuses this connection direct gets.
+func (l *Log) getMsg(ctx context.Context, seq uint64) (*jetstream.RawStreamMsg, error) {
+	if l.perms.directRefusal(l.name) == nil {
+		direct, release := l.guardDirect(ctx)
+		m, err := l.stream.GetMsg(direct, seq)
+		refused := refusal(direct)
+		release()
+		if refused == nil {
+			return m, err
+		}
+	}
+	return l.leaderGet(ctx, fmt.Appendf(nil, `{"seq":%d}`, seq))
+}
+
+// leaderGet sends req (a JSApiMsgGetRequest) to the leader's message get
+// of the log's stream, and reads the answer; jetstream.ErrMsgNotFound when
+// there is no such message. Spoken by hand: nats.go's GetMsg uses direct
+// gets on a stream that serves them, and has no way to ask the leader.
+func (l *Log) leaderGet(ctx context.Context, req []byte) (*jetstream.RawStreamMsg, error) {
+	msg, err := l.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+l.name, req)
+	if err != nil {
+		return nil, err
+	}
 	var resp struct {
 		Message *struct {
-			Seq     uint64 `json:"seq"`
-			Headers []byte `json:"hdrs"`
+			Subject string    `json:"subject"`
+			Seq     uint64    `json:"seq"`
+			Headers []byte    `json:"hdrs"`
+			Data    []byte    `json:"data"`
+			Time    time.Time `json:"time"`
 		} `json:"message"`
 		Error *jetstream.APIError `json:"error"`
 	}
-	if err := json.Unmarshal(data, &resp); err != nil {
-		return 0, nil, fmt.Errorf("asking for the last entry: %w", err)
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return nil, fmt.Errorf("asking for an entry: %w", err)
 	}
 	switch {
 	case resp.Error != nil && resp.Error.ErrorCode == errCodeNoMessage:
-		return 0, nil, nil
+		return nil, jetstream.ErrMsgNotFound
 	case resp.Error != nil:
-		return 0, nil, resp.Error
+		return nil, resp.Error
 	case resp.Message == nil:
-		return 0, nil, fmt.Errorf("asking for the last entry: the answer holds no message")
+		return nil, fmt.Errorf("asking for an entry: the answer holds no message")
 	}
-	h := nats.Header{}
+	m := &jetstream.RawStreamMsg{Subject: resp.Message.Subject, Sequence: resp.Message.Seq, Header: nats.Header{}, Data: resp.Message.Data, Time: resp.Message.Time}
 	if len(resp.Message.Headers) > 0 {
-		var err error
-		if h, err = nats.DecodeHeadersMsg(resp.Message.Headers); err != nil {
-			return 0, nil, fmt.Errorf("asking for the last entry: %w", err)
+		if m.Header, err = nats.DecodeHeadersMsg(resp.Message.Headers); err != nil {
+			return nil, fmt.Errorf("asking for an entry: %w", err)
 		}
 	}
-	return resp.Message.Seq, h, nil
+	return m, nil
 }
 
 // LastEntry is the position of the last entry of scope/name's log, and
@@ -124,10 +160,12 @@ func (l *Log) leaderLast(data []byte) (uint64, nats.Header, error) {
 // the time, which the server gives, tells the entry from a copy of its ID.
 // Only for a server that is not part of a cluster (its one copy of the
 // stream answers, where on a cluster any replica may, a lagging one too)
-// and a stream that allows direct gets: a server that refuses the request
-// does not answer it, and the caller waits for its context. A position
-// with no ID means it cannot tell (no such stream, no entry): the caller
-// then opens the log.
+// and a stream that allows direct gets: a server that does not serve them
+// does not answer, and the caller waits for its context; one that refuses
+// them to this user says so, and the error is a *PermissionError, at once
+// (and at once again on the same connection, with no request). A
+// position with no ID means it cannot tell (no such stream, no entry):
+// the caller then opens the log.
 func LastEntry(ctx context.Context, nc *nats.Conn, scope, name string) (statesync.Position, time.Time, error) {
 	if err := ValidateName("scope", scope); err != nil {
 		return statesync.Position{}, time.Time{}, err
@@ -138,11 +176,16 @@ func LastEntry(ctx context.Context, nc *nats.Conn, scope, name string) (statesyn
 	if nc.ConnectedClusterName() != "" {
 		return statesync.Position{}, time.Time{}, nil
 	}
-	l := &Log{nc: nc, name: StreamName(scope, name), subject: Subject(scope, name)}
+	l := &Log{nc: nc, name: StreamName(scope, name), subject: Subject(scope, name), perms: watchPermissions(nc)}
+	if refused := l.perms.directRefusal(l.name); refused != nil {
+		return statesync.Position{}, time.Time{}, fmt.Errorf("%s: %w", l.name, refused)
+	}
 	req := fmt.Appendf(nil, `{"last_by_subj":%q}`, l.subject)
-	msg, err := nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+l.name, req)
+	direct, release := l.guardDirect(ctx)
+	defer release()
+	msg, err := nc.RequestWithContext(direct, directGetPrefix+l.name, req)
 	if err != nil {
-		return statesync.Position{}, time.Time{}, err
+		return statesync.Position{}, time.Time{}, l.orRefused(direct, err)
 	}
 	seq, h, err := l.directLast(msg)
 	if err != nil || seq == 0 {

@@ -36,6 +36,8 @@ type Log struct {
 	directInbox string
 	directReqs  uint64
 	closed      atomic.Bool
+	// perms hears the server refuse the connection what it may not do.
+	perms *permWatch
 
 	// For Close: subs, the subscriptions Notify and Listen handed out and
 	// not yet stopped; background, the consumer deletions still running.
@@ -86,7 +88,7 @@ func OpenLog(ctx context.Context, nc *nats.Conn, scope, name string, o LogOption
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{nc: nc, js: js, name: StreamName(scope, name), subject: Subject(scope, name), maxPayload: int(nc.MaxPayload()), writer: o.Writer, options: o, directSlot: make(chan struct{}, 1), waiting: o.Waiting}
+	l := &Log{nc: nc, js: js, name: StreamName(scope, name), subject: Subject(scope, name), maxPayload: int(nc.MaxPayload()), writer: o.Writer, options: o, directSlot: make(chan struct{}, 1), waiting: o.Waiting, perms: watchPermissions(nc)}
 	l.publish = js.PublishMsg
 	if l.stream = o.Stream; l.stream == nil || l.stream.CachedInfo().Config.Name != l.name {
 		if l.stream, err = l.openStream(ctx, scope, name, o); err != nil {
@@ -107,6 +109,9 @@ func (l *Log) openStream(ctx context.Context, scope, name string, o LogOptions) 
 		stream, err = l.lookUpOrCreate(ctx, scope, name, o)
 		return err
 	})
+	if refused := (*PermissionError)(nil); errors.As(err, &refused) {
+		return nil, fmt.Errorf("opening stream %s: %w", l.name, refused)
+	}
 	return stream, err
 }
 
@@ -114,7 +119,8 @@ func (l *Log) openStream(ctx context.Context, scope, name string, o LogOptions) 
 // a leader election or a connection that is down (a read, unlike a write,
 // may wait for it to come back), or ctx ends. While the cluster or the
 // stream elects a leader the server answers "not available", or nothing at
-// all, so each try gets a bounded time of its own.
+// all, so each try gets a bounded time of its own. A request the server
+// refuses this user is not answered either: that ends it at once.
 func (l *Log) untilElected(ctx context.Context, try func(ctx context.Context) error) error {
 	told := false
 	gaveUp := func(err error) error {
@@ -124,9 +130,11 @@ func (l *Log) untilElected(ctx context.Context, try func(ctx context.Context) er
 		return err
 	}
 	for {
-		attempt, cancel := context.WithTimeout(ctx, electionAttemptTimeout)
-		err := try(attempt)
+		guarded, release := l.guard(ctx)
+		attempt, cancel := context.WithTimeout(guarded, electionAttemptTimeout)
+		err := l.orRefused(guarded, try(attempt))
 		cancel()
+		release()
 		if err == nil || !electing(err) && !notSent(err) {
 			return err
 		}
@@ -250,7 +258,9 @@ func (l *Log) describeCreateError(ctx context.Context, err error) error {
 		return describeJSError(err)
 	}
 	// The create may have spent ctx's time: the lookup gets time of its own.
-	look, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
+	look, release := l.perms.guard(context.WithoutCancel(ctx), isSubject("$JS.API.STREAM.NAMES"))
+	defer release()
+	look, cancel := context.WithTimeout(look, lookupTimeout)
 	defer cancel()
 	owner, lookErr := l.js.StreamNameBySubject(look, l.subject)
 	if lookErr != nil {
@@ -315,6 +325,10 @@ func (l *Log) Name() string { return l.name }
 
 // Replicas is how many servers hold the stream.
 func (l *Log) Replicas() int { return max(l.stream.CachedInfo().Config.Replicas, 1) }
+
+// DirectGetsRefused reports whether the server refused the log's
+// connection a direct get on its stream: its reads ask the leader instead.
+func (l *Log) DirectGetsRefused() bool { return l.perms.directRefusal(l.name) != nil }
 
 // Conn is the connection the log uses.
 func (l *Log) Conn() *nats.Conn { return l.nc }

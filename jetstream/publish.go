@@ -30,7 +30,10 @@ func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []b
 	}
 	msg := l.newMsg(KindUpdate, data)
 	setSpeaker(msg, turns.Speaker(ctx))
-	return l.publishOnce(ctx, last, msg)
+	ctx, release := l.guard(ctx)
+	defer release()
+	at, err := l.publishOnce(ctx, last, msg)
+	return at, l.orRefused(ctx, err)
 }
 
 // MaxUpdateSize is the size, in bytes, of the largest update AppendAfter
@@ -51,6 +54,14 @@ func setSpeaker(msg *nats.Msg, speaker string) {
 // chunks, each bound to the one before, and only then are older entries
 // purged.
 func (l *Log) CompactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
+	ctx, release := l.guard(ctx)
+	defer release()
+	at, err := l.compactAfter(ctx, last, snapshot)
+	return at, l.orRefused(ctx, err)
+}
+
+// compactAfter is CompactAfter.
+func (l *Log) compactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
 	limit := l.maxPayload - headerRoom
 	speaker := turns.Speaker(ctx)
 	if len(snapshot) <= limit {
@@ -175,10 +186,14 @@ func publishOpts(id string, last statesync.Position) []jetstream.PublishOpt {
 
 // refused is the error of a try that certainly stored nothing, nor did any
 // try before it, or nil: the stream's entry at last is another (ErrReplaced),
-// the message is too large, or it was never sent (the connection was down)
+// the message is too large, or it was never sent (the connection was down,
+// or the server refused this user to publish it, as it refuses every try)
 // and no earlier try may have landed.
 func (l *Log) refused(err error, last statesync.Position, size int, mayHaveLanded bool) error {
+	var denied *PermissionError
 	switch {
+	case errors.As(err, &denied) && !denied.Subscribe && denied.Subject == l.subject && !mayHaveLanded:
+		return fmt.Errorf("%s: %w: nothing was changed", l.name, denied)
 	case wrongLastID(err):
 		// The stream would be past last had an earlier try landed.
 		return fmt.Errorf("%s: its entry %d is not the one read (%s): %w", l.name, last.Revision, last.ID, statesync.ErrReplaced)
@@ -211,6 +226,7 @@ func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *n
 	for {
 		attempt, cancel := context.WithTimeout(ctx, attemptTimeout)
 		ack, err := l.publish(attempt, msg, opts...)
+		err = refusedOr(attempt, err)
 		cancel()
 		if err == nil {
 			return ack.Sequence, id, nil
@@ -300,7 +316,7 @@ func (l *Log) settle(ctx context.Context, expected uint64, id string, cause erro
 	checkCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 	defer cancel()
 	defer context.AfterFunc(ctx, func() { time.AfterFunc(settleTimeout, cancel) })()
-	m, err := l.stream.GetMsg(checkCtx, expected+1)
+	m, err := l.getMsg(checkCtx, expected+1)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return unknown("entry %d is not there: not written yet, or compacted away", expected+1)

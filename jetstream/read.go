@@ -33,6 +33,13 @@ const (
 // must be after.ID: that costs no request of its own, except when there is
 // nothing after it to read.
 func (l *Log) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
+	ctx, release := l.guard(ctx)
+	defer release()
+	return l.orRefused(ctx, l.readAfter(ctx, after, upTo, fn))
+}
+
+// readAfter is ReadAfter.
+func (l *Log) readAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
 	if upTo < after.Revision {
 		return fmt.Errorf("%s: reading entries after %d up to %d: the end is before the start", l.name, after.Revision, upTo)
 	}
@@ -51,7 +58,7 @@ func (l *Log) read(ctx context.Context, r *reader, upTo uint64, fn func(statesyn
 		return fmt.Errorf("%s: %w", l.name, ErrLogClosed)
 	}
 	after := r.next - 1
-	if upTo-after <= directBatch && l.stream.CachedInfo().Config.AllowDirect {
+	if upTo-after <= directBatch && l.direct() {
 		for try := range directTries {
 			if try > 0 {
 				// A replica answered without moving forward: it lags behind
@@ -65,6 +72,9 @@ func (l *Log) read(ctx context.Context, r *reader, upTo uint64, fn func(statesyn
 				}
 			}
 			done, err := l.readDirect(ctx, r, upTo, fn)
+			if errors.Is(err, errDirectRefused) {
+				break // the consumer reads on from r.next
+			}
 			if done || err != nil {
 				return err
 			}
@@ -74,6 +84,11 @@ func (l *Log) read(ctx context.Context, r *reader, upTo uint64, fn func(statesyn
 	}
 	return l.readConsumer(ctx, r, upTo, fn)
 }
+
+// errDirectRefused: the server refused this connection a direct get on
+// the stream. Reads then use a consumer (the refusal is kept: the next
+// ones do not ask).
+var errDirectRefused = errors.New("direct gets refused")
 
 // directTries is how many times a short read asks replicas before it falls
 // back to a consumer; the waits between double from 1 ms (127 ms in all).
@@ -172,15 +187,20 @@ func (l *Log) getBatch(ctx context.Context, from uint64, n int) ([]*nats.Msg, er
 	l.directReqs++
 	reply := l.directInbox + "." + strconv.FormatUint(l.directReqs, 10)
 	req := fmt.Appendf(nil, `{"seq":%d,"batch":%d,"max_bytes":%d}`, from, n, directMaxBytes)
-	if err := l.nc.PublishRequest("$JS.API.DIRECT.GET."+l.name, reply, req); err != nil {
+	direct, release := l.guardDirect(ctx)
+	defer release()
+	if err := l.nc.PublishRequest(directGetPrefix+l.name, reply, req); err != nil {
 		return nil, fmt.Errorf("%s: reading after %d: %w", l.name, from-1, err)
 	}
-	reqCtx, cancel := context.WithTimeout(ctx, readStall)
+	reqCtx, cancel := context.WithTimeout(direct, readStall)
 	defer cancel()
 	var batch []*nats.Msg
 	for {
 		m, err := l.directSub.NextMsgWithContext(reqCtx)
 		if err != nil {
+			if refusal(direct) != nil {
+				return nil, errDirectRefused
+			}
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -238,7 +258,11 @@ func (l *Log) readConsumer(ctx context.Context, r *reader, upTo uint64, fn func(
 		// Off the caller's path, as nats.go does when it replaces an
 		// ordered consumer; Close waits for it.
 		l.background.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			// A user who may not delete it leaves it for the server to
+			// drop (consumerIdle): the refusal ends the wait at once.
+			ctx, release := l.guard(context.Background())
+			defer release()
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			l.stream.DeleteConsumer(ctx, name)
 		})
@@ -399,7 +423,7 @@ func (l *Log) chunksBefore(ctx context.Context, seq uint64, id string, n int) ([
 	}
 	chunks := make([][]byte, 0, n)
 	for i := range n - 1 {
-		m, err := l.stream.GetMsg(ctx, seq-uint64(n-1-i))
+		m, err := l.getMsg(ctx, seq-uint64(n-1-i))
 		if err != nil || m.Header.Get(HeaderKind) != KindSnapshotChunk || m.Header.Get(HeaderSnapshot) != id ||
 			m.Header.Get(HeaderChunk) != fmt.Sprintf("%d/%d", i, n) {
 			return nil, false

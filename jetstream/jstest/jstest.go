@@ -168,3 +168,20 @@ func MoreInParallel() {
 		flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
 	}
 }
+
+// Users starts a JetStream nats-server with the options in o (MaxPayload,
+// say) and users: "admin", who may do anything, and one user for each
+// entry of perms, with those permissions. Every password is "p". It
+// returns the server's URL for a user (nats://user:p@host:port).
+func Users(t testing.TB, o *server.Options, perms map[string]*server.Permissions) (url func(user string) string) {
+	t.Helper()
+	o.JetStream = true
+	o.Users = []*server.User{{Username: "admin", Password: "p"}}
+	for user, p := range perms {
+		o.Users = append(o.Users, &server.User{Username: user, Password: "p", Permissions: p})
+	}
+	s := NATS(t, o)
+	hostPort := strings.TrimPrefix(s.ClientURL(), "nats://")
+	return func(user string) string { return "nats://" + user + ":p@" + hostPort }
+}
+

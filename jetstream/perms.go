@@ -1,0 +1,257 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"weak"
+
+	"github.com/nats-io/nats.go"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// A server with authorization refuses a publish or a subscription the user
+// may not make by telling the connection, apart from any request
+// (-ERR 'Permissions Violation for Publish to "..."'), which nats.go hands
+// to the connection's error handler; the request itself is never answered.
+// So that such a request is not waited for until its timeout (and then
+// taken for a server that does not answer, or a leader being elected),
+// each connection a log uses gets one permWatch, chained before the error
+// handler the connection had: it hears each refusal and cancels the
+// requests under way that it concerns.
+
+// PermissionError: the server refused this connection a publish or a
+// subscription that sharedconfig needs (see "NATS permissions" in
+// docs/operations.md). It wraps nats.ErrPermissionViolation.
+type PermissionError struct {
+	// Subject is the subject refused, and Subscribe whether it was a
+	// subscription (else a publish).
+	Subject   string
+	Subscribe bool
+	// Err is the refusal as nats.go reported it.
+	Err error
+}
+
+func (e *PermissionError) Error() string {
+	what := "publish to"
+	if e.Subscribe {
+		what = "subscribe to"
+	}
+	return fmt.Sprintf("the server does not permit this user to %s %q (docs/operations.md lists the NATS permissions sharedconfig needs)", what, e.Subject)
+}
+
+func (e *PermissionError) Unwrap() error { return e.Err }
+
+// ErrHandled marks an error the connection's own error handler hears that
+// sharedconfig has dealt with: a refused direct get, after which reads go
+// to the stream's leader, or a refusal a request under way reports as its
+// error. The error is otherwise the one nats.go reported (its text, and
+// errors.Is with nats.ErrPermissionViolation).
+var ErrHandled = errors.New("handled by sharedconfig")
+
+type handledError struct{ error }
+
+func (h handledError) Unwrap() []error { return []error{h.error, ErrHandled} }
+
+// permWatch is what a connection's refusals mean for its logs.
+type permWatch struct {
+	inboxPrefix string // of the connection's inboxes, where answers come
+
+	mu     sync.Mutex
+	guards map[*permGuard]struct{}
+	// inbox, once set, is the refused subscription to the connection's
+	// inboxes: no request of it can be answered. nats.go subscribes once,
+	// so the server says it once.
+	inbox *PermissionError
+
+	noDirect sync.Map // stream name -> *PermissionError: its direct gets were refused
+}
+
+// permGuard is a request under way: cancel ends it when the server refuses
+// a publish to a subject match accepts, or the connection's inboxes.
+type permGuard struct {
+	match  func(subject string) bool
+	cancel context.CancelCauseFunc
+}
+
+// watches holds each connection's permWatch, without keeping the
+// connection alive.
+var watches sync.Map // weak.Pointer[nats.Conn] -> *permWatch
+
+// watchPermissions returns nc's permWatch, chaining it before nc's error
+// handler the first time.
+func watchPermissions(nc *nats.Conn) *permWatch {
+	key := weak.Make(nc)
+	if w, ok := watches.Load(key); ok {
+		return w.(*permWatch)
+	}
+	inbox := nc.NewInbox()
+	w := &permWatch{inboxPrefix: inbox[:strings.LastIndexByte(inbox, '.')+1], guards: map[*permGuard]struct{}{}}
+	if got, loaded := watches.LoadOrStore(key, w); loaded {
+		return got.(*permWatch)
+	}
+	runtime.AddCleanup(nc, func(key weak.Pointer[nats.Conn]) { watches.Delete(key) }, key)
+	prev := nc.ErrorHandler()
+	nc.SetErrorHandler(func(c *nats.Conn, sub *nats.Subscription, err error) {
+		if w.heard(err) {
+			err = handledError{err}
+		}
+		if prev != nil {
+			prev(c, sub, err)
+		}
+	})
+	return w
+}
+
+// violation reads the server's refusal as nats.go reports it.
+var violation = regexp.MustCompile(`Permissions Violation for (Publish|Subscription) to "([^"]+)"`)
+
+// directGetPrefix starts the subjects of direct gets; the stream's name
+// comes next.
+const directGetPrefix = "$JS.API.DIRECT.GET."
+
+// heard takes in an error the server reported on the connection, and
+// reports whether it dealt with it.
+func (w *permWatch) heard(err error) bool {
+	if !errors.Is(err, nats.ErrPermissionViolation) {
+		return false
+	}
+	m := violation.FindStringSubmatch(err.Error())
+	if m == nil {
+		return false
+	}
+	refused := &PermissionError{Subject: m[2], Subscribe: m[1] == "Subscription", Err: err}
+	handled := false
+	if stream, ok := strings.CutPrefix(refused.Subject, directGetPrefix); ok && !refused.Subscribe {
+		stream, _, _ = strings.Cut(stream, ".")
+		w.noDirect.Store(stream, refused)
+		handled = true
+	}
+	toInbox := refused.Subscribe && strings.HasPrefix(refused.Subject, w.inboxPrefix)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if toInbox {
+		w.inbox = refused
+	}
+	for g := range w.guards {
+		if toInbox || !refused.Subscribe && g.match(refused.Subject) {
+			g.cancel(refused)
+			handled = true
+		}
+	}
+	return handled
+}
+
+// guard returns ctx, cancelled with a *PermissionError as its cause if the
+// server refuses the connection a publish to a subject match accepts, or
+// its inboxes, until release.
+func (w *permWatch) guard(ctx context.Context, match func(subject string) bool) (guarded context.Context, release func()) {
+	guarded, cancel := context.WithCancelCause(ctx)
+	g := &permGuard{match: match, cancel: cancel}
+	w.mu.Lock()
+	if w.inbox != nil {
+		cancel(w.inbox)
+	} else {
+		w.guards[g] = struct{}{}
+	}
+	w.mu.Unlock()
+	return guarded, func() {
+		w.mu.Lock()
+		delete(w.guards, g)
+		w.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// directRefusal is the server's refusal of a direct get on stream to this
+// connection, or nil.
+func (w *permWatch) directRefusal(stream string) *PermissionError {
+	if refused, ok := w.noDirect.Load(stream); ok {
+		return refused.(*PermissionError)
+	}
+	return nil
+}
+
+// refusal is the refusal that cancelled ctx (a guard's), or nil.
+func refusal(ctx context.Context) *PermissionError {
+	var refused *PermissionError
+	if ctx.Err() != nil && errors.As(context.Cause(ctx), &refused) {
+		return refused
+	}
+	return nil
+}
+
+// refusedOr is the refusal that cancelled ctx, if err (the error of a
+// request under ctx) is not nil and there is one; else err.
+func refusedOr(ctx context.Context, err error) error {
+	if refused := refusal(ctx); err != nil && refused != nil {
+		return refused
+	}
+	return err
+}
+
+// guard is permWatch.guard for the requests about the log's stream: its
+// subject and the JetStream API's subjects that name the stream, other
+// than direct gets, which reads do without when refused.
+func (l *Log) guard(ctx context.Context) (context.Context, func()) {
+	return l.perms.guard(ctx, l.concerns)
+}
+
+func (l *Log) concerns(subject string) bool {
+	return subject == l.subject || aboutStream(subject, l.name)
+}
+
+// aboutStream reports whether subject is that of a JetStream API request
+// about stream (its name is one of the subject's tokens), other than a
+// direct get.
+func aboutStream(subject, stream string) bool {
+	api, ok := strings.CutPrefix(subject, "$JS.API.")
+	return ok && !strings.HasPrefix(subject, directGetPrefix) &&
+		(strings.HasSuffix(api, "."+stream) || strings.Contains(api, "."+stream+"."))
+}
+
+// guardAPI is permWatch.guard on nc's watch, for a call whose JetStream API
+// requests match accepts.
+func guardAPI(ctx context.Context, nc *nats.Conn, match func(subject string) bool) (guarded context.Context, release func()) {
+	return watchPermissions(nc).guard(ctx, match)
+}
+
+// isSubject returns a match for subject alone.
+func isSubject(subject string) func(string) bool {
+	return func(s string) bool { return s == subject }
+}
+
+// orRefused is err, or, if the server refused a request under ctx (a
+// guard's), that refusal: with err, if err is an unknown outcome (a write
+// sent before its answer was refused).
+func (l *Log) orRefused(ctx context.Context, err error) error {
+	refused, said := refusal(ctx), (*PermissionError)(nil)
+	switch {
+	case err == nil || refused == nil || errors.As(err, &said):
+		return err
+	case errors.Is(err, statesync.ErrUnknownOutcome):
+		return fmt.Errorf("%w (%w)", err, refused)
+	}
+	return fmt.Errorf("%s: %w", l.name, refused)
+}
+
+// guardDirect is permWatch.guard for one direct get on the log's stream.
+func (l *Log) guardDirect(ctx context.Context) (context.Context, func()) {
+	return l.perms.guard(ctx, l.isDirectGet)
+}
+
+func (l *Log) isDirectGet(subject string) bool {
+	stream, ok := strings.CutPrefix(subject, directGetPrefix)
+	return ok && (stream == l.name || strings.HasPrefix(stream, l.name+"."))
+}
+
+// direct reports whether reads may ask for direct gets: the stream serves
+// them, and the server did not refuse them to this connection.
+func (l *Log) direct() bool {
+	return l.stream.CachedInfo().Config.AllowDirect && l.perms.directRefusal(l.name) == nil
+}

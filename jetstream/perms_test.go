@@ -1,0 +1,236 @@
+package jetstream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
+)
+
+// noDirectGets may use JetStream and the configs' subjects, but not ask
+// for direct gets, on streams that serve them.
+var noDirectGets = &server.Permissions{
+	Publish:   &server.SubjectPermission{Allow: []string{"$JS.API.>", "sharedconfig.>"}, Deny: []string{"$JS.API.DIRECT.GET.>"}},
+	Subscribe: &server.SubjectPermission{Allow: []string{"sharedconfig.>", "_INBOX.>"}},
+}
+
+// heardErrors records what a connection's error handler hears.
+type heardErrors struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (h *heardErrors) add(_ string, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.errs = append(h.errs, err)
+}
+
+func (h *heardErrors) all() []error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.errs)
+}
+
+// connectAs connects to url with an error handler of its own, as the
+// command line does, which hears into heard (if not nil).
+func connectAs(t *testing.T, url string, heard *heardErrors) *nats.Conn {
+	t.Helper()
+	o := localserver.ConnectOptions{URLs: url}
+	if heard != nil {
+		o.AsyncError = heard.add
+	}
+	nc, err := localserver.Connect(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// openAs opens the log of test/name on nc within 10s.
+func openAs(t *testing.T, nc *nats.Conn, name string) (*jetstream.Log, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := jetstream.OpenLog(ctx, nc, "test", name, jetstream.LogOptions{})
+	if err == nil {
+		t.Cleanup(func() { l.Close() })
+	}
+	return l, err
+}
+
+// A user who may not ask for direct gets, on streams that serve them,
+// passes the conformance suite: reads fall back to the leader's message
+// gets and consumers (on a server of 64 KiB max payload, so that large
+// snapshots are chunked and compaction purges).
+func TestLogConformanceWithoutDirectGetPermission(t *testing.T) {
+	t.Parallel()
+	url := jstest.Users(t, &server.Options{MaxPayload: 64 << 10}, map[string]*server.Permissions{"u": noDirectGets})
+	nc := connectAs(t, url("u"), &heardErrors{})
+	logtest.Run(t, func(t *testing.T) statesync.Log {
+		l, err := openAs(t, nc, fmt.Sprint("nodirect", logCount.Add(1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !l.Stream().CachedInfo().Config.AllowDirect {
+			t.Fatal("the stream does not serve direct gets")
+		}
+		return l
+	})
+}
+
+// quickly runs fn and fails the test if it takes a second or more: a
+// request the server refused is never answered, and waiting for it would
+// take seconds.
+func quickly(t *testing.T, what string, fn func() error) {
+	t.Helper()
+	start := time.Now()
+	err := fn()
+	if took := time.Since(start); err != nil || took >= time.Second {
+		t.Fatalf("%s: %v, in %v; want no error, at once", what, err, took)
+	}
+}
+
+// The first direct get the server refuses switches the connection to the
+// leader's gets for that stream at once: no request waits for an answer
+// that never comes, and no later one asks again. The error handler the
+// connection had still hears the refusal, marked as handled.
+func TestRefusedDirectGetsSwitchAtOnce(t *testing.T) {
+	t.Parallel()
+	url := jstest.Users(t, &server.Options{}, map[string]*server.Permissions{"u": noDirectGets})
+	admin := connectAs(t, url("admin"), nil)
+	var heard heardErrors
+	nc := connectAs(t, url("u"), &heard)
+	w, err := openAs(t, admin, "switch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 3 {
+		if _, err := logtest.Append(w, ctx, statesync.AnyRevision, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var last statesync.Position
+	quickly(t, "LastEntry", func() error {
+		_, _, err := jetstream.LastEntry(ctx, nc, "test", "switch")
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			return nil // said at once
+		}
+		return fmt.Errorf("want a permission violation, got %v", err)
+	})
+	l, err := openAs(t, nc, "switch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quickly(t, "LastPosition", func() (err error) { last, err = l.LastPosition(ctx); return err })
+	if last.Revision != 3 {
+		t.Fatalf("LastPosition: %+v, want revision 3", last)
+	}
+	quickly(t, "ReadAfter", func() error {
+		n := 0
+		err := l.ReadAfter(ctx, statesync.Position{Revision: 1}, 3, func(statesync.Entry) error { n++; return nil })
+		if err == nil && n != 2 {
+			err = fmt.Errorf("read %d entries, want 2", n)
+		}
+		return err
+	})
+	other, err := openAs(t, nc, "switch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quickly(t, "a second log's ReadAfter", func() error {
+		return other.ReadAfter(ctx, statesync.Position{}, 3, func(statesync.Entry) error { return nil })
+	})
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the handler runs on a goroutine of its own
+	errs := heard.all()
+	if len(errs) != 1 || !errors.Is(errs[0], nats.ErrPermissionViolation) || !errors.Is(errs[0], jetstream.ErrHandled) ||
+		!strings.Contains(errs[0].Error(), `"$JS.API.DIRECT.GET.`) {
+		t.Fatalf("the connection's own handler heard %v; want one refused direct get, marked handled", errs)
+	}
+}
+
+// deny permits everything but pub and sub.
+func deny(pub, sub []string) *server.Permissions {
+	return &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: []string{">"}, Deny: pub},
+		Subscribe: &server.SubjectPermission{Allow: []string{">"}, Deny: sub},
+	}
+}
+
+// A permission sharedconfig needs and does not have is said at once, in
+// an error that names it, not after the timeout as a server that does not
+// answer.
+func TestMissingPermissionIsSaidAtOnce(t *testing.T) {
+	t.Parallel()
+	url := jstest.Users(t, &server.Options{}, map[string]*server.Permissions{
+		"nowrite":   deny([]string{"sharedconfig.>"}, nil),
+		"noinfo":    deny([]string{"$JS.API.STREAM.INFO.>"}, nil),
+		"noinbox":   deny(nil, []string{"_INBOX.>"}),
+		"nomsgget":  deny([]string{"$JS.API.STREAM.MSG.GET.>", "$JS.API.DIRECT.GET.>"}, nil),
+		"noconsume": deny([]string{"$JS.API.CONSUMER.>", "$JS.API.DIRECT.GET.>"}, nil),
+	})
+	admin := connectAs(t, url("admin"), nil)
+	w, err := openAs(t, admin, "denied")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := logtest.Append(w, ctx, statesync.AnyRevision, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		user, subject string
+		try           func(l *jetstream.Log) error
+	}{
+		{"nowrite", `publish to "sharedconfig.test.denied"`, func(l *jetstream.Log) error {
+			_, err := logtest.Append(l, ctx, 1, []byte("y"))
+			return err
+		}},
+		{"noinfo", `publish to "$JS.API.STREAM.INFO.SC_4_test_denied"`, nil},
+		{"noinbox", `subscribe to "_INBOX.`, nil},
+		{"nomsgget", `publish to "$JS.API.STREAM.MSG.GET.SC_4_test_denied"`, func(l *jetstream.Log) error {
+			_, err := l.LastPosition(ctx)
+			return err
+		}},
+		{"noconsume", `publish to "$JS.API.CONSUMER.`, func(l *jetstream.Log) error {
+			return l.ReadAfter(ctx, statesync.Position{}, 1, func(statesync.Entry) error { return nil })
+		}},
+	} {
+		t.Run(c.user, func(t *testing.T) {
+			nc := connectAs(t, url(c.user), &heardErrors{})
+			start := time.Now()
+			l, err := openAs(t, nc, "denied")
+			if c.try != nil {
+				if err != nil {
+					t.Fatalf("OpenLog: %v", err)
+				}
+				start = time.Now()
+				err = c.try(l)
+			}
+			took := time.Since(start)
+			var refused *jetstream.PermissionError
+			if !errors.As(err, &refused) || !strings.Contains(err.Error(), c.subject) || took >= time.Second ||
+				errors.Is(err, statesync.ErrUnknownOutcome) || strings.Contains(err.Error(), "leader") {
+				t.Fatalf("%v, in %v; want a permission error that names %s, at once", err, took, c.subject)
+			}
+		})
+	}
+}
