@@ -41,7 +41,7 @@ func (f *rootFlags) replicaFor(nc *nats.Conn, log *jetstream.Log) *replica {
 	if r != nil {
 		info := log.Stream().CachedInfo()
 		r.stamp.Created = info.Created
-		r.stamp.DirectGets = info.Config.AllowDirect && info.Config.Replicas <= 1 && nc.ConnectedClusterName() == ""
+		r.stamp.DirectGets = info.Config.AllowDirect && info.Config.Replicas <= 1 && nc.ConnectedClusterName() == "" && !log.DirectGetsRefused()
 	}
 	return r
 }
@@ -88,12 +88,14 @@ func (f *rootFlags) cachedValue(ctx context.Context, nc *nats.Conn, key string) 
 	if err != nil || !copied.DirectGets {
 		return p, false, false
 	}
-	// A server that refuses the request never answers it: wait briefly,
-	// and once only.
+	// A stream that does not serve direct gets never answers one: wait
+	// briefly, and once only. A user who may not ask for them hears so at
+	// once.
 	ctx, cancel := context.WithTimeout(ctx, min(f.timeout, quickGetTimeout))
 	defer cancel()
 	last, at, err := jetstream.LastEntry(ctx, nc, f.scope, f.name)
-	if errors.Is(err, context.DeadlineExceeded) {
+	var refused *jetstream.PermissionError
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &refused) {
 		_ = replicacache.NoDirectGets(r.path, r.stamp)
 	}
 	if err != nil || last.ID == "" || last.Revision != copied.Revision || last.ID != copied.ID || !at.Equal(copied.Time) {

@@ -323,16 +323,19 @@ func defaultDataDirHelp() string {
 }
 
 // asyncErrors reports what the server says apart from any request on
-// stderr, escaped, once per message (a permission refused on the config's
-// subject explains a write that then fails). Those about the turns subject
-// are dropped: its words are hints, and a user who may not use it loses
-// only fairness.
+// stderr, escaped, once per message (a subscription refused on the
+// config's subject explains a follow that sees nothing). Those the log
+// dealt with are dropped: a refused direct get (reads ask the leader
+// instead), a refusal the request it ended reports itself. So are those
+// about the turns subject: its words are hints, and a user who may not use
+// it loses only fairness.
 func asyncErrors(stderr func() io.Writer) func(subject string, err error) {
 	var mu sync.Mutex
 	said := map[string]bool{}
 	return func(subject string, err error) {
 		msg := err.Error()
-		if strings.HasSuffix(subject, jetstream.TurnsSuffix) || strings.Contains(msg, jetstream.TurnsSuffix+`"`) {
+		if errors.Is(err, jetstream.ErrHandled) ||
+			strings.HasSuffix(subject, jetstream.TurnsSuffix) || strings.Contains(msg, jetstream.TurnsSuffix+`"`) {
 			return
 		}
 		if subject != "" && !strings.Contains(msg, subject) {
