@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,37 @@ func TestCommandsWithoutDirectGetPermission(t *testing.T) {
 	}
 	if out := e.quick("u", script); !strings.Contains(out, "Property 'b' added") || !strings.Contains(out, "Compacted") {
 		t.Errorf("the shell said %q", out)
+	}
+}
+
+// A user granted exactly the permissions docs/operations.md lists can use
+// every command: with direct gets, and without (they are optional).
+func TestDocumentedPermissionsAreEnough(t *testing.T) {
+	documented := jstest.DocumentedPermissions(t)
+	withoutDirect := *documented
+	withoutDirect.Publish = &server.SubjectPermission{Allow: documented.Publish.Allow, Deny: []string{"$JS.API.DIRECT.GET.>"}}
+	e := newPermsEnv(t, &server.Options{}, map[string]*server.Permissions{"doc": documented, "nodirect": &withoutDirect})
+	for _, user := range []string{"doc", "nodirect"} {
+		t.Run(user, func(t *testing.T) {
+			e.t = t
+			n := []string{"-n", user}
+			e.quick(user, "", append(n, "put", "a", "1")...)
+			// Each read after another's write catches up.
+			for i, read := range [][]string{{"get", "a"}, {"get", "a", "--raw"}, {"get-all"}} {
+				e.quick("admin", "", append(n, "put", "x", strconv.Itoa(i))...)
+				e.quick(user, "", append(n, read...)...)
+			}
+			if out := e.quick(user, script, n...); !strings.Contains(out, "Compacted") {
+				t.Errorf("the shell said %q", out)
+			}
+			e.quick(user, "", append(n, "exec", "REMOVE a")...)
+			if out := e.quick(user, "", "list"); !strings.Contains(out, user) {
+				t.Errorf("list: %q", out)
+			}
+			exported := e.quick(user, "", append(n, "export")...)
+			e.quick(user, exported, append(n, "import", "--replace", "-")...)
+			e.quick(user, "", append(n, "destroy", "--yes")...)
+		})
 	}
 }
 

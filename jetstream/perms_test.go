@@ -93,6 +93,21 @@ func TestLogConformanceWithoutDirectGetPermission(t *testing.T) {
 	})
 }
 
+// A user granted exactly the permissions docs/operations.md lists passes
+// the conformance suite.
+func TestLogConformanceWithTheDocumentedPermissions(t *testing.T) {
+	t.Parallel()
+	url := jstest.Users(t, &server.Options{MaxPayload: 64 << 10}, map[string]*server.Permissions{"doc": jstest.DocumentedPermissions(t)})
+	nc := connectAs(t, url("doc"), &heardErrors{})
+	logtest.Run(t, func(t *testing.T) statesync.Log {
+		l, err := openAs(t, nc, fmt.Sprint("documented", logCount.Add(1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	})
+}
+
 // quickly runs fn and fails the test if it takes a second or more: a
 // request the server refused is never answered, and waiting for it would
 // take seconds.

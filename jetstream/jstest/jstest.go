@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -185,3 +187,32 @@ func Users(t testing.TB, o *server.Options, perms map[string]*server.Permissions
 	return func(user string) string { return "nats://" + user + ":p@" + hostPort }
 }
 
+// DocumentedPermissions are the permissions docs/operations.md says
+// sharedconfig needs: its block that starts with "permissions: {", read
+// as nats-server reads a user's permissions in its configuration file.
+func DocumentedPermissions(t testing.TB) *server.Permissions {
+	t.Helper()
+	_, here, _, _ := runtime.Caller(0)
+	doc, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, found := strings.Cut(string(doc), "\npermissions: {\n")
+	block, _, ended := strings.Cut(block, "\n}\n")
+	if !found || !ended {
+		t.Fatal(`docs/operations.md has no block from "permissions: {" to "}"`)
+	}
+	conf := filepath.Join(t.TempDir(), "perms.conf")
+	text := "authorization {\n  users = [\n    {user: doc, password: p, permissions: {\n" + block + "\n    }}\n  ]\n}\n"
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatalf("the permissions in docs/operations.md do not read as nats-server's: %v", err)
+	}
+	if len(o.Users) != 1 || o.Users[0].Permissions == nil {
+		t.Fatalf("the permissions in docs/operations.md read as %+v", o.Users)
+	}
+	return o.Users[0].Permissions
+}
