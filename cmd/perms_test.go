@@ -95,9 +95,7 @@ func TestCommandsWithoutDirectGetPermission(t *testing.T) {
 // every command: with direct gets, and without (they are optional).
 func TestDocumentedPermissionsAreEnough(t *testing.T) {
 	documented := jstest.DocumentedPermissions(t)
-	withoutDirect := *documented
-	withoutDirect.Publish = &server.SubjectPermission{Allow: documented.Publish.Allow, Deny: []string{"$JS.API.DIRECT.GET.>"}}
-	e := newPermsEnv(t, &server.Options{}, map[string]*server.Permissions{"doc": documented, "nodirect": &withoutDirect})
+	e := newPermsEnv(t, &server.Options{}, map[string]*server.Permissions{"doc": documented, "nodirect": jstest.WithoutDirectGets(documented)})
 	for _, user := range []string{"doc", "nodirect"} {
 		t.Run(user, func(t *testing.T) {
 			e.t = t

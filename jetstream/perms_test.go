@@ -94,27 +94,36 @@ func TestLogConformanceWithoutDirectGetPermission(t *testing.T) {
 }
 
 // A user granted exactly the permissions docs/operations.md lists passes
-// the conformance suite.
+// the conformance suite, with direct gets and without (they are optional).
 func TestLogConformanceWithTheDocumentedPermissions(t *testing.T) {
 	t.Parallel()
-	url := jstest.Users(t, &server.Options{MaxPayload: 64 << 10}, map[string]*server.Permissions{"doc": jstest.DocumentedPermissions(t)})
-	nc := connectAs(t, url("doc"), &heardErrors{})
-	logtest.Run(t, func(t *testing.T) statesync.Log {
-		l, err := openAs(t, nc, fmt.Sprint("documented", logCount.Add(1)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
+	documented := jstest.DocumentedPermissions(t)
+	url := jstest.Users(t, &server.Options{MaxPayload: 64 << 10}, map[string]*server.Permissions{
+		"doc": documented, "nodirect": jstest.WithoutDirectGets(documented),
 	})
+	for _, user := range []string{"doc", "nodirect"} {
+		t.Run(user, func(t *testing.T) {
+			nc := connectAs(t, url(user), &heardErrors{})
+			logtest.Run(t, func(t *testing.T) statesync.Log {
+				l, err := openAs(t, nc, fmt.Sprint(user, logCount.Add(1)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return l
+			})
+		})
+	}
 }
 
-// quickly runs fn and fails the test if it takes a second or more: a
-// request the server refused is never answered, and waiting for it would
-// take seconds.
-func quickly(t *testing.T, what string, fn func() error) {
+// quickly runs fn with a context of 5s and fails the test if it takes a
+// second or more: a request the server refused is never answered, and
+// waiting for it would take seconds.
+func quickly(t *testing.T, what string, fn func(ctx context.Context) error) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	start := time.Now()
-	err := fn()
+	err := fn(ctx)
 	if took := time.Since(start); err != nil || took >= time.Second {
 		t.Fatalf("%s: %v, in %v; want no error, at once", what, err, took)
 	}
@@ -141,7 +150,7 @@ func TestRefusedDirectGetsSwitchAtOnce(t *testing.T) {
 		}
 	}
 	var last statesync.Position
-	quickly(t, "LastEntry", func() error {
+	quickly(t, "LastEntry", func(ctx context.Context) error {
 		_, _, err := jetstream.LastEntry(ctx, nc, "test", "switch")
 		if errors.Is(err, nats.ErrPermissionViolation) {
 			return nil // said at once
@@ -152,11 +161,11 @@ func TestRefusedDirectGetsSwitchAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	quickly(t, "LastPosition", func() (err error) { last, err = l.LastPosition(ctx); return err })
+	quickly(t, "LastPosition", func(ctx context.Context) (err error) { last, err = l.LastPosition(ctx); return err })
 	if last.Revision != 3 {
 		t.Fatalf("LastPosition: %+v, want revision 3", last)
 	}
-	quickly(t, "ReadAfter", func() error {
+	quickly(t, "ReadAfter", func(ctx context.Context) error {
 		n := 0
 		err := l.ReadAfter(ctx, statesync.Position{Revision: 1}, 3, func(statesync.Entry) error { n++; return nil })
 		if err == nil && n != 2 {
@@ -168,7 +177,7 @@ func TestRefusedDirectGetsSwitchAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	quickly(t, "a second log's ReadAfter", func() error {
+	quickly(t, "a second log's ReadAfter", func(ctx context.Context) error {
 		return other.ReadAfter(ctx, statesync.Position{}, 3, func(statesync.Entry) error { return nil })
 	})
 	if err := nc.Flush(); err != nil {
@@ -213,19 +222,19 @@ func TestMissingPermissionIsSaidAtOnce(t *testing.T) {
 	}
 	for _, c := range []struct {
 		user, subject string
-		try           func(l *jetstream.Log) error
+		try           func(ctx context.Context, l *jetstream.Log) error
 	}{
-		{"nowrite", `publish to "sharedconfig.test.denied"`, func(l *jetstream.Log) error {
+		{"nowrite", `publish to "sharedconfig.test.denied"`, func(ctx context.Context, l *jetstream.Log) error {
 			_, err := logtest.Append(l, ctx, 1, []byte("y"))
 			return err
 		}},
 		{"noinfo", `publish to "$JS.API.STREAM.INFO.SC_4_test_denied"`, nil},
 		{"noinbox", `subscribe to "_INBOX.`, nil},
-		{"nomsgget", `publish to "$JS.API.STREAM.MSG.GET.SC_4_test_denied"`, func(l *jetstream.Log) error {
+		{"nomsgget", `publish to "$JS.API.STREAM.MSG.GET.SC_4_test_denied"`, func(ctx context.Context, l *jetstream.Log) error {
 			_, err := l.LastPosition(ctx)
 			return err
 		}},
-		{"noconsume", `publish to "$JS.API.CONSUMER.`, func(l *jetstream.Log) error {
+		{"noconsume", `publish to "$JS.API.CONSUMER.`, func(ctx context.Context, l *jetstream.Log) error {
 			return l.ReadAfter(ctx, statesync.Position{}, 1, func(statesync.Entry) error { return nil })
 		}},
 	} {
@@ -237,8 +246,10 @@ func TestMissingPermissionIsSaidAtOnce(t *testing.T) {
 				if err != nil {
 					t.Fatalf("OpenLog: %v", err)
 				}
+				ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
 				start = time.Now()
-				err = c.try(l)
+				err = c.try(ctx, l)
 			}
 			took := time.Since(start)
 			var refused *jetstream.PermissionError

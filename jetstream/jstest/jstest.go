@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -215,4 +216,16 @@ func DocumentedPermissions(t testing.TB) *server.Permissions {
 		t.Fatalf("the permissions in docs/operations.md read as %+v", o.Users)
 	}
 	return o.Users[0].Permissions
+}
+
+// WithoutDirectGets is p, but denied to publish to $JS.API.DIRECT.GET.>:
+// direct gets, which the documented permissions call optional.
+func WithoutDirectGets(p *server.Permissions) *server.Permissions {
+	without := *p
+	without.Publish = &server.SubjectPermission{Deny: []string{"$JS.API.DIRECT.GET.>"}}
+	if p.Publish != nil {
+		without.Publish.Allow = p.Publish.Allow
+		without.Publish.Deny = append(slices.Clone(p.Publish.Deny), without.Publish.Deny...)
+	}
+	return &without
 }
