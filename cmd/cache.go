@@ -160,6 +160,15 @@ func (r *replica) openOneKey(ctx context.Context, log *jetstream.Log, key string
 	return cfg
 }
 
+// noteDirectGets records, in the stamp the file is saved with, that the
+// stream did not serve direct gets to this user if the server refused one
+// of the session's (known only once its reads have asked).
+func (r *replica) noteDirectGets(log *jetstream.Log) {
+	if r != nil && log.DirectGetsRefused() {
+		r.stamp.DirectGets = false
+	}
+}
+
 // save writes cfg's copy, and its index, to the cache when it moved on
 // from the one the session started from, and can be resumed from, if it
 // can by due: encoding a large copy takes seconds, and a process whose

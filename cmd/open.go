@@ -94,6 +94,7 @@ func (s *session) Close() {
 	s.sh.Close()
 	if s.cfg != nil {
 		if s.damaged == nil {
+			s.replica.noteDirectGets(s.log)
 			s.replica.save(s.cfg, s.due)
 		}
 		s.saveTrust()

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -51,6 +52,24 @@ func (e *permsEnv) quick(user, stdin string, args ...string) string {
 	return stdout
 }
 
+// cacheHead is the head of the cache file of perm/someConfig (its stamp).
+func (e *permsEnv) cacheHead() string {
+	e.t.Helper()
+	files, _ := filepath.Glob(filepath.Join(os.Getenv("XDG_CACHE_HOME"), "sharedconfig", "SC_4_perm_someConfig-*.cache"))
+	if len(files) != 1 {
+		e.t.Fatalf("cache files: %q, want one", files)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	lines := strings.SplitN(string(data), "\n", 3)
+	if len(lines) < 3 {
+		e.t.Fatalf("the cache file is %d bytes", len(data))
+	}
+	return lines[1]
+}
+
 // script is what a shell runs in the permission tests: following, a
 // write, a refresh, every read, a lease, a compaction.
 const script = `FOLLOW ON
@@ -83,8 +102,16 @@ func TestCommandsWithoutDirectGetPermission(t *testing.T) {
 		t.Errorf("get a --raw: %q, want 2", out)
 	}
 	e.quick("admin", "", "put", "a", "3")
-	if out := e.quick("u", "", "get", "a"); !strings.Contains(out, "'3'") {
-		t.Errorf("get a: %q, want 3", out)
+	e.quick("admin", "", "get-all") // saves a copy (a put leaves none of its own write)
+	if !strings.Contains(e.cacheHead(), `"direct_gets":true`) {
+		t.Fatal("the admin's copy in the cache does not say the stream serves direct gets")
+	}
+	e.quick("admin", "", "put", "a", "4")
+	if out := e.quick("u", "", "get-all"); !strings.Contains(out, "| 4 ") {
+		t.Errorf("get-all: %q, want a at 4", out)
+	}
+	if head := e.cacheHead(); strings.Contains(head, "direct_gets") {
+		t.Errorf("the copy a user who may not ask for direct gets left says the stream serves them: %s", head)
 	}
 	if out := e.quick("u", script); !strings.Contains(out, "Property 'b' added") || !strings.Contains(out, "Compacted") {
 		t.Errorf("the shell said %q", out)
