@@ -320,10 +320,11 @@ func TestForgedSlowWaitersCostAOneShotPutLittle(t *testing.T) {
 }
 
 // get --raw on a stream that stopped serving direct gets after the copy in
-// the replica cache was saved, for a user who may not ask for them: a
-// refused request is never answered, so the first get --raw waits half a
-// second for it and marks the file; the next ones answer at once by the
-// stream's leader, as get does, and say nothing of the refusal.
+// the replica cache was saved, for a user who may not ask for them: the
+// first get --raw is refused (at once; a stream that stopped serving them
+// would leave it waiting half a second) and marks the file; the next ones
+// answer at once by the stream's leader, as get does, and say nothing of
+// the refusal.
 func TestGetRawWithoutDirectGetsIsQuick(t *testing.T) {
 	t.Parallel()
 	deny := []string{"$JS.API.DIRECT.GET.>"}
@@ -357,8 +358,8 @@ func TestGetRawWithoutDirectGetsIsQuick(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"--server", user, "-s", "nodirect", "-n", "c"}
-	// The first asks, has no answer within half a second, and marks the
-	// file so that the next does not ask again.
+	// The first asks, is refused, and marks the file so that the next
+	// does not ask again.
 	start := time.Now()
 	if stdout, _, code := runShellEnv(t, env, "", append(args, "get", "a", "--raw")...); code != 0 || stdout != "1" || time.Since(start) > 3*time.Second {
 		t.Fatalf("get a --raw from a copy saved when direct gets were served: exit %d, stdout %q, in %v; want 1 soon", code, stdout, time.Since(start))
