@@ -212,7 +212,8 @@ func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *n
 	id := nuid.Next()
 	opts := publishOpts(id, last)
 	if err := ctx.Err(); err != nil {
-		return 0, id, fmt.Errorf("%s: %w", l.name, err) // nothing was sent
+		// The time ran out on the requests before this one.
+		return 0, id, fmt.Errorf("%s: %w: the write was not sent, so nothing was changed", l.name, describeJSError(err))
 	}
 	mayHaveLanded := false
 	fail := func(err error) (uint64, string, error) {

@@ -361,3 +361,19 @@ func TestUnknownOutcomeSaysTheTimeoutOnce(t *testing.T) {
 		t.Fatalf("Append = %v; want an unknown outcome that says the server did not answer in time, once and in words", err)
 	}
 }
+
+// An append whose time ran out before it was sent (on the reads before it)
+// says so in words, and that nothing was changed.
+func TestAppendPastItsTimeSaysNothingWasSent(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	l := openLog(t, jstest.Connect(t, srv))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-ctx.Done()
+	_, err := logtest.Append(l, ctx, 0, []byte("first"))
+	if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "deadline exceeded") ||
+		!strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("Append = %v; want one that says in words that time ran out and nothing was changed", err)
+	}
+}
