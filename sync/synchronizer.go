@@ -680,8 +680,13 @@ func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S])
 		return err
 	}
 	// Most logs hold entries already: where the log ends costs less to ask
-	// than an append the log refuses.
-	if last, err := s.log.LastPosition(ctx); err == nil && last.Revision > 0 {
+	// than an append the log refuses. A log that cannot say where it ends
+	// (time ran out, the user may not ask) is not taken for an empty one.
+	last, err := s.log.LastPosition(ctx)
+	if err != nil {
+		return err
+	}
+	if last.Revision > 0 {
 		if _, err := s.fetchLocked(ctx, last.Revision); err != nil {
 			return err
 		}

@@ -515,3 +515,40 @@ func lastRevision(t *testing.T, log statesync.Log) uint64 {
 	}
 	return rev
 }
+
+// A log that cannot say where it ends (time ran out, or the user may not
+// ask) is not taken for an empty one: Initialize fails with that error and
+// writes nothing (a read-only command opened so would publish a snapshot).
+func TestInitializeWritesNothingWhereTheLogsEndIsUnknown(t *testing.T) {
+	t.Parallel()
+	log := &blindLog{Log: memlog.New("t"), err: errors.New("the user may not ask")}
+	s := statesync.New[counter](log, counterCodec)
+	err := s.Initialize(context.Background(), start(0))
+	if !errors.Is(err, log.err) {
+		t.Fatalf("Initialize = %v; want the log's error", err)
+	}
+	if log.appends != 0 {
+		t.Fatalf("Initialize made %d appends; want none", log.appends)
+	}
+}
+
+// blindLog fails every LastPosition with err, and counts appends.
+type blindLog struct {
+	*memlog.Log
+	err     error
+	appends int
+}
+
+func (l *blindLog) LastPosition(context.Context) (statesync.Position, error) {
+	return statesync.Position{}, l.err
+}
+
+func (l *blindLog) CompactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
+	l.appends++
+	return l.Log.CompactAfter(ctx, last, snapshot)
+}
+
+func (l *blindLog) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
+	l.appends++
+	return l.Log.AppendAfter(ctx, last, data)
+}
