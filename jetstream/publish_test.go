@@ -377,3 +377,21 @@ func TestAppendPastItsTimeSaysNothingWasSent(t *testing.T) {
 		t.Fatalf("Append = %v; want one that says in words that time ran out and nothing was changed", err)
 	}
 }
+
+// A read whose time runs out says so in words, and where it stood.
+func TestReadPastItsTimeSaysSoInWords(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	l := openLog(t, jstest.Connect(t, srv))
+	if _, err := logtest.Append(l, context.Background(), 0, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-ctx.Done()
+	err := l.ReadAfter(ctx, statesync.Position{}, 1, func(statesync.Entry) error { return nil })
+	if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "deadline exceeded") ||
+		!strings.Contains(err.Error(), "reading after 0") {
+		t.Fatalf("ReadAfter = %v; want one that says in words where time ran out", err)
+	}
+}

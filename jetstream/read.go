@@ -35,7 +35,13 @@ const (
 func (l *Log) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
 	ctx, release := l.guard(ctx)
 	defer release()
-	return l.orRefused(ctx, l.readAfter(ctx, after, upTo, fn))
+	err := l.orRefused(ctx, l.readAfter(ctx, after, upTo, fn))
+	if err != nil && err == ctx.Err() {
+		// Said where the read stood, and in words: not Go's bare "context
+		// deadline exceeded".
+		return fmt.Errorf("%s: reading after %d: %w", l.name, after.Revision, describeJSError(err))
+	}
+	return err
 }
 
 // readAfter is ReadAfter.
