@@ -65,8 +65,9 @@ type permWatch struct {
 	mu     sync.Mutex
 	guards map[*permGuard]struct{}
 	// inbox, once set, is the refused subscription to the connection's
-	// inboxes: no request of it can be answered. nats.go subscribes once,
-	// so the server says it once.
+	// inboxes: no request of it can be answered until the connection
+	// reconnects, when nats.go subscribes again (and the server says it
+	// again if it still refuses).
 	inbox *PermissionError
 
 	noDirect sync.Map // stream name -> *PermissionError: its direct gets were refused
@@ -96,6 +97,17 @@ func watchPermissions(nc *nats.Conn) *permWatch {
 		return got.(*permWatch)
 	}
 	runtime.AddCleanup(nc, func(key weak.Pointer[nats.Conn]) { watches.Delete(key) }, key)
+	// nats.go subscribes again on a reconnect: a refused inbox may be
+	// granted by then.
+	prevReconnect := nc.ReconnectHandler()
+	nc.SetReconnectHandler(func(c *nats.Conn) {
+		w.mu.Lock()
+		w.inbox = nil
+		w.mu.Unlock()
+		if prevReconnect != nil {
+			prevReconnect(c)
+		}
+	})
 	prev := nc.ErrorHandler()
 	nc.SetErrorHandler(func(c *nats.Conn, sub *nats.Subscription, err error) {
 		if w.heard(err) {

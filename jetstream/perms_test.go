@@ -260,3 +260,44 @@ func TestMissingPermissionIsSaidAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// A refused subscription to the connection's inboxes ends its requests at
+// once, until the connection reconnects: nats.go subscribes again then,
+// and once the server grants it the requests are answered again.
+func TestInboxRefusalLastsUntilAReconnect(t *testing.T) {
+	t.Parallel()
+	users := func(p *server.Permissions) []*server.User {
+		return []*server.User{{Username: "admin", Password: "p"}, {Username: "u", Password: "p", Permissions: p}}
+	}
+	o := &server.Options{JetStream: true, Users: users(deny(nil, []string{"_INBOX.>"}))}
+	s := jstest.NATS(t, o)
+	url := "nats://u:p@" + strings.TrimPrefix(s.ClientURL(), "nats://")
+	nc := connectAs(t, url, &heardErrors{})
+	if _, err := openAs(t, nc, "inbox"); !errors.As(err, new(*jetstream.PermissionError)) {
+		t.Fatalf("OpenLog = %v; want a permission error", err)
+	}
+	granted := *o
+	granted.Users = users(deny(nil, nil))
+	if err := s.ReloadOptions(&granted); err != nil {
+		t.Fatal(err)
+	}
+	reconnected := make(chan struct{}, 1)
+	prev := nc.ReconnectHandler()
+	nc.SetReconnectHandler(func(c *nats.Conn) {
+		if prev != nil {
+			prev(c)
+		}
+		reconnected <- struct{}{}
+	})
+	if err := nc.ForceReconnect(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reconnected:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reconnect")
+	}
+	if _, err := openAs(t, nc, "inbox"); err != nil {
+		t.Fatalf("OpenLog after the reconnect: %v", err)
+	}
+}
