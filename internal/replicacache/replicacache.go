@@ -243,7 +243,26 @@ func writeWhole(path string, parts ...[]byte) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	removeLeftovers(dir, time.Now().Add(-leftoverAge))
+	return nil
+}
+
+// leftoverAge: a temporary file this old is no save under way (a save of
+// the largest copy takes seconds) but one a killed process left.
+const leftoverAge = 10 * time.Minute
+
+// removeLeftovers removes the temporary files in dir last written before
+// cutoff, which processes killed while saving left behind.
+func removeLeftovers(dir string, cutoff time.Time) {
+	names, _ := filepath.Glob(filepath.Join(dir, ".saving-*"))
+	for _, name := range names {
+		if fi, err := os.Lstat(name); err == nil && fi.Mode().IsRegular() && fi.ModTime().Before(cutoff) {
+			os.Remove(name)
+		}
+	}
 }
 
 // NoDirectGets marks the cache file at path, if it is want's, as one whose

@@ -215,3 +215,29 @@ func FuzzLoad(f *testing.F) {
 		_, _, _ = replicacache.Load(path, stamp)
 	})
 }
+
+// A save removes the temporary files that processes killed while saving
+// left behind, and not one that may be a save under way.
+func TestSaveRemovesWhatKilledSavesLeft(t *testing.T) {
+	path := saved(t, "first")
+	dir := filepath.Dir(path)
+	old, recent := filepath.Join(dir, ".saving-1"), filepath.Join(dir, ".saving-2")
+	for _, name := range []string{old, recent} {
+		if err := os.WriteFile(name, []byte("half a copy"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hourAgo := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(old, hourAgo, hourAgo); err != nil {
+		t.Fatal(err)
+	}
+	if err := replicacache.Save(path, stamp, 8, []byte("second"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the hour-old temporary file: %v; want it removed", err)
+	}
+	if _, err := os.Stat(recent); err != nil {
+		t.Errorf("the recent temporary file: %v; want it kept", err)
+	}
+}
