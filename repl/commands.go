@@ -175,7 +175,7 @@ func runGet(_ context.Context, sh *Shell, args []string) reply {
 
 // failure is the reply for a command that ran into an error.
 func (sh *Shell) failure(err error) reply {
-	if sh.cancelled.Load() {
+	if sh.cancelled.Load() || sh.stoppedBy(err) {
 		msg := describeCancel(err)
 		return reply{outcome: failed, lines: []string{warn("%s", msg)}, err: msg}
 	}

@@ -96,3 +96,34 @@ func TestScriptAnswersAWriteBeforeTheNextLineComes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A script stopped by a signal (its context ends) starts no more lines;
+// those under way answer as a command cancelled with Ctrl-C does, and
+// nothing blames the server, other writers or compaction.
+func TestScriptStoppedBySignalSaysCancelled(t *testing.T) {
+	sh, out := openShell(t, jstest.Server(t), "w", Options{})
+	var lines []string
+	for i := range 20000 {
+		lines = append(lines, fmt.Sprintf("PUT k%d, v", i))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sh.Run(ctx, NewScript(strings.NewReader(strings.Join(lines, "\n")))) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(out.String(), "\n") < 1500 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil && err != context.Canceled {
+		t.Fatal(err)
+	}
+	got := out.take()
+	for l := range strings.Lines(got) {
+		if strings.HasPrefix(l, "!!!! ") && !strings.Contains(l, ": Cancelled: ") {
+			t.Fatalf("a line stopped by the signal said %q; want Cancelled", l)
+		}
+	}
+	if n := strings.Count(got, "\n"); n >= len(lines) {
+		t.Fatalf("%d answers: the script ran on after the signal", n)
+	}
+}

@@ -122,7 +122,8 @@ type Shell struct {
 	stopFollow  func() // set while following: FOLLOW ON or WATCH
 	watchPrefix string // WATCH's prefix; empty: every key
 
-	cancelled atomic.Bool // Ctrl-C cancelled the command running
+	cancelled atomic.Bool                     // Ctrl-C cancelled the command running
+	runCtx    atomic.Pointer[context.Context] // Run's: once it is done (SIGINT, SIGTERM), lines under way were cancelled
 
 	// followDown: following failed and has not worked since; downWatch
 	// waits for the server to answer again.
@@ -181,6 +182,7 @@ func (sh *Shell) Run(ctx context.Context, in Input) error {
 		defer func() { sh.position = nil }()
 	}
 	defer sh.KeepLeases()() // QUIT, Ctrl-D and the end of a script revoke
+	sh.runCtx.Store(&ctx)
 	keyboard, _ := in.(interruptible)
 	execute := func(line string) outcome { return sh.executeInterruptible(ctx, keyboard, line) }
 	if keyboard == nil {
@@ -206,6 +208,9 @@ func (sh *Shell) Run(ctx context.Context, in Input) error {
 		}
 		if err != nil {
 			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err // stopped: a line read meanwhile does not start
 		}
 		switch execute(line) {
 		case quitNow:
@@ -242,7 +247,16 @@ func (sh *Shell) executeInterruptible(ctx context.Context, keyboard interruptibl
 	return sh.Execute(lineCtx, line)
 }
 
-// describeCancel says what a command cancelled with Ctrl-C left behind: a
+// stoppedBy: err is what the end of a run that a signal (SIGINT, SIGTERM)
+// ended left a command under way with, not a failure of its own: it was
+// cancelled, or its append's outcome is unknown because of that.
+func (sh *Shell) stoppedBy(err error) bool {
+	ctx := sh.runCtx.Load()
+	return ctx != nil && (*ctx).Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, statesync.ErrUnknownOutcome))
+}
+
+// describeCancel says what a command cancelled with Ctrl-C (or a script's
+// line, by SIGINT or SIGTERM) left behind: a
 // write whose append may have landed says so; any other error from a
 // cancelled command means nothing was written.
 func describeCancel(err error) string {
@@ -466,6 +480,9 @@ func describeAttempt(a statesync.Attempt) string {
 // CompactionFailed is the config's hook for a compaction that failed after
 // a command: a warning, since nothing is lost.
 func (sh *Shell) CompactionFailed(err error) {
+	if sh.stoppedBy(err) {
+		return // the shell is leaving: nothing to try again
+	}
 	if sh.json {
 		sh.printJSONAsync(fields{"event": "compaction_failed", "error": sh.explain(err, sh.timeout)})
 		return

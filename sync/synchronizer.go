@@ -681,9 +681,10 @@ func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S])
 	}
 	// Most logs hold entries already: where the log ends costs less to ask
 	// than an append the log refuses. A log that cannot say where it ends
-	// (time ran out, the user may not ask) is not taken for an empty one.
+	// (time ran out, the user may not ask) is not taken for an empty one;
+	// a deleted one is, since the append creates it again.
 	last, err := s.log.LastPosition(ctx)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrDeleted) {
 		return err
 	}
 	if last.Revision > 0 {

@@ -530,6 +530,11 @@ func TestInitializeWritesNothingWhereTheLogsEndIsUnknown(t *testing.T) {
 	if log.appends != 0 {
 		t.Fatalf("Initialize made %d appends; want none", log.appends)
 	}
+	// A deleted log is one the first entry creates again.
+	deleted := &blindLog{Log: memlog.New("t"), err: statesync.ErrDeleted}
+	if err := statesync.New[counter](deleted, counterCodec).Initialize(context.Background(), start(0)); err != nil || deleted.appends != 1 {
+		t.Fatalf("Initialize on a deleted log: %v, %d appends; want the first entry written", err, deleted.appends)
+	}
 }
 
 // blindLog fails every LastPosition with err, and counts appends.
