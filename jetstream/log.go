@@ -343,7 +343,27 @@ func (l *Log) Notify(fn func()) (stop func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: watching for changes: %w", l.name, err)
 	}
+	if refused := l.subscriptionRefused(); refused != nil {
+		sub.Unsubscribe()
+		return nil, fmt.Errorf("%s: watching for changes: %w", l.name, refused)
+	}
 	return l.track(sub), nil
+}
+
+// subscriptionRefused is the server's refusal of a subscription to the
+// config's subject just made, or nil: it answers a subscription it refuses
+// before the round trip of a flush that follows, and nats.go keeps that as
+// the connection's last error. (A flush that fails is no refusal: follow
+// mode says when the server answers again.)
+func (l *Log) subscriptionRefused() *PermissionError {
+	if l.nc.FlushTimeout(attemptTimeout) != nil {
+		return nil
+	}
+	last := l.nc.LastError()
+	if !errors.Is(last, nats.ErrPermissionViolation) || !strings.Contains(last.Error(), `Subscription to "`+l.subject+`"`) {
+		return nil
+	}
+	return &PermissionError{Subject: l.subject, Subscribe: true, Err: last}
 }
 
 // track keeps sub for Close and returns the function that unsubscribes it.

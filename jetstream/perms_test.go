@@ -301,3 +301,22 @@ func TestInboxRefusalLastsUntilAReconnect(t *testing.T) {
 		t.Fatalf("OpenLog after the reconnect: %v", err)
 	}
 }
+
+// A user who may not subscribe to the config's subject is told so when a
+// follow starts, not left following nothing.
+func TestRefusedFollowIsSaid(t *testing.T) {
+	t.Parallel()
+	url := jstest.Users(t, &server.Options{}, map[string]*server.Permissions{"nofollow": deny(nil, []string{"sharedconfig.>"})})
+	l, err := openAs(t, connectAs(t, url("nofollow"), &heardErrors{}), "follow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, err := l.Notify(func() {})
+	var refused *jetstream.PermissionError
+	if !errors.As(err, &refused) || !refused.Subscribe || refused.Subject != "sharedconfig.test.follow" {
+		if stop != nil {
+			stop()
+		}
+		t.Fatalf("Notify = %v; want a refused subscription to the config's subject", err)
+	}
+}
