@@ -354,9 +354,10 @@ func (l *Log) Notify(fn func()) (stop func(), err error) {
 // config's subject just made, or nil: it answers a subscription it refuses
 // before the round trip of a flush that follows, and nats.go keeps that as
 // the connection's last error. (A flush that fails is no refusal: follow
-// mode says when the server answers again.)
+// mode says when the server answers again; nor is one not asked while
+// the connection is down.)
 func (l *Log) subscriptionRefused() *PermissionError {
-	if l.nc.FlushTimeout(attemptTimeout) != nil {
+	if !l.nc.IsConnected() || l.nc.FlushTimeout(attemptTimeout) != nil {
 		return nil
 	}
 	last := l.nc.LastError()
