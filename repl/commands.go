@@ -177,7 +177,7 @@ func runGet(_ context.Context, sh *Shell, args []string) reply {
 func (sh *Shell) failure(err error) reply {
 	if sh.cancelled.Load() || sh.stoppedBy(err) {
 		msg := describeCancel(err)
-		return reply{outcome: failed, lines: []string{warn("%s", msg)}, err: msg}
+		return reply{outcome: failed, lines: []string{warn("%s", msg)}, err: msg, stopped: sh.stoppedBy(err)}
 	}
 	if msg, ok := sh.describeLost(err); ok {
 		return reply{outcome: failed, lines: []string{warn("%s", msg)}, err: msg}

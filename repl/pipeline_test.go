@@ -126,4 +126,7 @@ func TestScriptStoppedBySignalSaysCancelled(t *testing.T) {
 	if n := strings.Count(got, "\n"); n >= len(lines) {
 		t.Fatalf("%d answers: the script ran on after the signal", n)
 	}
+	if sh.Failures() != 0 {
+		t.Fatalf("%d failures; want none: a signal's stop is a clean one", sh.Failures())
+	}
 }

@@ -18,6 +18,9 @@ type reply struct {
 	table   *table   // text: a table after the lines
 	result  fields   // JSON: the result's fields
 	err     string   // a failure, for JSON; lines hold its text form
+	// stopped: the failure is a signal's that stopped the run (SIGINT,
+	// SIGTERM), a clean stop: shown as a failure, not counted as one.
+	stopped bool
 }
 
 type fields = map[string]any

@@ -342,7 +342,9 @@ func (sh *Shell) currentPosition() (what string, n int) {
 func (sh *Shell) renderAt(command string, r reply, what string, n int) outcome {
 	line, argument := 0, 0
 	if r.outcome == failed {
-		sh.failed++
+		if !r.stopped {
+			sh.failed++
+		}
 		if what != "" {
 			if what == "line" {
 				line = n
