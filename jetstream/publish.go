@@ -322,7 +322,16 @@ func (l *Log) settle(ctx context.Context, expected uint64, id string, cause erro
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return unknown("entry %d is not there: not written yet, or compacted away", expected+1)
 	case err != nil:
-		return unknown("checking entry %d: %v", expected+1, describeJSError(err))
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			err = describeStreamError(err)
+		} else {
+			err = l.directGetError(checkCtx, err)
+		}
+		if errors.Is(err, statesync.ErrDeleted) {
+			// Whatever the append did went with the stream.
+			return 0, fmt.Errorf("%s: %w", l.name, err)
+		}
+		return unknown("checking entry %d: %v", expected+1, err)
 	case m.Header.Get(jetstream.MsgIDHeader) == id:
 		return expected + 1, nil
 	}

@@ -395,3 +395,34 @@ func TestReadPastItsTimeSaysSoInWords(t *testing.T) {
 		t.Fatalf("ReadAfter = %v; want one that says in words where time ran out", err)
 	}
 }
+
+// An append whose outcome is looked for after the stream was deleted says
+// the config was deleted, not that the server has no JetStream.
+func TestAppendIntoADeletedStreamSaysSo(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	l := openLog(t, nc)
+	if _, err := logtest.Append(l, context.Background(), 0, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := natsjs.New(jstest.Connect(t, srv))
+	deleted := false
+	l.WrapPublish(func(jetstream.PublishFunc) jetstream.PublishFunc {
+		return func(ctx context.Context, msg *nats.Msg, opts ...natsjs.PublishOpt) (*natsjs.PubAck, error) {
+			if !deleted { // another process destroys the config while the append is in flight
+				deleted = true
+				if err := js.DeleteStream(ctx, l.Name()); err != nil {
+					t.Error(err)
+				}
+			}
+			return nil, context.DeadlineExceeded
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := logtest.Append(l, ctx, 1, []byte("second"))
+	if !errors.Is(err, statesync.ErrDeleted) || strings.Contains(err.Error(), "JetStream") {
+		t.Fatalf("Append = %v; want one that says the config was deleted", err)
+	}
+}
