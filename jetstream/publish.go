@@ -322,12 +322,7 @@ func (l *Log) settle(ctx context.Context, expected uint64, id string, cause erro
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return unknown("entry %d is not there: not written yet, or compacted away", expected+1)
 	case err != nil:
-		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			err = describeStreamError(err)
-		} else {
-			err = l.directGetError(checkCtx, err)
-		}
-		if errors.Is(err, statesync.ErrDeleted) {
+		if err = l.directGetError(checkCtx, err); errors.Is(err, statesync.ErrDeleted) {
 			// Whatever the append did went with the stream.
 			return 0, fmt.Errorf("%s: %w", l.name, err)
 		}

@@ -227,10 +227,13 @@ func (l *Log) getBatch(ctx context.Context, from uint64, n int) ([]*nats.Msg, er
 	}
 }
 
-// directGetError is describeJSError for a direct get that failed. Nobody
-// answering one on a server that has JetStream means the stream was
-// deleted under the read: that is statesync.ErrDeleted.
+// directGetError is describeStreamError for a get that failed. Nobody
+// answering a direct get on a server that has JetStream means the stream
+// was deleted under the read: that is statesync.ErrDeleted too.
 func (l *Log) directGetError(ctx context.Context, err error) error {
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return describeStreamError(err)
+	}
 	if errors.Is(err, nats.ErrNoResponders) {
 		attempt, cancel := context.WithTimeout(ctx, attemptTimeout)
 		defer cancel()

@@ -98,14 +98,17 @@ func (c *Manager) Start(ctx context.Context, log any, cp Copy) *Write {
 	ended := c.endTurnLocked()
 	c.mu.Unlock()
 	c.sayDoneIf(ended)
-	if others, oneOffs := c.othersWait(); w.once && others && !oneOffs {
+	if !w.once {
+		return w
+	}
+	if others, oneOffs := c.othersWait(); others && !oneOffs {
 		// Looping writers take turns meanwhile, so a first try on this
 		// copy would be lost to the holder's next write, and saying
 		// `once` only then would cost the holder's write after that too.
 		// It says it now, and catches up while the holder finishes the
-		// write under way and hears it. Its age, its copy's, matters only
-		// among one-off writes, which go oldest first: where one waits
-		// already, the write joins behind it as a loser does (queueUp).
+		// write under way and hears it (freshenCopy). Where a one-off
+		// write waits already, the write joins behind it as a loser does
+		// (queueUp).
 		c.sayWaiting(w, time.Now())
 		w.freshen = true
 	}
