@@ -201,7 +201,13 @@ func openExistingOn(cmd *cobra.Command, f *rootFlags, command string, nc *nats.C
 		nc.Close()
 		return nil, failed(cmd, f, command, err)
 	}
-	return f.openOn(cmd, nc, via)
+	s, err := f.openOn(cmd, nc, via)
+	// A server that stops answering while the config is read is the same
+	// failure as one that stops before, at the look-up: one line, status 1.
+	if opening := (*exitError)(nil); errors.As(err, &opening) && errors.Is(opening.err, context.DeadlineExceeded) {
+		return nil, failed(cmd, f, command, opening.err)
+	}
+	return s, err
 }
 
 // noConfigLine says that the config the flags name is not on the server,

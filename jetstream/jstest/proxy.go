@@ -1,6 +1,7 @@
 package jstest
 
 import (
+	"bytes"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -16,7 +17,8 @@ type Proxy struct {
 	ln      net.Listener
 	target  string
 	frozen  atomic.Bool
-	dropped atomic.Int64 // bytes dropped while frozen
+	trigger atomic.Pointer[[]byte] // FreezeOn's pattern
+	dropped atomic.Int64           // bytes dropped while frozen
 	mu      sync.Mutex
 	conns   []net.Conn
 	wg      sync.WaitGroup
@@ -49,6 +51,15 @@ func (p *Proxy) URL() string { return "nats://" + p.ln.Addr().String() }
 // Freeze stops forwarding, in both directions.
 func (p *Proxy) Freeze() { p.frozen.Store(true) }
 
+// FreezeOn freezes the proxy when a client sends pattern, dropping what
+// holds it: the server hangs at that request, and not before. (A pattern
+// split between two reads is not seen; a short one, such as a subject, in
+// practice is.)
+func (p *Proxy) FreezeOn(pattern string) {
+	b := []byte(pattern)
+	p.trigger.Store(&b)
+}
+
 // Dropped is how many bytes the proxy has dropped while frozen, in both
 // directions: a request sent to a frozen server shows here.
 func (p *Proxy) Dropped() int64 { return p.dropped.Load() }
@@ -69,6 +80,7 @@ func (p *Proxy) WaitForDrop(t testing.TB, before int64) {
 // their streams are broken) and forwards the new ones clients open.
 func (p *Proxy) Thaw() {
 	p.Cut()
+	p.trigger.Store(nil)
 	p.frozen.Store(false)
 }
 
@@ -97,19 +109,22 @@ func (p *Proxy) accept() {
 		p.mu.Lock()
 		p.conns = append(p.conns, in, out)
 		p.mu.Unlock()
-		p.wg.Go(func() { p.pipe(in, out) })
-		p.wg.Go(func() { p.pipe(out, in) })
+		p.wg.Go(func() { p.pipe(in, out, false) })
+		p.wg.Go(func() { p.pipe(out, in, true) })
 	}
 }
 
 // pipe copies src to dst until either closes, dropping what it reads while
-// frozen.
-func (p *Proxy) pipe(dst, src net.Conn) {
+// frozen; fromClient: src is the client, whose requests FreezeOn watches.
+func (p *Proxy) pipe(dst, src net.Conn, fromClient bool) {
 	defer dst.Close()
 	defer src.Close()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		if t := p.trigger.Load(); fromClient && t != nil && bytes.Contains(buf[:n], *t) {
+			p.frozen.Store(true)
+		}
 		if n > 0 && p.frozen.Load() {
 			p.dropped.Add(int64(n))
 		} else if n > 0 {

@@ -1,0 +1,32 @@
+package cmd
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+)
+
+// A read-only command whose time runs out fails in the same one line, exit
+// status 1, wherever it ran out: at the config's look-up, or while reading
+// it.
+func TestReadOutOfTimeIsOneFailedLine(t *testing.T) {
+	e := newCacheEnv(t)
+	e.run(0, "put", "a", "1")
+	proxy := jstest.NewProxy(t, strings.TrimPrefix(os.Getenv("NATS_URL"), "nats://"))
+	const want = "!!!! Error: no answer from the server within 300ms; is it running? ("
+	for _, at := range []string{"$JS.API.STREAM.INFO.", "$JS.API.DIRECT.GET."} {
+		for _, command := range [][]string{{"get", "a"}, {"get", "a", "--raw"}, {"get-all"}, {"export"}, {"keys"}} {
+			proxy.FreezeOn(at)
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"--server", proxy.URL(), "-s", "cache", "--no-cache", "--timeout", "300ms"}, command...)
+			code := Main(args, strings.NewReader(""), &stdout, &stderr)
+			if lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n"); code != exitFailures || len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
+				t.Errorf("%q, the server hanging at %s: exit status %d, stderr %q; want %d and one line starting %q", command, at, code, stderr.String(), exitFailures, want)
+			}
+			proxy.Thaw()
+		}
+	}
+}
