@@ -339,11 +339,13 @@ func (l *Log) Stream() jetstream.Stream { return l.stream }
 // Notify implements statesync.Log with a plain subscription to the
 // config's subject: every message stored in the stream is published there.
 func (l *Log) Notify(fn func()) (stop func(), err error) {
+	pending := l.perms.followStarts(l.subject)
 	sub, err := l.nc.Subscribe(l.subject, func(*nats.Msg) { fn() })
 	if err != nil {
+		l.perms.followChecked(pending, nil)
 		return nil, fmt.Errorf("%s: watching for changes: %w", l.name, err)
 	}
-	if refused := l.subscriptionRefused(); refused != nil {
+	if refused := l.perms.followChecked(pending, l.subscriptionRefused()); refused != nil {
 		sub.Unsubscribe()
 		return nil, fmt.Errorf("%s: watching for changes: %w", l.name, refused)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"weak"
@@ -71,6 +72,21 @@ type permWatch struct {
 	inbox *PermissionError
 
 	noDirect sync.Map // stream name -> *PermissionError: its direct gets were refused
+
+	// A refused follow (Notify) is said by the Notify, which returns it;
+	// the connection's handler hears the same refusal too, before or after
+	// it returns. follows are the Notifies under way, by subject, and
+	// unheard the refusals they returned that the handler has yet to
+	// hear: both mark the handler's copy handled, so it is said once.
+	follows map[string][]*pendingFollow
+	unheard map[string]int
+}
+
+// pendingFollow is a Notify under way; refused is set if the handler
+// heard its subscription refused first.
+type pendingFollow struct {
+	subject string
+	refused *PermissionError
 }
 
 // permGuard is a request under way: cancel ends it when the server refuses
@@ -147,6 +163,9 @@ func (w *permWatch) heard(err error) bool {
 	toInbox := refused.Subscribe && strings.HasPrefix(refused.Subject, w.inboxPrefix)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if refused.Subscribe && w.followHeardLocked(refused) {
+		handled = true
+	}
 	if toInbox {
 		w.inbox = refused
 	}
@@ -157,6 +176,53 @@ func (w *permWatch) heard(err error) bool {
 		}
 	}
 	return handled
+}
+
+// followStarts marks a Notify on subject under way, before it subscribes.
+func (w *permWatch) followStarts(subject string) *pendingFollow {
+	p := &pendingFollow{subject: subject}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.follows == nil {
+		w.follows, w.unheard = map[string][]*pendingFollow{}, map[string]int{}
+	}
+	w.follows[p.subject] = append(w.follows[p.subject], p)
+	return p
+}
+
+// followChecked ends the Notify p, which found its subscription refused
+// (found) or not, and returns the refusal it says: the one the handler
+// heard first, or found (which the handler will hear later).
+func (w *permWatch) followChecked(p *pendingFollow, found *PermissionError) *PermissionError {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.follows[p.subject] = slices.DeleteFunc(w.follows[p.subject], func(q *pendingFollow) bool { return q == p })
+	if len(w.follows[p.subject]) == 0 {
+		delete(w.follows, p.subject)
+	}
+	if p.refused != nil {
+		return p.refused
+	}
+	if found != nil {
+		w.unheard[p.subject]++
+	}
+	return found
+}
+
+// followHeardLocked reports whether a Notify says the refused subscription:
+// one under way, or one that returned it already.
+func (w *permWatch) followHeardLocked(refused *PermissionError) bool {
+	for _, p := range w.follows[refused.Subject] {
+		if p.refused == nil {
+			p.refused = refused
+			return true
+		}
+	}
+	if w.unheard[refused.Subject] > 0 {
+		w.unheard[refused.Subject]--
+		return true
+	}
+	return false
 }
 
 // guard returns ctx, cancelled with a *PermissionError as its cause if the

@@ -303,20 +303,36 @@ func TestInboxRefusalLastsUntilAReconnect(t *testing.T) {
 }
 
 // A user who may not subscribe to the config's subject is told so when a
-// follow starts, not left following nothing.
+// follow starts, not left following nothing, and once: the connection's
+// handler hears the refusal as handled.
 func TestRefusedFollowIsSaid(t *testing.T) {
 	t.Parallel()
 	url := jstest.Users(t, &server.Options{}, map[string]*server.Permissions{"nofollow": deny(nil, []string{"sharedconfig.>"})})
-	l, err := openAs(t, connectAs(t, url("nofollow"), &heardErrors{}), "follow")
+	heard := &heardErrors{}
+	l, err := openAs(t, connectAs(t, url("nofollow"), heard), "follow")
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop, err := l.Notify(func() {})
-	var refused *jetstream.PermissionError
-	if !errors.As(err, &refused) || !refused.Subscribe || refused.Subject != "sharedconfig.test.follow" {
-		if stop != nil {
-			stop()
+	const follows = 5
+	for range follows {
+		stop, err := l.Notify(func() {})
+		var refused *jetstream.PermissionError
+		if !errors.As(err, &refused) || !refused.Subscribe || refused.Subject != "sharedconfig.test.follow" {
+			if stop != nil {
+				stop()
+			}
+			t.Fatalf("Notify = %v; want a refused subscription to the config's subject", err)
 		}
-		t.Fatalf("Notify = %v; want a refused subscription to the config's subject", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(heard.all()) < follows && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	for _, err := range heard.all() {
+		if !errors.Is(err, jetstream.ErrHandled) {
+			t.Errorf("the connection's handler heard %v, not marked handled: the refusal Notify returned would be said twice", err)
+		}
+	}
+	if n := len(heard.all()); n != follows {
+		t.Errorf("the handler heard %d errors, want %d", n, follows)
 	}
 }
