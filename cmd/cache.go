@@ -11,6 +11,7 @@ import (
 
 	"github.com/sharedconfig/sharedconfig/internal/replicacache"
 	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/repl"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
@@ -173,13 +174,14 @@ func (r *replica) noteDirectGets(log *jetstream.Log) {
 // from the one the session started from, and can be resumed from, if it
 // can by due: encoding a large copy takes seconds, and a process whose
 // command used up its --timeout must not run that much past it. A save
-// that cannot finish by then writes nothing. A failure to write only costs
-// the next process a full read: it is not reported.
-func (r *replica) save(cfg *sharedconfig.Config, due time.Time) {
+// that cannot finish by then writes nothing, nor one a signal (SIGINT,
+// SIGTERM: stopped closed) cuts short by repl.ExitBudget. A failure to
+// write only costs the next process a full read: it is not reported.
+func (r *replica) save(cfg *sharedconfig.Config, due time.Time, stopped <-chan struct{}) {
 	if r == nil || cfg.State().Revision() == r.revision && !r.damaged {
 		return
 	}
-	within(due, func() func() {
+	within(due, stopped, func() func() {
 		st := cfg.State()
 		checkpoint, ok, err := cfg.Checkpoint()
 		if err != nil || !ok || cfg.State().Revision() != st.Revision() {
@@ -194,9 +196,11 @@ func (r *replica) save(cfg *sharedconfig.Config, due time.Time) {
 // passes first: then it returns at due, and encode, which it leaves
 // running, writes nothing. A write once begun is waited for, so that the
 // process never ends in the middle of one (it would leave its temporary
-// file behind: the file itself is renamed into place whole). done is
-// closed once encode is over and the write done or given up.
-func within(due time.Time, encode func() (write func())) (done <-chan struct{}) {
+// file behind: the file itself is renamed into place whole). Once stopped
+// is closed (a signal), it waits repl.ExitBudget more at most, as a
+// leaving process does. done is closed once encode is over and the write
+// done or given up.
+func within(due time.Time, stopped <-chan struct{}, encode func() (write func())) (done <-chan struct{}) {
 	over := make(chan struct{})
 	left := time.Until(due)
 	if left <= 0 {
@@ -216,14 +220,22 @@ func within(due time.Time, encode func() (write func())) (done <-chan struct{}) 
 	}()
 	timer := time.NewTimer(left)
 	defer timer.Stop()
-	select {
-	case <-over:
-	case <-timer.C:
-		mu.Lock()
-		late = true
-		mu.Unlock()
+	for {
+		select {
+		case <-over:
+			return over
+		case <-stopped:
+			if time.Until(due) > repl.ExitBudget {
+				timer.Reset(repl.ExitBudget)
+			}
+			stopped = nil // heard: the timer says when to give up
+		case <-timer.C:
+			mu.Lock()
+			late = true
+			mu.Unlock()
+			return over
+		}
 	}
-	return over
 }
 
 // indexOf is the index of checkpoint, a copy of st; nil if it cannot be

@@ -64,7 +64,7 @@ func (e *indexEnv) save() {
 	log := e.log()
 	c := e.open("reader")
 	defer c.Close()
-	e.flags.replicaFor(e.nc, log).save(c, time.Now().Add(time.Minute))
+	e.flags.replicaFor(e.nc, log).save(c, time.Now().Add(time.Minute), nil)
 }
 
 // oneKey opens the config for key from the cache's index, as get KEY
@@ -459,7 +459,7 @@ func TestCopyCompactedPastIsNotLoaded(t *testing.T) {
 	}
 	c := e.open("reader")
 	defer c.Close()
-	r.save(c, time.Now().Add(time.Minute))
+	r.save(c, time.Now().Add(time.Minute), nil)
 	if _, rev, err := replicacache.Load(r.path, r.stamp); err != nil || rev != c.State().Revision() {
 		t.Fatalf("after a read from the server: the cache file at %d, %v; want a newer copy, at %d", rev, err, c.State().Revision())
 	}

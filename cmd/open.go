@@ -86,6 +86,10 @@ type session struct {
 	// trustPath is the file of what the writer learned of others' turns
 	// words (replicacache.Trust); empty when the cache is off.
 	trustPath string
+	// stopped is closed by a signal (the command's context ends): the
+	// save at the end then takes repl.ExitBudget more at most, whatever
+	// due says.
+	stopped <-chan struct{}
 }
 
 // Close stops following, closes the config and its log, and closes the
@@ -95,7 +99,7 @@ func (s *session) Close() {
 	if s.cfg != nil {
 		if s.damaged == nil {
 			s.replica.noteDirectGets(s.log)
-			s.replica.save(s.cfg, s.due)
+			s.replica.save(s.cfg, s.due, s.stopped)
 		}
 		s.saveTrust()
 		s.cfg.Close()
@@ -201,7 +205,7 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 		Advice:          advice,
 	})
 	shell.Store(sh)
-	s := &session{nc: nc, log: log, sh: sh, due: due}
+	s := &session{nc: nc, log: log, sh: sh, due: due, stopped: cmd.Context().Done()}
 	s.cfg, err = f.openConfig(openCtx, s, sharedconfig.Options{
 		Compaction:       true,
 		CompactionFailed: sh.CompactionFailed,
