@@ -511,16 +511,21 @@ func (s *Synchronizer[S]) readBackLocked(ctx context.Context, rev uint64) error 
 	return nil
 }
 
-// confirmCurrentLocked is the commit of a decision to write nothing: it
-// returns a *ConflictError if the log has moved past base, the revision the
-// decision was made on.
-func (s *Synchronizer[S]) confirmCurrentLocked(ctx context.Context, base uint64) error {
+// confirmCurrentLocked is the commit of a decision to write nothing, made
+// on cur: it returns a *ConflictError if the log has moved past cur. A log
+// that ends at cur's revision with another entry there was deleted and
+// created again to the same length, and never held the state decided on:
+// the copy is reloaded and ErrReplaced returned, as a write would find.
+func (s *Synchronizer[S]) confirmCurrentLocked(ctx context.Context, cur local[S]) error {
 	last, err := s.log.LastPosition(ctx)
 	if err != nil {
 		return err
 	}
-	if last.Revision != base {
+	if last.Revision != cur.Revision {
 		return &ConflictError{Current: last.Revision}
+	}
+	if last.ID != "" && cur.id != "" && last.ID != cur.id {
+		return s.replacedLocked(ctx, fmt.Errorf("%s: its entry %d is not the one read (%s but %s): %w", s.log.Name(), cur.Revision, cur.id, last.ID, ErrReplaced))
 	}
 	return nil
 }
