@@ -138,7 +138,7 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 		c.policy = originalCompaction
 	}
 	c.removesLeft = c.policy.removes
-	syncOpts = append(syncOpts, statesync.WithApplied(c.applied), statesync.WithBatch(State.applyAll))
+	syncOpts = append(syncOpts, statesync.WithApplied(c.applied), statesync.WithBatch(State.applyAll), statesync.WithDropped(c.leases.dropAll))
 	c.turns = turns.New(turns.Options{FromFirstWrite: o.MostlyReads, Trust: o.TurnsTrust})
 	syncOpts = append(syncOpts, statesync.WithTurns(c.turns))
 	c.sync = statesync.New[State](log, codec{}, syncOpts...)

@@ -32,6 +32,10 @@ type leaseClient struct {
 	// on exit nor keep it alive after its registrant died, and a process
 	// whose registration ended must not touch the next one.
 	kept map[string]keptLease
+	// drops counts the copies dropped for a config destroyed (dropAll),
+	// so that Register knows whether its registration is of the config
+	// as it stands.
+	drops uint64
 }
 
 // keptLease is a registration this process made.
@@ -45,16 +49,41 @@ type keptLease struct {
 	// revocation lands (which may wait for its turn longer than the ttl
 	// left), and its end is no news.
 	revoking bool
+	// destroyed: it went with its config, destroyed under this process.
+	// Its revision may name another registration in the config created
+	// again (a process of the same holder registering the lease there),
+	// so it names none for this process any more: keptIn drops it.
+	destroyed bool
 }
 
-// keep records that this process keeps lease name under registration.
-func (lc *leaseClient) keep(name string, registration uint64) {
+// keep records that this process keeps lease name under registration,
+// made while lc.drops was drops.
+func (lc *leaseClient) keep(name string, registration, drops uint64) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	if lc.kept == nil {
 		lc.kept = map[string]keptLease{}
 	}
-	lc.kept[name] = keptLease{registration: registration}
+	lc.kept[name] = keptLease{registration: registration, destroyed: drops != lc.drops}
+}
+
+// dropCount is lc.drops, for keep.
+func (lc *leaseClient) dropCount() uint64 {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	return lc.drops
+}
+
+// dropAll marks every registration this process keeps as gone with its
+// config, whose copy was just dropped (statesync.WithDropped).
+func (lc *leaseClient) dropAll() {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.drops++
+	for name, k := range lc.kept {
+		k.destroyed = true
+		lc.kept[name] = k
+	}
 }
 
 // revoke marks lease name as being revoked, and returns what this process
@@ -63,10 +92,11 @@ func (lc *leaseClient) revoke(name string) keptLease {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	k, ok := lc.kept[name]
-	if ok {
-		k.revoking = true
-		lc.kept[name] = k
+	if !ok || k.destroyed {
+		return keptLease{}
 	}
+	k.revoking = true
+	lc.kept[name] = k
 	return k
 }
 
@@ -88,7 +118,12 @@ func (lc *leaseClient) get(name string) keptLease {
 }
 
 // registration is the registration of lease name this process keeps, or 0.
-func (lc *leaseClient) registration(name string) uint64 { return lc.get(name).registration }
+func (lc *leaseClient) registration(name string) uint64 {
+	if k := lc.get(name); !k.destroyed {
+		return k.registration
+	}
+	return 0
+}
 
 // mark sets what is known of lease name's registration reg, if this
 // process keeps it still.
@@ -111,13 +146,13 @@ func (c *Config) keptIn(st State) (held []string, lost []lease.Lost) {
 	defer lc.mu.Unlock()
 	for name, k := range lc.kept {
 		l, ok := st.lease(name)
-		if ok && l.heldUnder(lc.holder, k.registration) {
+		if ok && !k.destroyed && l.heldUnder(lc.holder, k.registration) {
 			held = append(held, name)
 			continue
 		}
 		delete(lc.kept, name)
 		if !k.told && !k.revoking {
-			lost = append(lost, lease.Lost{Name: name, Holder: lc.holder, Lapsed: k.lapsed, Now: present(l, ok)})
+			lost = append(lost, lease.Lost{Name: name, Holder: lc.holder, Lapsed: k.lapsed, Destroyed: k.destroyed, Now: present(l, ok)})
 		}
 	}
 	slices.Sort(held)
@@ -201,6 +236,7 @@ func (ls Leases) Register(ctx context.Context, name string, ttl time.Duration) (
 		existed bool
 		before  uint64 // the registration it replaces
 	}
+	drops := c.leases.dropCount()
 	f, after, err := updateAt(ctx, c, func(s State) (updates, found) {
 		l, ok := s.lease(name)
 		if ok && l.Holder != c.leases.holder {
@@ -218,7 +254,7 @@ func (ls Leases) Register(ctx context.Context, name string, ttl time.Duration) (
 	if !ok || l.Holder != c.leases.holder || (f.existed && l.Registration == f.before) {
 		return false, fmt.Errorf("lease '%s': %w", name, lease.ErrExpired)
 	}
-	c.leases.keep(name, l.Registration)
+	c.leases.keep(name, l.Registration, drops)
 	return f.existed, nil
 }
 

@@ -193,7 +193,7 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 		updates, ends = runAll(members, cur)
 		try = Attempt{N: attempt, Base: cur.Revision, Updates: len(updates), HeldBack: heldBack}
 		if len(updates) == 0 {
-			return s.confirmCurrentLocked(ctx, cur.Revision)
+			return s.confirmCurrentLocked(ctx, cur)
 		}
 		var err error
 		try.Revision, err = s.commitLocked(ctx, cur, updates)

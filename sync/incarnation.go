@@ -26,17 +26,26 @@ func (l *local[S]) position() Position { return Position{Revision: l.Revision, I
 // creates the log again. Any other err is returned as it is.
 func (s *Synchronizer[S]) replacedLocked(ctx context.Context, err error) error {
 	if errors.Is(err, ErrDeleted) {
-		s.local.Store(&local[S]{})
+		s.dropLocked()
 		return err
 	}
 	if !errors.Is(err, ErrReplaced) {
 		return err
 	}
-	s.local.Store(&local[S]{})
+	s.dropLocked()
 	if _, reloadErr := s.fetchLocked(ctx, 0); reloadErr != nil {
 		return errors.Join(err, fmt.Errorf("reloading it: %w", reloadErr))
 	}
 	return err
+}
+
+// dropLocked drops the local copy of a log deleted or replaced, and says
+// so (WithDropped).
+func (s *Synchronizer[S]) dropLocked() {
+	s.local.Store(&local[S]{})
+	if s.dropped != nil {
+		s.dropped()
+	}
 }
 
 // shorterLog is the error for a log whose last revision, last, is below the

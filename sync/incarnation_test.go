@@ -13,9 +13,10 @@ import (
 )
 
 // A synchronizer whose log was deleted and created again never mixes the two
-// incarnations: whatever it does next (a fetch, a write, a compaction), it
-// finds the log replaced, reloads it, reports ErrReplaced and writes
-// nothing, whether the new log is shorter than its copy, as long, or longer.
+// incarnations: whatever it does next (a fetch, a write, a compaction, a
+// decision to write nothing), it finds the log replaced, reloads it, reports
+// ErrReplaced and writes nothing, whether the new log is shorter than its
+// copy, as long, or longer.
 func TestReplacedLogIsReloadedNotMixed(t *testing.T) {
 	ops := map[string]func(context.Context, *statesync.Synchronizer[counter]) error{
 		"fetch": func(ctx context.Context, s *statesync.Synchronizer[counter]) error { return s.Fetch(ctx) },
@@ -25,6 +26,12 @@ func TestReplacedLogIsReloadedNotMixed(t *testing.T) {
 		},
 		"compact": func(ctx context.Context, s *statesync.Synchronizer[counter]) error {
 			return s.Compact(ctx, func(c counter) statesync.InitialUpdate[counter] { return example.CounterStart{Value: int64(c)} })
+		},
+		// A decision to write nothing (PUT_IF_ABSENT on a key the copy
+		// holds) is confirmed against the log, which must be this one.
+		"decide nothing": func(ctx context.Context, s *statesync.Synchronizer[counter]) error {
+			_, _, err := statesync.UpdateState(ctx, s, func(counter) ([]statesync.Update[counter], struct{}) { return nil, struct{}{} })
+			return err
 		},
 	}
 	// The old copy stands at revision 4; the new log gets 1 + newWrites

@@ -27,7 +27,7 @@ func Replace[S, R any](ctx context.Context, s *Synchronizer[S], fn func(state S)
 		init, result = fn(cur.Value)
 		if init == nil {
 			after = cur.revisioned
-			return s.confirmCurrentLocked(ctx, cur.Revision)
+			return s.confirmCurrentLocked(ctx, cur)
 		}
 		var err error
 		after, err = s.replaceLocked(ctx, cur, init)

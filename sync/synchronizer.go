@@ -23,6 +23,7 @@ type Synchronizer[S any] struct {
 	applied  func(Applied[S])
 	progress func(done, total uint64)
 	batch    func(s S, updates []Update[S], revisions []uint64) S // WithBatch, or nil
+	dropped  func()                                               // WithDropped, or nil
 
 	mu    sync.Mutex // serialises Fetch, UpdateState's batches, Initialize and Compact
 	local atomic.Pointer[local[S]]
@@ -98,6 +99,7 @@ type options struct {
 	batch    any // func(S, []Update[S], []uint64) S for the synchronizer's S
 	progress func(done, total uint64)
 	turns    *turns.Manager
+	dropped  func()
 }
 
 // WithTurns makes m the synchronizer's contention manager (package turns),
@@ -127,6 +129,14 @@ func WithApplied[S any](fn func(Applied[S])) Option {
 	return func(o *options) { o.applied = fn }
 }
 
+// WithDropped calls fn each time the synchronizer drops its copy because
+// the log was deleted, or deleted and created again (ErrDeleted,
+// ErrReplaced), before it loads the log afresh: what a caller keeps of the
+// old log, such as its own entries' revisions, names nothing in the new
+// one, whose revisions start again at 1. fn runs while the synchronizer's
+// lock is held: it must not call back into it.
+func WithDropped(fn func()) Option { return func(o *options) { o.dropped = fn } }
+
 // WithBatch makes applyAll the way a catch-up applies a run of updates,
 // for a state that can apply them at once faster than one at a time (say,
 // by keeping only the last write to each key). revisions[i] is the revision
@@ -154,7 +164,7 @@ func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace, progress: o.progress, cm: o.turns}
+	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace, progress: o.progress, cm: o.turns, dropped: o.dropped}
 	if s.cm == nil {
 		s.cm = turns.New(turns.Options{})
 	}
@@ -511,16 +521,21 @@ func (s *Synchronizer[S]) readBackLocked(ctx context.Context, rev uint64) error 
 	return nil
 }
 
-// confirmCurrentLocked is the commit of a decision to write nothing: it
-// returns a *ConflictError if the log has moved past base, the revision the
-// decision was made on.
-func (s *Synchronizer[S]) confirmCurrentLocked(ctx context.Context, base uint64) error {
+// confirmCurrentLocked is the commit of a decision to write nothing, made
+// on cur: it returns a *ConflictError if the log has moved past cur. A log
+// that ends at cur's revision with another entry there was deleted and
+// created again to the same length, and never held the state decided on:
+// the copy is reloaded and ErrReplaced returned, as a write would find.
+func (s *Synchronizer[S]) confirmCurrentLocked(ctx context.Context, cur local[S]) error {
 	last, err := s.log.LastPosition(ctx)
 	if err != nil {
 		return err
 	}
-	if last.Revision != base {
+	if last.Revision != cur.Revision {
 		return &ConflictError{Current: last.Revision}
+	}
+	if last.ID != "" && cur.id != "" && last.ID != cur.id {
+		return s.replacedLocked(ctx, fmt.Errorf("%s: its entry %d is not the one read (%s but %s): %w", s.log.Name(), cur.Revision, cur.id, last.ID, ErrReplaced))
 	}
 	return nil
 }

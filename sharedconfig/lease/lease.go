@@ -64,12 +64,16 @@ type Lost struct {
 	Holder string
 	// Lapsed: its deadline passed while the process was not running.
 	Lapsed bool
+	// Destroyed: it went with its config, destroyed under the process.
+	Destroyed bool
 	// Now is the lease of that name as it stands; nil: none.
 	Now *Lease
 }
 
 func (l Lost) String() string {
 	switch {
+	case l.Destroyed:
+		return fmt.Sprintf("Lease '%s' has ended: its config was destroyed; it is no longer held", l.Name)
 	case l.Lapsed:
 		return fmt.Sprintf("Lease '%s' expired while this process was not running; it is no longer held", l.Name)
 	case l.Now == nil:
