@@ -335,7 +335,7 @@ func asyncErrors(stderr func() io.Writer) func(subject string, err error) {
 	return func(subject string, err error) {
 		msg := err.Error()
 		if errors.Is(err, jetstream.ErrHandled) ||
-			strings.HasSuffix(subject, jetstream.TurnsSuffix) || strings.Contains(msg, jetstream.TurnsSuffix+`"`) {
+			jetstream.IsTurnsSubject(subject) || strings.Contains(msg, jetstream.TurnsSuffix+`"`) || strings.Contains(msg, jetstream.TurnsSuffix+".") {
 			return
 		}
 		if subject != "" && !strings.Contains(msg, subject) {

@@ -430,6 +430,52 @@ func (l *Log) Listen(fn func(word []byte)) (stop func(), err error) {
 	return l.track(sub), nil
 }
 
+// IsTurnsSubject: subject is a config's turns subject, or one writer's
+// beside it (Hand).
+func IsTurnsSubject(subject string) bool {
+	if strings.HasSuffix(subject, TurnsSuffix) {
+		return true
+	}
+	i := strings.LastIndexByte(subject, '.')
+	return i > 0 && strings.HasSuffix(subject[:i], TurnsSuffix)
+}
+
+// Hand implements turns.Carrier with a request on the subject of the
+// writer named to: the turns subject, a dot, and its name.
+func (l *Log) Hand(ctx context.Context, to string, data []byte) ([]byte, error) {
+	if !validToken(to) {
+		return nil, fmt.Errorf("%q names no writer", to)
+	}
+	m, err := l.nc.RequestWithContext(ctx, l.subject+TurnsSuffix+"."+to, data)
+	if err != nil {
+		return nil, err
+	}
+	return m.Data, nil
+}
+
+// Take implements turns.Carrier with a plain subscription.
+func (l *Log) Take(id string, fn func(data []byte, answer func([]byte))) (stop func(), err error) {
+	if !validToken(id) {
+		return nil, fmt.Errorf("%q names no writer", id)
+	}
+	sub, err := l.nc.Subscribe(l.subject+TurnsSuffix+"."+id, func(m *nats.Msg) {
+		fn(m.Data, func(a []byte) {
+			if m.Reply != "" {
+				m.Respond(a) // a hint: a lost answer costs the writer a wait
+			}
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: taking calls from other writers: %w", l.name, err)
+	}
+	return l.track(sub), nil
+}
+
+// validToken: s can be one token of a subject.
+func validToken(s string) bool {
+	return s != "" && len(s) <= 64 && !strings.ContainsAny(s, ".*> \t\r\n")
+}
+
 // checkCreated returns an error wrapping statesync.ErrReplaced unless the
 // stream is still the one created at created: a stream deleted and created
 // again under the same name has a new creation time.

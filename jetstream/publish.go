@@ -30,6 +30,9 @@ func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []b
 	}
 	msg := l.newMsg(KindUpdate, data)
 	setSpeaker(msg, turns.Speaker(ctx))
+	if carried := statesync.CarriedOf(ctx); len(carried) > 0 {
+		msg.Header.Set(HeaderCarried, carriedHeader(carried))
+	}
 	ctx, release := l.guard(ctx)
 	defer release()
 	at, err := l.publishOnce(ctx, last, msg)

@@ -116,6 +116,7 @@ func (l *Log) deliver(r *reader, seq uint64, h nats.Header, data []byte, at time
 		entry.ID = h.Get(jetstream.MsgIDHeader)
 		entry.Writer = h.Get(HeaderWriter)
 		entry.Speaker = h.Get(HeaderSpeaker)
+		entry.Carried = parseCarried(h.Get(HeaderCarried))
 		entry.Time = at
 		if err := fn(entry); err != nil {
 			return false, err

@@ -1,7 +1,12 @@
 package jetstream
 
 import (
+	"strconv"
+	"strings"
+
 	"github.com/nats-io/nats.go"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
 // Header names and values of the wire format (see the package doc).
@@ -12,6 +17,7 @@ const (
 	HeaderChunk    = "Sharedconfig-Chunk"
 	HeaderWriter   = "Sharedconfig-Writer"
 	HeaderSpeaker  = "Sharedconfig-Speaker"
+	HeaderCarried  = "Sharedconfig-Carried"
 
 	FormatVersion     = "1"
 	KindUpdate        = "update"
@@ -31,4 +37,48 @@ func (l *Log) newMsg(kind string, data []byte) *nats.Msg {
 		msg.Header.Set(HeaderWriter, l.writer)
 	}
 	return msg
+}
+
+// carriedHeader is the value of HeaderCarried for an entry carrying
+// carried: "id:start:end" for each call, comma-separated.
+func carriedHeader(carried []statesync.Carried) string {
+	b := make([]byte, 0, 32*len(carried))
+	for i, c := range carried {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(b, c.ID...), ':')
+		b = append(strconv.AppendInt(b, int64(c.Start), 10), ':')
+		b = strconv.AppendInt(b, int64(c.End), 10)
+	}
+	return string(b)
+}
+
+// maxCarriedRead bounds the calls a read takes from an entry's header:
+// anyone can write one.
+const maxCarriedRead = 64
+
+// parseCarried reads a HeaderCarried value; nil if it is not one.
+func parseCarried(v string) []statesync.Carried {
+	if v == "" {
+		return nil
+	}
+	parts := strings.Split(v, ",")
+	if len(parts) > maxCarriedRead {
+		return nil
+	}
+	carried := make([]statesync.Carried, 0, len(parts))
+	for _, p := range parts {
+		f := strings.Split(p, ":")
+		if len(f) != 3 || f[0] == "" || len(f[0]) > 32 {
+			return nil
+		}
+		start, err1 := strconv.ParseUint(f[1], 10, 31)
+		end, err2 := strconv.ParseUint(f[2], 10, 31)
+		if err1 != nil || err2 != nil || start > end {
+			return nil
+		}
+		carried = append(carried, statesync.Carried{ID: f[0], Start: int(start), End: int(end)})
+	}
+	return carried
 }

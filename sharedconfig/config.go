@@ -215,14 +215,14 @@ func (c *Config) Refresh(ctx context.Context) error { return c.sync.Fetch(ctx) }
 // update runs fn through the synchronizer and then applies the compaction
 // policy.
 func update[R any](ctx context.Context, c *Config, fn func(State) ([]statesync.Update[State], R), keysAndValues ...string) (R, error) {
-	r, _, err := updateAt(ctx, c, fn, keysAndValues...)
+	r, _, err := updateAt(ctx, c, fn, nil, keysAndValues...)
 	return r, err
 }
 
 // updateAt is update that also returns the state just after its entry (see
 // statesync.UpdateState): what the entry did, for an update whose effect
 // the log's time decides.
-func updateAt[R any](ctx context.Context, c *Config, fn func(State) ([]statesync.Update[State], R), keysAndValues ...string) (R, State, error) {
+func updateAt[R any](ctx context.Context, c *Config, fn func(State) ([]statesync.Update[State], R), op []byte, keysAndValues ...string) (R, State, error) {
 	for _, s := range keysAndValues {
 		if !utf8.ValidString(s) {
 			var zero R
@@ -237,7 +237,7 @@ func updateAt[R any](ctx context.Context, c *Config, fn func(State) ([]statesync
 			return zero, State{}, err
 		}
 	}
-	r, after, err := statesync.UpdateState(ctx, c.sync, fn)
+	r, after, err := statesync.UpdateOp(ctx, c.sync, fn, op)
 	if err != nil {
 		return r, State{}, err
 	}

@@ -243,7 +243,7 @@ func (ls Leases) Register(ctx context.Context, name string, ttl time.Duration) (
 			return nil, found{err: fmt.Errorf("%w (%s)", lease.ErrHeld, l.Holder)}
 		}
 		return updates{registerLease{name, c.leases.holder, ttl}}, found{existed: ok, before: l.Registration}
-	}, c.leases.holder)
+	}, nil, c.leases.holder)
 	if err == nil {
 		err = f.err
 	}
@@ -299,7 +299,7 @@ func (c *Config) refreshLease(ctx context.Context, name string) (leaseRecord, er
 			return nil, found{err: err}
 		}
 		return updates{refreshLease{name, c.leases.holder, reg}}, found{before: l.Deadline}
-	}, name)
+	}, nil, name)
 	if err == nil {
 		err = f.err
 	}

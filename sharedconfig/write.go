@@ -2,9 +2,12 @@ package sharedconfig
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
+	"github.com/sharedconfig/sharedconfig/internal/strictjson"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
 
@@ -105,20 +108,21 @@ func (c *Config) write(ctx context.Context, w writeCall, opts []WriteOption) (Wr
 		WriteResult
 		err error
 	}
+	var op []byte
+	if leaseHeld == nil && o == (writeOptions{}) && w.name == "Put" {
+		// Another process may commit it (see statesync.UpdateOp): an
+		// unconditional Put always writes, so an entry binds it.
+		op = w.op()
+	}
 	d, after, err := updateAt(ctx, c, func(s State) (updates, decision) {
 		if leaseHeld != nil {
 			if err := leaseHeld(s); err != nil {
 				return nil, decision{err: err}
 			}
 		}
-		p, ok := s.Lookup(w.key)
-		r := WriteResult{Existed: ok, Previous: p}
-		if !o.hold(w, p, ok) {
-			return nil, decision{WriteResult: r}
-		}
-		r.Written = true
-		return updates{o.update(w)}, decision{WriteResult: r}
-	}, o.texts(w)...)
+		u, r := o.decide(w, s)
+		return u, decision{WriteResult: r}
+	}, op, o.texts(w)...)
 	if err == nil {
 		err = d.err
 	}
@@ -131,6 +135,62 @@ func (c *Config) write(ctx context.Context, w writeCall, opts []WriteOption) (Wr
 		}
 	}
 	return d.WriteResult, nil
+}
+
+// decide is what the call decides on state s: its update, if its
+// conditions hold, and what it found.
+func (o writeOptions) decide(w writeCall, s State) (updates, WriteResult) {
+	p, ok := s.Lookup(w.key)
+	r := WriteResult{Existed: ok, Previous: p}
+	if !o.hold(w, p, ok) {
+		return nil, r
+	}
+	r.Written = true
+	return updates{o.update(w)}, r
+}
+
+// writeOp is an unconditional Put, as another process may commit it
+// (statesync.UpdateOp): see docs/wire.md. Only a call that always writes
+// is handed: one that may decide to write nothing would leave no entry to
+// say it was decided, and so could be decided twice.
+type writeOp struct {
+	Call  string `json:"call"`
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// op is the call as a writeOp's JSON.
+func (w writeCall) op() []byte {
+	if w.value == nil {
+		return nil
+	}
+	data, err := json.Marshal(writeOp{Call: w.name, Key: w.key, Value: *w.value})
+	if err != nil {
+		return nil
+	}
+	return data
+}
+
+// DecodeOp implements statesync.OpCodec for the calls writeCall.op
+// describes.
+func (codec) DecodeOp(data []byte) (func(State) []statesync.Update[State], error) {
+	var op writeOp
+	if err := strictjson.Unmarshal(data, &op); err != nil {
+		return nil, err
+	}
+	switch {
+	case op.Call != "Put":
+		return nil, fmt.Errorf("not a call: %q", op.Call)
+	case op.Key == "":
+		return nil, errEmptyKey
+	case !utf8.ValidString(op.Key) || !utf8.ValidString(op.Value):
+		return nil, ErrNotUTF8
+	}
+	w := writeCall{name: op.Call, key: op.Key, value: &op.Value}
+	return func(s State) []statesync.Update[State] {
+		u, _ := writeOptions{}.decide(w, s)
+		return u
+	}, nil
 }
 
 // check refuses options that can never write, or that do not apply.

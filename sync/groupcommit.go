@@ -30,6 +30,14 @@ type request[S any] struct {
 	done  chan struct{} // closed when the call has its outcome
 	turn  chan struct{} // closed when the call is to run the next batch
 	since time.Time     // when it queued
+	op    *opCall       // the call as data (UpdateOp), or nil
+	// carryOnly: the request has no call of its own; it appends the calls
+	// other writers handed (carrySoon).
+	carryOnly bool
+	// committed: another writer's entry carried the call (settleLocked),
+	// and after is the state just after its updates there. Under the
+	// synchronizer's mu.
+	committed bool
 
 	// Guarded by the queue's mu.
 	promoted bool // turn is closed
@@ -185,26 +193,59 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 	var try Attempt
 	var base local[S] // the state the last try ran the calls on
 	var updates []Update[S]
-	var ends []int // where each member's updates end in updates
+	var ends []int  // where each member's updates end in updates
+	var theirs bool // the entry carries other writers' calls too
+	var handing *turns.Handing
+	if len(batch) == 1 {
+		handing = s.handing(batch[0])
+	}
 	lost, err := s.retryLocked(ctx, func(attempt int, heldBack time.Duration) error {
 		members = s.leaveEnded(members, attempt-1)
+		if attempt == 1 && !members[0].carryOnly {
+			s.awaitHandsLocked(ctx)
+		}
 		base = *s.local.Load()
 		cur := base
+		if len(members) == 1 && members[0].committed {
+			return turns.ErrCommitted
+		}
+		if err := s.readyOpsLocked(members, cur.Revision); err != nil {
+			return err
+		}
 		updates, ends = runAll(members, cur)
-		try = Attempt{N: attempt, Base: cur.Revision, Updates: len(updates), HeldBack: heldBack}
-		if len(updates) == 0 {
+		carried := handedOut(members, ends)
+		more, others := s.carryLocked(cur, updates)
+		try = Attempt{N: attempt, Base: cur.Revision, Updates: len(updates) + len(more), HeldBack: heldBack}
+		if len(updates)+len(more) == 0 {
+			if len(members) == 1 && members[0].carryOnly {
+				return nil // the calls it was to carry landed, or can land no more
+			}
 			return s.confirmCurrentLocked(ctx, cur)
 		}
 		var err error
-		try.Revision, err = s.commitLocked(ctx, cur, updates)
+		try.Revision, err = s.commitLocked(ctx, cur, slices.Concat(updates, more), slices.Concat(carried, others))
+		if errors.Is(err, ErrTooLarge) && len(others) > 0 {
+			// Too large with the calls of others: without them.
+			try.Updates = len(updates)
+			try.Revision, err = s.commitLocked(ctx, cur, updates, carried)
+			others = nil
+		}
+		theirs = len(others) > 0
 		return err
 	}, func(conflict *ConflictError, caughtUp uint64) {
 		try.Conflict, try.CaughtUp = conflict, caughtUp
 		s.traceAttempt(try)
-	})
-	if err == nil {
+	}, handing)
+	switch {
+	case errors.Is(err, turns.ErrCommitted):
+		m := members[0]
+		delete(s.combine.mine, m.op.id)
+		s.traceAttempt(Attempt{N: lost + 1, Base: try.Base, Revision: m.after.Revision, Carried: true})
+		close(m.done)
+		return
+	case err == nil:
 		s.traceAttempt(try)
-	} else if len(members) > 1 && try.Updates > 0 && !s.outcomeShared(err) {
+	case len(members) > 1 && try.Updates > 0 && !s.outcomeShared(err):
 		// The combined entry was refused for what one call's updates are
 		// (say, one does not encode, or together they are too large): give
 		// each call its own try, and its own answer.
@@ -213,9 +254,12 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 		}
 		return
 	}
-	after := s.afterEach(members, base, updates, ends, try.Revision)
+	after := s.afterEach(members, base, updates, ends, try.Revision, theirs)
 	for i, m := range members {
 		m.err = memberError(m, ctx, lost, err)
+		if m.op != nil {
+			m.err = s.mayStillLandLocked(m, m.err)
+		}
 		m.after = after(i)
 		close(m.done)
 	}
@@ -227,9 +271,9 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 // them. A timed update is applied at the time the log stored the entry (read
 // back with it); if the read-back did not see the entry (a snapshot covered
 // it), every member gets the local copy.
-func (s *Synchronizer[S]) afterEach(members []*request[S], base local[S], updates []Update[S], ends []int, rev uint64) func(i int) revisioned[S] {
+func (s *Synchronizer[S]) afterEach(members []*request[S], base local[S], updates []Update[S], ends []int, rev uint64, theirs bool) func(i int) revisioned[S] {
 	whole := s.local.Load().revisioned
-	if len(members) == 1 || rev == 0 || anyTimed(updates) && s.readBackAt.IsZero() {
+	if len(members) == 1 && !theirs || rev == 0 || anyTimed(updates) && s.readBackAt.IsZero() {
 		return func(int) revisioned[S] { return whole }
 	}
 	states := make([]revisioned[S], len(members))
@@ -240,7 +284,9 @@ func (s *Synchronizer[S]) afterEach(members []*request[S], base local[S], update
 		}
 		states[i], from = revisioned[S]{Revision: rev, Value: state}, ends[i]
 	}
-	states[len(states)-1] = whole
+	if !theirs {
+		states[len(states)-1] = whole
+	}
 	return func(i int) revisioned[S] { return states[i] }
 }
 

@@ -91,6 +91,37 @@ type Entry struct {
 	// synchronizer's (another program wrote it): it holds no state, and
 	// readers step over it. Data is then unused.
 	Foreign string
+	// Carried names the calls (UpdateOp) whose updates the entry carries,
+	// if the log records them: see CarriedContext.
+	Carried []Carried
+}
+
+// Carried is one call an entry carries: its op's ID, and where its updates
+// are among the entry's, [Start, End) (Start == End: the call decided to
+// write nothing, on the state the entry was appended on). A synchronizer
+// commits a call of another writer for it (combining, see UpdateOp), and
+// every append of a call names it, so that no two entries carry one call.
+type Carried struct {
+	ID         string
+	Start, End int
+}
+
+type carriedKey struct{}
+
+// CarriedContext is ctx carrying the calls an append under it carries: a
+// log records them with the entry (Entry.Carried), as it records the
+// speaker (turns.SpeakerContext).
+func CarriedContext(ctx context.Context, carried []Carried) context.Context {
+	if len(carried) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, carriedKey{}, carried)
+}
+
+// CarriedOf is what CarriedContext put in ctx.
+func CarriedOf(ctx context.Context) []Carried {
+	c, _ := ctx.Value(carriedKey{}).([]Carried)
+	return c
 }
 
 // AnyRevision as the revision of the last entry makes an append

@@ -45,6 +45,9 @@ type Synchronizer[S any] struct {
 	life        lifetime
 
 	logTime atomic.Pointer[logTime] // the log's clock, as the last read saw it
+
+	ops     OpCodec[S] // the codec, if it decodes ops (UpdateOp)
+	combine combining[S]
 }
 
 // logTime is what a read told of the log's clock.
@@ -88,6 +91,9 @@ type Attempt struct {
 	// HeldBack is how long the try waited, before it ran, for older
 	// writers' turns (see package turns).
 	HeldBack time.Duration
+	// Carried: another writer's entry, at Revision, carried the write
+	// (UpdateOp); it tried nothing itself.
+	Carried bool
 }
 
 // Option configures a Synchronizer.
@@ -167,6 +173,10 @@ func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
 	s := &Synchronizer[S]{log: log, codec: codec, trace: o.trace, progress: o.progress, cm: o.turns, dropped: o.dropped}
 	if s.cm == nil {
 		s.cm = turns.New(turns.Options{})
+	}
+	if ops, ok := codec.(OpCodec[S]); ok {
+		s.ops = ops
+		s.cm.Takes(s.takeHanded)
 	}
 	s.applied = optionFor[func(Applied[S])]("WithApplied", o.applied)
 	s.batch = optionFor[func(S, []Update[S], []uint64) S]("WithBatch", o.batch)
@@ -279,10 +289,15 @@ func (c *catchUp[S]) take(e Entry) error {
 	if !e.Time.IsZero() {
 		c.newest, c.newestAt = e.Time, e.Revision
 	}
+	if len(e.Carried) > 0 && len(c.s.combine.mine) > 0 {
+		c.flush()
+		c.s.settleLocked(c.cur.Value, e)
+	}
 	a, err := c.takeEntry(e)
 	if err != nil {
 		return err
 	}
+	c.s.combine.carried.saw(e.Revision, e.Carried)
 	c.cur.id = e.ID
 	if e.Revision == c.s.readingBack {
 		c.s.readBackAt = e.Time
@@ -483,16 +498,21 @@ func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(stat
 // commitLocked appends updates on the condition that the log is still at
 // cur's revision and, once they land, applies them to the local copy. It
 // returns the revision they landed at.
-func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], updates []Update[S]) (uint64, error) {
+func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], updates []Update[S], carried []Carried) (uint64, error) {
 	data, err := s.codec.EncodeUpdates(updates)
 	if err != nil {
 		return 0, err
 	}
-	at, err := s.log.AppendAfter(turns.SpeakerContext(ctx, s.cm.ID()), cur.position(), data)
+	at, err := s.log.AppendAfter(CarriedContext(turns.SpeakerContext(ctx, s.cm.ID()), carried), cur.position(), data)
 	if err != nil {
 		return 0, s.replacedLocked(ctx, err)
 	}
 	rev := at.Revision
+	if s.combine.carried.upTo != cur.Revision {
+		s.combine.carried.reset(cur.Revision)
+	}
+	s.combine.carried.saw(rev, carried)
+	s.forgetTaken(rev, carried)
 	if anyTimed(updates) {
 		// Only the log knows the time it stored the entry at: read it back.
 		return rev, s.readBackLocked(ctx, rev)
@@ -545,18 +565,27 @@ func (s *Synchronizer[S]) confirmCurrentLocked(ctx context.Context, cur local[S]
 // conflict it catches up to the revision the log reported, tells caughtUp
 // (if set) how far it got, and tries again at once.
 func (s *Synchronizer[S]) retryOnConflictLocked(ctx context.Context, try func(attempt int, heldBack time.Duration) error, caughtUp func(*ConflictError, uint64)) error {
-	lost, err := s.retryLocked(ctx, try, caughtUp)
+	lost, err := s.retryLocked(ctx, try, caughtUp, nil)
 	return gaveUp(ctx, lost, err)
 }
 
 // retryLocked is retryOnConflictLocked without the naming of the error: it
 // returns the error that stopped it and how many tries in a row it had lost.
-func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int, heldBack time.Duration) error, caughtUp func(*ConflictError, uint64)) (lost int, err error) {
+func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int, heldBack time.Duration) error, caughtUp func(*ConflictError, uint64), handing *turns.Handing) (lost int, err error) {
 	if err := s.ensureInitializedLocked(ctx); err != nil {
 		return 0, err
 	}
 	w := s.cm.Start(ctx, s.log, turnsCopy[S]{s})
-	defer func() { w.End(err == nil) }()
+	if handing != nil {
+		w.Hands(handing)
+	}
+	defer func() {
+		if errors.Is(err, turns.ErrCommitted) {
+			w.EndCommitted()
+			return
+		}
+		w.End(err == nil)
+	}()
 	for attempt := 1; ; attempt++ {
 		s.holdingBack.Add(1)
 		held := w.HoldBack(ctx)

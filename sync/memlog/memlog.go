@@ -21,6 +21,7 @@ type Log struct {
 	last      uint64
 	notifiers map[int]func()
 	listeners map[int]func([]byte)
+	takers    map[string]map[int]func([]byte, func([]byte)) // by the id they take for
 	nextID    int
 	now       func() time.Time // the log's clock: statesync.Entry.Time
 	// incarnation counts the times the log was created (see Recreate); it
@@ -54,7 +55,7 @@ func (l *Log) Name() string { return l.name }
 
 // AppendAfter implements statesync.Log.
 func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
-	return l.addAfter(ctx, last, statesync.Entry{Data: slices.Clone(data), Speaker: turns.Speaker(ctx)})
+	return l.addAfter(ctx, last, statesync.Entry{Data: slices.Clone(data), Speaker: turns.Speaker(ctx), Carried: slices.Clone(statesync.CarriedOf(ctx))})
 }
 
 // CompactAfter implements statesync.Log.
@@ -203,6 +204,49 @@ func (l *Log) Listen(fn func(word []byte)) (stop func(), err error) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		delete(l.listeners, id)
+	}, nil
+}
+
+// Hand implements turns.Carrier: the first taker for to answers.
+func (l *Log) Hand(ctx context.Context, to string, data []byte) ([]byte, error) {
+	l.mu.Lock()
+	var taker func([]byte, func([]byte))
+	for _, fn := range l.takers[to] {
+		taker = fn
+		break
+	}
+	l.mu.Unlock()
+	if taker == nil {
+		return nil, fmt.Errorf("no writer %q takes calls", to)
+	}
+	answer := make(chan []byte, 1)
+	var once sync.Once
+	taker(slices.Clone(data), func(a []byte) { once.Do(func() { answer <- slices.Clone(a) }) })
+	select {
+	case a := <-answer:
+		return a, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Take implements turns.Carrier.
+func (l *Log) Take(id string, fn func(data []byte, answer func([]byte))) (stop func(), err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.takers == nil {
+		l.takers = map[string]map[int]func([]byte, func([]byte)){}
+	}
+	if l.takers[id] == nil {
+		l.takers[id] = map[int]func([]byte, func([]byte)){}
+	}
+	n := l.nextID
+	l.nextID++
+	l.takers[id][n] = fn
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		delete(l.takers[id], n)
 	}, nil
 }
 

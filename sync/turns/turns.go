@@ -163,6 +163,52 @@ type Announcer interface {
 	// evidence that a writer who says it waits writes.
 }
 
+// Carrier is implemented by logs whose writers can hand each other calls
+// to commit (combining: see statesync.UpdateOp), as requests to one writer,
+// by its id, which answers each once its entry carries the call. Like every
+// word, a handed call or an answer may be lost, late or forged: the writer
+// that commits a call checks it as it would its own, and the writer that
+// handed it believes no answer but the log's entries.
+type Carrier interface {
+	// Hand sends data to the writer named to and returns its answer, or
+	// an error when none came before ctx ended (or nobody listens).
+	Hand(ctx context.Context, to string, data []byte) ([]byte, error)
+	// Take calls fn, from another goroutine, with what anyone hands the
+	// writer named id, and a function that answers it (once; it may be
+	// called later, from any goroutine), until stop is called. fn must not
+	// block.
+	Take(id string, fn func(data []byte, answer func([]byte))) (stop func(), err error)
+}
+
+// Takes makes fn hear what other writers hand this one, once it listens
+// (a log that is not a Carrier hands nothing). Call it before the
+// synchronizer loads the state.
+func (c *Manager) Takes(fn func(data []byte, answer func([]byte))) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.takes = fn
+}
+
+// Hand sends data to the writer named to, if the log can (a Carrier), and
+// returns a channel that gets its answer, or nil if none came before ctx
+// ended.
+func (c *Manager) Hand(ctx context.Context, to string, data []byte) <-chan []byte {
+	answer := make(chan []byte, 1)
+	cr, ok := c.announcerOf().(Carrier)
+	if !ok {
+		answer <- nil
+		return answer
+	}
+	go func() {
+		a, err := cr.Hand(ctx, to, data)
+		if err != nil {
+			a = nil
+		}
+		answer <- a
+	}()
+	return answer
+}
+
 // ContendedError is a conditional write, or a compaction, that ran out of
 // time after losing to other writers: the context ended (Err says how) while
 // it was retrying, after Lost tries in a row had found that another writer
@@ -196,14 +242,18 @@ type Manager struct {
 	id  string // names this synchronizer in its words and entries
 
 	mu        sync.Mutex
-	announcer Announcer         // nil until listening
-	unlisten  func()            // stops the listening
-	closed    bool              // listens no more (Synchronizer.Close)
-	waiting   map[string]waiter // other writers' announced waits, by id
-	changed   chan struct{}     // closed when waiting loses an entry
-	mine      []byte            // the wait announced and not yet said done to
-	wrote     map[string]uint64 // the newest entry read of each speaker
-	void      map[string]voided // speakers whose claim came to nothing
+	announcer Announcer // nil until listening
+	unlisten  func()    // stops the listening
+	latest    string    // the speaker of the newest entry read, at latestAt
+	latestAt  uint64
+	carried   bool                       // another writer committed this one's last write
+	takes     func([]byte, func([]byte)) // hears the calls other writers hand this one (Takes)
+	closed    bool                       // listens no more (Synchronizer.Close)
+	waiting   map[string]waiter          // other writers' announced waits, by id
+	changed   chan struct{}              // closed when waiting loses an entry
+	mine      []byte                     // the wait announced and not yet said done to
+	wrote     map[string]uint64          // the newest entry read of each speaker
+	void      map[string]voided          // speakers whose claim came to nothing
 	own       ownTurn
 	landed    time.Time     // when this synchronizer's last append landed
 	tryTime   time.Duration // a moving average of how long a try takes here
@@ -380,6 +430,15 @@ func (c *Manager) listen(log any) bool {
 		return false
 	}
 	c.mu.Lock()
+	takes := c.takes
+	c.mu.Unlock()
+	if cr, ok := log.(Carrier); ok && takes != nil {
+		if untake, err := cr.Take(c.id, takes); err == nil {
+			unlisten := stop
+			stop = func() { unlisten(); untake() }
+		}
+	}
+	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		stop()
@@ -490,6 +549,9 @@ func (c *Manager) Saw(speakers map[string]uint64) {
 		}
 		c.wrote[id] = max(c.wrote[id], rev)
 		delete(c.void, id)
+		if rev > c.latestAt {
+			c.latest, c.latestAt = id, rev
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package turns
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -62,6 +63,35 @@ type Write struct {
 	// displaced claim is judged when its displacer's would be.
 	displaced []displacedClaim
 	firsts    []string
+
+	handing  *Handing // set when another writer may commit the write (Hands)
+	handedTo string   // the writer it was handed to
+}
+
+// Handing is what a write that another writer may commit for it
+// (combining, statesync.UpdateOp) gives HoldBack: while it holds back, it
+// is handed to the writer it holds back for, which commits it with its own
+// updates and answers; the write then reads the log as far as the answer
+// says, to see.
+type Handing struct {
+	// Hand hands the write to the writer named to (Manager.Hand); the
+	// channel gets the answer, nil for none.
+	Hand func(ctx context.Context, to string) <-chan []byte
+	// Answered looks at an answer, with the lock held: it reads the log
+	// as far as the answer says, if that is not far, and reports whether
+	// the local copy shows the write committed by another writer.
+	Answered func(ctx context.Context, answer []byte) (committed bool, err error)
+}
+
+// ErrCommitted is what HoldBack returns when another writer committed the
+// write (Hands): it is done, and tries nothing itself.
+var ErrCommitted = errors.New("another writer committed the write")
+
+// Hands lets another writer commit w while it holds back: see Handing.
+func (w *Write) Hands(h *Handing) {
+	if !w.noTurns {
+		w.handing = h
+	}
 }
 
 // displacedClaim is the claim of a waiter that stopped being first,
@@ -108,8 +138,8 @@ func (c *Manager) Start(ctx context.Context, log any, cp Copy) *Write {
 		// It says it now, and catches up while the holder finishes the
 		// write under way and hears it (freshenCopy). Where a one-off
 		// write waits already, the write joins behind it as a loser does
-		// (queueUp).
-		c.sayWaiting(w, time.Now())
+		// (queueUp). A write that can be handed to the writer under way
+		// is, first (handToLatest): that costs no word, and no turn.
 		w.freshen = true
 	}
 	return w
@@ -125,7 +155,34 @@ func (w *Write) Tried(d time.Duration) {
 func (w *Write) Lost(current uint64) { w.c.lost(w, current) }
 
 // End ends the write's part; landed says whether it landed.
-func (w *Write) End(landed bool) { w.c.endWrite(w, landed) }
+func (w *Write) End(landed bool) {
+	w.c.mu.Lock()
+	w.c.carried = false
+	w.c.mu.Unlock()
+	w.c.endWrite(w, landed)
+}
+
+// EndCommitted ends the part of a write that another writer committed
+// (ErrCommitted): it landed, but this writer holds no turn for it. Its
+// wait stays said for its next back-to-back write, which holds back and is
+// handed again; with no such write within BackToBack, it says done.
+func (w *Write) EndCommitted() {
+	c := w.c
+	c.mu.Lock()
+	c.carried = true
+	c.landed = time.Now()
+	gen := c.own.gen
+	c.mu.Unlock()
+	time.AfterFunc(c.opt.BackToBack, func() {
+		c.mu.Lock()
+		quiet := c.own.gen == gen && !c.own.held && c.mine != nil
+		if quiet {
+			c.mine = nil
+		}
+		c.mu.Unlock()
+		c.sayDoneIf(quiet)
+	})
+}
 
 // HeldBack is how long the write held back before the try under way.
 func (w *Write) HeldBack() time.Duration { return w.lastHold }
@@ -284,7 +341,11 @@ func (w *Write) HoldBack(ctx context.Context) (err error) {
 		return nil
 	}
 	c := w.c
+	if err := w.handToLatest(ctx); err != nil {
+		return err
+	}
 	if w.freshen {
+		c.sayWaiting(w, time.Now())
 		if err := w.freshenCopy(ctx); err != nil {
 			return err
 		}
@@ -313,7 +374,8 @@ func (w *Write) HoldBack(ctx context.Context) (err error) {
 			return err
 		}
 		wake := earliest(stale, judgeBy, now.Add(c.opt.MaxHoldBack+w.granted-w.heldBack), w.said.Add(c.opt.Heartbeat)).Sub(now)
-		if err := w.sleepUnlocked(ctx, wake, changed); err != nil {
+		_, _, err = w.sleepUnlocked(ctx, wake, changed, nil)
+		if err != nil {
 			// Not the log's silence: this write was waiting its turn.
 			return &ContendedError{HeldBack: w.heldBack + time.Since(now), Err: err}
 		}
@@ -545,19 +607,66 @@ func (w *Write) pass(id string) {
 }
 
 // sleepUnlocked waits, with the synchronizer's lock released, for d,
-// changed or ctx's end.
-func (w *Write) sleepUnlocked(ctx context.Context, d time.Duration, changed <-chan struct{}) error {
+// changed, an answer or ctx's end.
+func (w *Write) sleepUnlocked(ctx context.Context, d time.Duration, changed <-chan struct{}, answer <-chan []byte) (a []byte, answered bool, err error) {
 	w.copy.Unlock()
 	defer w.copy.Lock()
 	timer := time.NewTimer(max(d, time.Millisecond))
 	defer timer.Stop()
 	select {
 	case <-changed:
+	case a = <-answer:
+		return a, true, nil
 	case <-timer.C:
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, false, ctx.Err()
 	}
-	return nil
+	return nil, false, nil
+}
+
+// handWait bounds the wait for the answer of the writer a write was
+// handed to: past it, the write goes on as one that was not.
+const handWait = 50 * time.Millisecond
+
+// handAfter lost tries in a row show contention: one lost try is as often
+// a copy that was stale (a shell left open), which a catch-up mends, and
+// whose write is best made by its own writer, as the person expects.
+const handAfter = 2
+
+// handToLatest hands w, if it lost handAfter tries, is a one-off write among
+// looping writers (Start), or its writer's last write was committed by
+// another, to the writer of the newest entry read: that one writes now,
+// and most likely again at once (or carries handed calls on their own). It waits for the answer up to
+// handWait, and returns ErrCommitted if the log shows w committed.
+func (w *Write) handToLatest(ctx context.Context) error {
+	c := w.c
+	c.mu.Lock()
+	to, carried := c.latest, c.carried
+	c.mu.Unlock()
+	if w.handing == nil || w.handedTo != "" || to == "" || to == c.id || w.lost < handAfter && !w.freshen && !(carried && w.looping) {
+		return nil
+	}
+	w.handedTo = to
+	hctx, stop := context.WithTimeout(ctx, handWait)
+	defer stop()
+	answer := w.handing.Hand(hctx, to)
+	if answer == nil {
+		return nil
+	}
+	began := time.Now()
+	a, answered, err := w.sleepUnlocked(hctx, handWait, nil, answer)
+	w.heldBack += time.Since(began)
+	if err != nil && ctx.Err() != nil {
+		return &ContendedError{HeldBack: w.heldBack, Err: ctx.Err()}
+	}
+	if !answered {
+		return nil
+	}
+	committed, err := w.handing.Answered(ctx, a)
+	if err == nil && committed {
+		err = ErrCommitted
+	}
+	return err
 }
 
 func earliest(first time.Time, rest ...time.Time) time.Time {

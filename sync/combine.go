@@ -1,0 +1,576 @@
+package statesync
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sharedconfig/sharedconfig/sync/turns"
+)
+
+// Combining: a call that can be described as data (UpdateOp) and holds
+// back for other writers' turns is handed to the writer it holds back for,
+// which commits it in its next entry with its own updates, so that the
+// writers waiting for a turn do not wait for the turns. The handing is a
+// hint, as turns' words are (package turns, Carrier): the call is done
+// only when the log shows it.
+//
+// Every entry names the calls it carries (Entry.Carried: each call's op ID
+// and where its updates are), whoever appended it. A call's op has an ID,
+// the revision its writer's copy stood at when it was made (From) and the
+// last revision it may land at (Until = From + opWindow). A writer puts a
+// call in an append on base only if base < Until and no entry in (From,
+// base] carries its ID, which it knows from reading those entries; an
+// append is conditional on base. So no two entries carry one call, and
+// one that carries it stands in (From, Until]. The writer that handed the
+// call reads the entry that carries it, runs its own function on the
+// state just before the call's updates there, and takes the call as done
+// if that gives the same updates (its result is that run's); otherwise the
+// op's ID is spent, and the call goes on with a new one. Once its copy is
+// past Until with no entry carrying it, the call can land only by its own
+// append. A call whose context ends after it was handed may still be
+// committed: its error wraps ErrUnknownOutcome.
+
+// OpCodec is implemented by codecs whose calls can be described as data,
+// for UpdateOp.
+type OpCodec[S any] interface {
+	// DecodeOp turns op, as given to UpdateOp, into the function it
+	// describes, which must always write (see UpdateOp). Errors must be
+	// returned, never panicked: another writer hands the bytes, and
+	// anyone can forge them.
+	DecodeOp(op []byte) (func(S) []Update[S], error)
+}
+
+// UpdateOp is UpdateState for a call that op describes: bytes the codec's
+// DecodeOp (the codec must be an OpCodec) turns into a function that does
+// what fn does. While the call holds back for other writers' turns it is
+// handed to the writer whose turn it is, which commits it with its own
+// updates (combining, see above); fn's result is then that of its run on
+// the state just before its updates in that writer's entry. Without an
+// OpCodec it is UpdateState. fn must not return TimedUpdates: their effect
+// depends on when the entry is stored, which the writer that commits them
+// would have to read back; nor may it decide to write nothing, since only
+// the call's updates in an entry bind it there, so that it is never done
+// twice.
+func UpdateOp[S, R any](ctx context.Context, s *Synchronizer[S], fn func(state S) ([]Update[S], R), op []byte) (R, S, error) {
+	var result R
+	r := &request[S]{ctx: ctx, done: make(chan struct{}), turn: make(chan struct{})}
+	r.run = func(state S) []Update[S] {
+		var updates []Update[S]
+		updates, result = fn(state)
+		return updates
+	}
+	if s.ops != nil && len(op) > 0 && len(op) <= maxOpBytes {
+		r.op = &opCall{data: op}
+	}
+	s.submit(r)
+	if r.err != nil {
+		var zero R
+		var none S
+		return zero, none, r.err
+	}
+	return result, r.after.Value, nil
+}
+
+const (
+	// opWindow is how many revisions past the one its writer's copy stood
+	// at a call may land at when another writer commits it: a writer
+	// remembers the calls the entries it read carried for twice that.
+	opWindow = 64
+	// maxCarried bounds the calls of other writers one entry carries, and
+	// maxHanded those a writer keeps to carry: anyone can hand calls.
+	maxCarried = 15
+	maxHanded  = 64
+	maxOpBytes = 16 << 10
+)
+
+// opCall is a request's op, as its writer hands it.
+type opCall struct {
+	data        []byte
+	id          string
+	from, until uint64
+	handed      bool   // handed to another writer since it got its id
+	handedTo    string // the last writer it was handed to
+	spent       bool   // an entry carried its id with other updates
+}
+
+// handed is a call as one writer hands it to another.
+type handed struct {
+	By    string `json:"by"` // the writer that handed it, for the notice that an entry carries it
+	ID    string `json:"id"`
+	From  uint64 `json:"from"`
+	Until uint64 `json:"until"`
+	Op    []byte `json:"op"`
+
+	answer func([]byte) // answers the writer that handed it
+}
+
+// newOpID names a call's op.
+func newOpID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// combining is a synchronizer's part in combining.
+type combining[S any] struct {
+	// Under the synchronizer's mu:
+	carried carriedIDs             // the calls the entries read or written carried
+	mine    map[string]*request[S] // this writer's calls handed out, by op ID
+
+	takenMu sync.Mutex
+	taken   []handed // calls other writers handed this one, oldest first
+
+	carrying atomic.Bool // carrySoon's wait is under way
+	// lastCarried: this writer's last append carried calls of others, who
+	// will likely hand it their next ones. took is closed at the next
+	// call handed. Under takenMu.
+	lastCarried int
+	took        chan struct{}
+}
+
+// carriedIDs remembers which calls the entries of (after, upTo] carried.
+type carriedIDs struct {
+	after, upTo uint64
+	at          map[string]uint64 // op ID -> the revision of the entry that carried it
+}
+
+// saw records the entry at rev, and the calls it carried: an entry that
+// does not follow the last one seen leaves nothing known before it.
+func (k *carriedIDs) saw(rev uint64, carried []Carried) {
+	if rev != k.upTo+1 {
+		k.reset(rev - 1)
+	}
+	k.upTo = rev
+	if k.at == nil {
+		k.at = map[string]uint64{}
+	}
+	for _, c := range carried {
+		k.at[c.ID] = rev
+	}
+	if len(k.at) > 4*opWindow*(maxCarried+1) {
+		for id, r := range k.at {
+			if r+2*opWindow < rev {
+				delete(k.at, id)
+			}
+		}
+		k.after = max(k.after, rev-min(rev, 2*opWindow))
+	}
+}
+
+// reset forgets everything: the copy moved to rev otherwise than by
+// reading or writing the entry after the last one seen.
+func (k *carriedIDs) reset(rev uint64) {
+	k.after, k.upTo = rev, rev
+	clear(k.at)
+}
+
+// landed returns the revision of the entry in (from, upTo] that carried
+// the call id, or 0, and whether every entry there is known.
+func (k *carriedIDs) landed(id string, from uint64) (rev uint64, known bool) {
+	if from < k.after {
+		return 0, false
+	}
+	if r, ok := k.at[id]; ok && r > from {
+		return r, true
+	}
+	return 0, true
+}
+
+// takeHanded keeps a call another writer handed this one, for its next
+// append. It checks only the form: what a call does is checked when an
+// append takes it.
+func (s *Synchronizer[S]) takeHanded(data []byte, answer func([]byte)) {
+	if len(data) > 2*maxOpBytes+256 {
+		answer(nil)
+		return
+	}
+	var h handed
+	if err := json.Unmarshal(data, &h); err != nil || h.ID == "" || len(h.ID) > 16 || len(h.By) > 64 || len(h.Op) > maxOpBytes ||
+		h.Until <= h.From || h.Until-h.From > opWindow {
+		answer(nil)
+		return
+	}
+	h.answer = answer
+	c := &s.combine
+	c.takenMu.Lock()
+	var dropped handed
+	if len(c.taken) == maxHanded {
+		dropped, c.taken = c.taken[0], c.taken[1:]
+	}
+	c.taken = append(c.taken, h)
+	if c.took != nil {
+		close(c.took)
+		c.took = nil
+	}
+	c.takenMu.Unlock()
+	if dropped.answer != nil {
+		dropped.answer(nil)
+	}
+	s.carrySoon()
+}
+
+// carryDelay is how long handed calls wait for a write of this writer's
+// own to carry them before it appends them on their own: a writer that
+// loops takes them into its next write, which costs nobody an entry.
+const carryDelay = time.Millisecond
+
+// carryTimeout bounds an append of handed calls on their own.
+const carryTimeout = 5 * time.Second
+
+// carrySoon appends the calls other writers handed, carryDelay from now,
+// if no write of this writer's takes them meanwhile: the writer they were
+// handed to may have stopped writing.
+func (s *Synchronizer[S]) carrySoon() {
+	c := &s.combine
+	if !c.carrying.CompareAndSwap(false, true) {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	stop, ok := s.life.track(func() { cancel(); <-done })
+	if !ok {
+		c.carrying.Store(false)
+		cancel()
+		return
+	}
+	go func() {
+		defer stop()
+		defer close(done)
+		timer := time.NewTimer(carryDelay)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		c.carrying.Store(false) // a call taken from now on waits anew
+		if ctx.Err() != nil || !c.anyTaken() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(ctx, carryTimeout)
+		defer cancel()
+		r := &request[S]{ctx: turns.Without(ctx), run: func(S) []Update[S] { return nil }, done: make(chan struct{}), turn: make(chan struct{}), carryOnly: true}
+		s.submit(r)
+	}()
+}
+
+// awaitHandsLocked waits, with the lock released, up to carryDelay for as
+// many calls to be handed as this writer's last append carried: their
+// writers will likely hand it their next ones, and an entry that carries
+// them with this writer's own call costs less than two entries, and lets
+// no writer go before the others.
+func (s *Synchronizer[S]) awaitHandsLocked(ctx context.Context) {
+	c := &s.combine
+	c.takenMu.Lock()
+	want := c.lastCarried
+	c.lastCarried = 0
+	c.takenMu.Unlock()
+	if want == 0 {
+		return
+	}
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	timer := time.NewTimer(carryDelay)
+	defer timer.Stop()
+	for {
+		c.takenMu.Lock()
+		if len(c.taken) > 0 {
+			c.takenMu.Unlock()
+			return
+		}
+		if c.took == nil {
+			c.took = make(chan struct{})
+		}
+		took := c.took
+		c.takenMu.Unlock()
+		select {
+		case <-took:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// anyTaken: some call handed to this writer waits to be carried.
+func (c *combining[S]) anyTaken() bool {
+	c.takenMu.Lock()
+	defer c.takenMu.Unlock()
+	return len(c.taken) > 0
+}
+
+// carryHandedLocked runs the calls other writers handed this one that an
+// append on base may carry, on state, after updates of this writer's own
+// that end at start, and returns their updates and what the entry is to
+// say of them.
+func (s *Synchronizer[S]) carryHandedLocked(base uint64, state S, start int) (updates []Update[S], carried []Carried) {
+	c := &s.combine
+	c.takenMu.Lock()
+	taken := append([]handed(nil), c.taken...)
+	c.takenMu.Unlock()
+	seen := map[string]bool{}
+	now := time.Now()
+	for _, h := range taken {
+		if len(carried) == maxCarried {
+			break
+		}
+		if seen[h.ID] || base < h.From || base >= h.Until {
+			continue
+		}
+		seen[h.ID] = true
+		if rev, known := c.carried.landed(h.ID, h.From); !known || rev != 0 {
+			continue
+		}
+		fn, err := s.ops.DecodeOp(h.Op)
+		if err != nil {
+			continue
+		}
+		mine := fn(state)
+		if len(mine) == 0 || anyTimed(mine) {
+			// A call that writes nothing would leave no update to bind
+			// it to; OpCodec describes none such.
+			continue
+		}
+		if _, err := s.codec.EncodeUpdates(mine); err != nil {
+			continue // else the entry, with this writer's own updates, would not encode
+		}
+		for _, u := range mine {
+			state = applyOne(state, u, base+1, now)
+		}
+		updates = append(updates, mine...)
+		carried = append(carried, Carried{ID: h.ID, Start: start, End: start + len(mine)})
+		start += len(mine)
+	}
+	return updates, carried
+}
+
+// forgetTaken drops the handed calls that landed at rev, answering their
+// writers with rev, and those that can land no more, answering nothing.
+func (s *Synchronizer[S]) forgetTaken(rev uint64, carried []Carried) {
+	ids := map[string]bool{}
+	for _, c := range carried {
+		ids[c.ID] = true
+	}
+	c := &s.combine
+	var landed, over []func([]byte)
+	c.takenMu.Lock()
+	keep := c.taken[:0]
+	for _, h := range c.taken {
+		switch {
+		case ids[h.ID]:
+			landed = append(landed, h.answer)
+		case h.Until > rev:
+			keep = append(keep, h)
+		default:
+			over = append(over, h.answer)
+		}
+	}
+	clear(c.taken[len(keep):])
+	c.taken = keep
+	c.lastCarried = len(landed)
+	c.takenMu.Unlock()
+	answer := strconv.AppendUint(nil, rev, 10)
+	for _, a := range landed {
+		a(answer)
+	}
+	for _, a := range over {
+		a(nil)
+	}
+}
+
+// readyOpLocked makes r's op one that an append on base may carry, or
+// that may be handed at base: it gets a new ID and window when it has none,
+// when its ID was spent, or when its window ended (at or before base) with
+// no entry carrying it. A call handed out keeps its ID while another
+// writer may still commit it: it returns ErrUnknownOutcome when the copy
+// cannot tell whether an entry carried it.
+func (s *Synchronizer[S]) readyOpLocked(r *request[S], base uint64) error {
+	op, c := r.op, &s.combine
+	if op.id != "" && !op.spent {
+		rev, known := c.carried.landed(op.id, op.from)
+		known = known && base >= op.from
+		switch {
+		case known && rev == 0 && base < op.until:
+			return nil
+		case op.handed && !known:
+			return fmt.Errorf("%w: the write was handed to writer %s, and the entries that could carry it were not all read", ErrUnknownOutcome, op.handedTo)
+		}
+		// Never handed out, or carried by an entry that was not this
+		// call's (settleLocked), or its window is over: a new ID.
+	}
+	delete(c.mine, op.id)
+	op.id, op.from, op.until, op.handed, op.handedTo, op.spent = newOpID(), base, base+opWindow, false, "", false
+	return nil
+}
+
+// handing is what the write of a batch of one call with an op gives turns:
+// the call is handed to the writer it holds back for.
+func (s *Synchronizer[S]) handing(r *request[S]) *turns.Handing {
+	if r.op == nil {
+		return nil
+	}
+	return &turns.Handing{
+		Hand: func(ctx context.Context, to string) <-chan []byte {
+			if s.readyOpLocked(r, s.local.Load().Revision) != nil {
+				return nil
+			}
+			data, err := json.Marshal(handed{By: s.cm.ID(), ID: r.op.id, From: r.op.from, Until: r.op.until, Op: r.op.data})
+			if err != nil {
+				return nil
+			}
+			r.op.handed, r.op.handedTo = true, to
+			if s.combine.mine == nil {
+				s.combine.mine = map[string]*request[S]{}
+			}
+			s.combine.mine[r.op.id] = r
+			return s.cm.Hand(ctx, to, data)
+		},
+		Answered: func(ctx context.Context, answer []byte) (bool, error) {
+			return r.committed || s.readAnsweredLocked(ctx, r, answer), nil
+		},
+	}
+}
+
+// answerReadTime bounds the read an answer asks for: an answer names an
+// entry already stored, so the read is quick unless the answer is false.
+const answerReadTime = 100 * time.Millisecond
+
+// readAnsweredLocked reads the log up to the revision answer names, if
+// that is near, and reports whether r was committed: only the entries
+// count, so a false answer costs at most answerReadTime.
+func (s *Synchronizer[S]) readAnsweredLocked(ctx context.Context, r *request[S], answer []byte) bool {
+	rev, err := strconv.ParseUint(string(answer), 10, 64)
+	cur := s.local.Load().Revision
+	if err != nil || rev <= cur || rev > r.op.until {
+		return r.committed
+	}
+	ctx, cancel := context.WithTimeout(ctx, answerReadTime)
+	defer cancel()
+	s.fetchLocked(ctx, rev) // an error leaves the copy where the read stood
+	return r.committed
+}
+
+// settleLocked looks, in entry e, read on the state before, for the calls
+// of this writer that were handed out: a call it carries with the updates
+// the call's own function makes there is done (committed, with its result
+// and the state just after its updates); one it carries otherwise has its
+// op's ID spent.
+func (s *Synchronizer[S]) settleLocked(before S, e Entry) {
+	c := &s.combine
+	if len(c.mine) == 0 || len(e.Carried) == 0 || e.Snapshot || e.Foreign != "" {
+		return
+	}
+	var updates []Update[S]
+	decoded := false
+	for _, carried := range e.Carried {
+		r := c.mine[carried.ID]
+		if r == nil || r.committed {
+			continue
+		}
+		delete(c.mine, carried.ID)
+		if !decoded {
+			var err error
+			if updates, err = s.codec.DecodeUpdates(e.Data); err != nil {
+				r.op.spent = true
+				continue
+			}
+			decoded = true
+		}
+		if carried.Start < 0 || carried.Start > carried.End || carried.End > len(updates) {
+			r.op.spent = true
+			continue
+		}
+		state := before
+		for _, u := range updates[:carried.Start] {
+			state = applyOne(state, u, e.Revision, e.Time)
+		}
+		mine := r.run(state)
+		want, err1 := s.codec.EncodeUpdates(mine)
+		got, err2 := s.codec.EncodeUpdates(updates[carried.Start:carried.End])
+		if err1 != nil || err2 != nil || !bytes.Equal(want, got) {
+			r.op.spent = true
+			continue
+		}
+		for _, u := range mine {
+			state = applyOne(state, u, e.Revision, e.Time)
+		}
+		r.committed, r.after = true, revisioned[S]{Value: state, Revision: e.Revision}
+	}
+}
+
+// handedOutError is the error of a call whose context ended after it was
+// handed out: another writer may still commit it, until its window ends.
+func handedOutError[S any](r *request[S], err error) error {
+	return fmt.Errorf("%w: the write was handed to writer %s, which may still commit it (up to revision %d): %w", ErrUnknownOutcome, r.op.handedTo, r.op.until, err)
+}
+
+// readyOpsLocked readies the ops of a batch's calls for an append on base
+// (readyOpLocked).
+func (s *Synchronizer[S]) readyOpsLocked(members []*request[S], base uint64) error {
+	for _, m := range members {
+		if m.op != nil {
+			if err := s.readyOpLocked(m, base); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// handedOut is what an entry of a batch says of its calls that were handed
+// out (ends: where each one's updates end): another writer must see that
+// this entry carried them. Calls never handed out go unnamed.
+func handedOut[S any](members []*request[S], ends []int) (carried []Carried) {
+	start := 0
+	for i, m := range members {
+		if m.op != nil && m.op.handed {
+			carried = append(carried, Carried{ID: m.op.id, Start: start, End: ends[i]})
+		}
+		start = ends[i]
+	}
+	return carried
+}
+
+// carryLocked is the part of other writers' calls in an append on cur of
+// updates: their updates, after these, and what the entry says of them.
+func (s *Synchronizer[S]) carryLocked(cur local[S], updates []Update[S]) ([]Update[S], []Carried) {
+	c := &s.combine
+	c.takenMu.Lock()
+	none := len(c.taken) == 0
+	c.takenMu.Unlock()
+	if none || s.ops == nil || anyTimed(updates) {
+		return nil, nil
+	}
+	if c.carried.upTo != cur.Revision {
+		c.carried.reset(cur.Revision)
+	}
+	state, now := cur.Value, time.Now()
+	for _, u := range updates {
+		state = applyOne(state, u, cur.Revision+1, now)
+	}
+	return s.carryHandedLocked(cur.Revision, state, len(updates))
+}
+
+// mayStillLandLocked is err, the error of a call r with an op, wrapped in
+// ErrUnknownOutcome when r was handed out and another writer may still
+// commit it.
+func (s *Synchronizer[S]) mayStillLandLocked(r *request[S], err error) error {
+	op := r.op
+	delete(s.combine.mine, op.id)
+	if err == nil || !op.handed {
+		return err
+	}
+	rev, known := s.combine.carried.landed(op.id, op.from)
+	if known && (rev != 0 || s.local.Load().Revision >= op.until) {
+		return err
+	}
+	return handedOutError(r, err)
+}
