@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -310,37 +311,27 @@ func (c *combining[S]) anyTaken() bool {
 // carryHandedLocked runs the calls other writers handed this one that an
 // append on base may carry, on state, after updates of this writer's own
 // that end at start, and returns their updates and what the entry is to
-// say of them.
+// say of them. Calls it can never carry are dropped, and answered so.
 func (s *Synchronizer[S]) carryHandedLocked(base uint64, state S, start int) (updates []Update[S], carried []Carried) {
 	c := &s.combine
 	c.takenMu.Lock()
 	taken := append([]handed(nil), c.taken...)
 	c.takenMu.Unlock()
 	seen := map[string]bool{}
+	var never []string
 	now := time.Now()
 	for _, h := range taken {
 		if len(carried) == maxCarried {
 			break
 		}
-		if seen[h.ID] || base < h.From || base >= h.Until {
-			continue
+		if seen[h.ID] || base < h.From {
+			continue // a repeat, or this writer's copy is behind its writer's
 		}
 		seen[h.ID] = true
-		if rev, known := c.carried.landed(h.ID, h.From); !known || rev != 0 {
+		mine, ok := s.carriable(h, base, state)
+		if !ok {
+			never = append(never, h.ID)
 			continue
-		}
-		fn, err := s.ops.DecodeOp(h.Op)
-		if err != nil {
-			continue
-		}
-		mine := fn(state)
-		if len(mine) == 0 || anyTimed(mine) {
-			// A call that writes nothing would leave no update to bind
-			// it to; OpCodec describes none such.
-			continue
-		}
-		if _, err := s.codec.EncodeUpdates(mine); err != nil {
-			continue // else the entry, with this writer's own updates, would not encode
 		}
 		for _, u := range mine {
 			state = applyOne(state, u, base+1, now)
@@ -349,7 +340,58 @@ func (s *Synchronizer[S]) carryHandedLocked(base uint64, state S, start int) (up
 		carried = append(carried, Carried{ID: h.ID, Start: start, End: start + len(mine)})
 		start += len(mine)
 	}
+	s.refuseTaken(never)
 	return updates, carried
+}
+
+// carriable runs the handed call h on state, for an append on base, and
+// returns its updates, or false if no append of this writer's can carry
+// it: its window is over, an entry carried it already, or this copy began
+// after its window did (so it cannot know), or it is not a call the codec
+// knows, or writes nothing, or what it writes does not encode.
+func (s *Synchronizer[S]) carriable(h handed, base uint64, state S) ([]Update[S], bool) {
+	if base >= h.Until {
+		return nil, false
+	}
+	if rev, known := s.combine.carried.landed(h.ID, h.From); !known || rev != 0 {
+		return nil, false
+	}
+	fn, err := s.ops.DecodeOp(h.Op)
+	if err != nil {
+		return nil, false
+	}
+	mine := fn(state)
+	if len(mine) == 0 || anyTimed(mine) {
+		// A call that writes nothing would leave no update to bind it
+		// to; OpCodec describes none such.
+		return nil, false
+	}
+	if _, err := s.codec.EncodeUpdates(mine); err != nil {
+		return nil, false // else the entry, with this writer's own updates, would not encode
+	}
+	return mine, true
+}
+
+// refuseTaken drops the handed calls named ids, answering nothing, so
+// that their writers go on at once.
+func (s *Synchronizer[S]) refuseTaken(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	c := &s.combine
+	var refused []func([]byte)
+	c.takenMu.Lock()
+	c.taken = slices.DeleteFunc(c.taken, func(h handed) bool {
+		if slices.Contains(ids, h.ID) {
+			refused = append(refused, h.answer)
+			return true
+		}
+		return false
+	})
+	c.takenMu.Unlock()
+	for _, a := range refused {
+		a(nil)
+	}
 }
 
 // forgetTaken drops the handed calls that landed at rev, answering their
@@ -454,7 +496,7 @@ func (s *Synchronizer[S]) readAnsweredLocked(ctx context.Context, r *request[S],
 	}
 	ctx, cancel := context.WithTimeout(ctx, answerReadTime)
 	defer cancel()
-	s.fetchLocked(ctx, rev) // an error leaves the copy where the read stood
+	s.readToLocked(ctx, *s.local.Load(), rev, false) // an error leaves the copy where the read stood
 	return r.committed
 }
 

@@ -234,7 +234,9 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 		return err
 	}, func(conflict *ConflictError, caughtUp uint64) {
 		try.Conflict, try.CaughtUp = conflict, caughtUp
-		s.traceAttempt(try)
+		if !batch[0].carryOnly {
+			s.traceAttempt(try)
+		}
 	}, handing)
 	switch {
 	case errors.Is(err, turns.ErrCommitted):
@@ -243,6 +245,8 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 		s.traceAttempt(Attempt{N: lost + 1, Base: try.Base, Revision: m.after.Revision, Carried: true})
 		close(m.done)
 		return
+	case err == nil && batch[0].carryOnly:
+		// Others' writes, which their writers trace.
 	case err == nil:
 		s.traceAttempt(try)
 	case len(members) > 1 && try.Updates > 0 && !s.outcomeShared(err):

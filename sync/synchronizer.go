@@ -249,13 +249,21 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 	if target == cur.Revision {
 		return s.sameLengthLocked(ctx, cur)
 	}
+	return s.readToLocked(ctx, cur, target, true)
+}
+
+// readToLocked reads the log after cur up to target. known: the log said
+// it holds entries up to target, so those a read does not deliver carry
+// no state, and the copy is at target; a target nobody vouches for (an
+// answer, see combine.go) leaves the copy at the last entry delivered.
+func (s *Synchronizer[S]) readToLocked(ctx context.Context, cur local[S], target uint64, known bool) (uint64, error) {
 	c := &catchUp[S]{s: s, cur: cur, start: cur.Revision, total: target - cur.Revision}
 	err := s.log.ReadAfter(ctx, cur.position(), target, c.take)
 	c.finish()
 	if !c.newest.IsZero() {
 		s.logTime.Store(&logTime{stored: c.newest, seen: time.Now(), revision: c.newestAt})
 	}
-	if err == nil && c.cur.Revision < target {
+	if err == nil && known && c.cur.Revision < target {
 		// Every entry up to target was read; those not delivered carry no
 		// state, so the copy is at target. (A snapshot that covered a gap
 		// may have taken it further.)

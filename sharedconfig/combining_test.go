@@ -1,0 +1,124 @@
+package sharedconfig_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sharedconfig/sharedconfig/internal/localserver"
+	"github.com/sharedconfig/sharedconfig/jetstream"
+	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+)
+
+// putOutcome is what one PUT of the test was told.
+type putOutcome int
+
+const (
+	putLanded putOutcome = iota
+	putUnknown
+	putFailed
+)
+
+// Writers in closed loops of PUTs hand their calls to the writer under way,
+// which carries them in its own entries (combining, docs/consistency.md):
+// whoever commits a PUT, every PUT acknowledged is in the log once, none is
+// there twice, one that failed is not there, and one whose outcome was
+// reported unknown is there at most once. Some PUTs are given so little
+// time that they end while handed out.
+func TestCombinedPutsLandOnceEach(t *testing.T) {
+	srv := jstest.Server(t)
+	const writers = 6
+	var carried atomic.Int64
+	configs := make([]*sharedconfig.Config, writers)
+	for i := range configs {
+		configs[i] = openNamed(t, srv, "combined", sharedconfig.Options{Trace: func(a statesync.Attempt) {
+			if a.Carried {
+				carried.Add(1)
+			}
+		}})
+	}
+	var mu sync.Mutex
+	told := map[string]putOutcome{}
+	stop := time.Now().Add(1500 * time.Millisecond)
+	var wg sync.WaitGroup
+	for i, c := range configs {
+		wg.Go(func() {
+			for n := 0; time.Now().Before(stop); n++ {
+				value := fmt.Sprintf("%d:%d", i, n)
+				timeout := 5 * time.Second
+				if rand.IntN(8) == 0 {
+					timeout = time.Duration(1+rand.IntN(3000)) * time.Microsecond
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				_, err := c.Put(ctx, fmt.Sprint("k", i), value)
+				cancel()
+				outcome := putLanded
+				switch {
+				case errors.Is(err, statesync.ErrUnknownOutcome):
+					outcome = putUnknown
+				case err != nil:
+					outcome = putFailed
+				}
+				mu.Lock()
+				told[value] = outcome
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	changes, err := configs[0].History(ctx, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, ch := range changes {
+		for _, op := range ch.Ops {
+			seen[op.Value]++
+		}
+	}
+	counts := map[putOutcome]int{}
+	for value, outcome := range told {
+		counts[outcome]++
+		switch n := seen[value]; {
+		case n > 1:
+			t.Errorf("PUT %s is in the log %d times", value, n)
+		case outcome == putLanded && n == 0:
+			t.Errorf("PUT %s was acknowledged, but is not in the log", value)
+		case outcome == putFailed && n == 1:
+			t.Errorf("PUT %s failed, but is in the log", value)
+		}
+	}
+	for value := range seen {
+		if _, ok := told[value]; !ok {
+			t.Errorf("the log holds %q, which no PUT wrote", value)
+		}
+	}
+	t.Logf("%d PUTs: %d acknowledged (%d carried by another writer), %d unknown, %d failed", len(told), counts[putLanded], carried.Load(), counts[putUnknown], counts[putFailed])
+	if carried.Load() == 0 {
+		t.Error("no PUT was carried by another writer: combining did not happen")
+	}
+}
+
+// openNamed opens the config test/name on a connection of its own.
+func openNamed(t *testing.T, srv *localserver.Server, name string, o sharedconfig.Options) *sharedconfig.Config {
+	t.Helper()
+	log, err := jetstream.OpenLog(context.Background(), jstest.Connect(t, srv), "test", name, jetstream.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sharedconfig.Open(context.Background(), log, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}

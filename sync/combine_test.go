@@ -1,0 +1,165 @@
+package statesync_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/example"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
+	"github.com/sharedconfig/sharedconfig/sync/turns"
+)
+
+// opSetCodec describes an add to a set as data (statesync.OpCodec): the
+// op is the member.
+type opSetCodec struct{ example.SetCodec }
+
+func (opSetCodec) DecodeOp(op []byte) (func(example.Set) []statesync.Update[example.Set], error) {
+	m := string(op)
+	return func(example.Set) []statesync.Update[example.Set] {
+		return []statesync.Update[example.Set]{example.SetAdd{Member: m}}
+	}, nil
+}
+
+// newOpSet is a synchronizer of a set over log whose adds may be handed.
+func newOpSet(t *testing.T, log statesync.Log) (*statesync.Synchronizer[example.Set], *turns.Manager) {
+	t.Helper()
+	m := turns.New(turns.Options{FromFirstWrite: true})
+	s := statesync.New[example.Set](log, opSetCodec{}, statesync.WithTurns(m))
+	if err := s.Initialize(context.Background(), example.SetOf{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s, m
+}
+
+// addMember adds member through s as a call that may be handed; before each of
+// its first lose tries, another writer, named by, appends an add first.
+func addMember(ctx context.Context, t *testing.T, log *memlog.Log, s *statesync.Synchronizer[example.Set], member string, lose int, by string) error {
+	tries := 0
+	_, _, err := statesync.UpdateOp(ctx, s, func(example.Set) ([]statesync.Update[example.Set], struct{}) {
+		if tries++; tries <= lose {
+			data, _ := opSetCodec{}.EncodeUpdates([]statesync.Update[example.Set]{example.SetAdd{Member: by + strconv.Itoa(tries)}})
+			if _, err := log.AppendAfter(turns.SpeakerContext(ctx, by), statesync.Position{Revision: statesync.AnyRevision}, data); err != nil {
+				t.Error(err)
+			}
+		}
+		return []statesync.Update[example.Set]{example.SetAdd{Member: member}}, struct{}{}
+	}, []byte(member))
+	return err
+}
+
+// adds counts the adds of member in log.
+func adds(t *testing.T, log *memlog.Log, member string) int {
+	t.Helper()
+	n := 0
+	last, _ := log.LastPosition(context.Background())
+	err := log.ReadAfter(context.Background(), statesync.Position{}, last.Revision, func(e statesync.Entry) error {
+		if e.Snapshot {
+			return nil
+		}
+		us, err := opSetCodec{}.DecodeUpdates(e.Data)
+		for _, u := range us {
+			if a, ok := u.(example.SetAdd); ok && a.Member == member {
+				n++
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A call handed to a writer that never answers is written by its own
+// writer once the wait for the answer is over; handed later to a writer
+// that read that entry, it is not carried again: no call lands twice,
+// however late a hand arrives.
+func TestHandedCallIsNeverCarriedTwice(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New("combine")
+	hander, _ := newOpSet(t, log)
+	holder, holderTurns := newOpSet(t, log)
+	if err := addMember(ctx, t, log, holder, "h", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var kept []byte
+	stop, err := log.Take("silent", func(data []byte, _ func([]byte)) {
+		mu.Lock()
+		defer mu.Unlock()
+		kept = data
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if err := addMember(ctx, t, log, hander, "x", 2, "silent"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	late := kept
+	mu.Unlock()
+	if late == nil {
+		t.Fatal("the call was never handed to the writer that beat it")
+	}
+	if err := holder.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	answer, err := log.Hand(hctx, holderTurns.ID(), late)
+	if err != nil {
+		t.Fatalf("the late hand got no answer: %v", err)
+	}
+	if len(answer) != 0 {
+		t.Errorf("the late hand was answered %q; want no revision", answer)
+	}
+	if n := adds(t, log, "x"); n != 1 {
+		t.Fatalf("the call is in the log %d times; want 1", n)
+	}
+}
+
+// Answers are hints: a writer that answers every hand with a revision that
+// does not carry the call (or one far past it, or not yet written) costs
+// the hander a short read at most, and its call still lands once, by its
+// own append.
+func TestFalseAnswersDoNotFoolTheHander(t *testing.T) {
+	for name, lie := range map[string]func(last uint64) string{
+		"an entry that does not carry it": func(last uint64) string { return strconv.FormatUint(last, 10) },
+		"an entry not yet written":        func(last uint64) string { return strconv.FormatUint(last+3, 10) },
+		"far past its window":             func(last uint64) string { return "18446744073709551615" },
+		"not a revision":                  func(uint64) string { return "\x00carried" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			log := memlog.New("combine")
+			hander, _ := newOpSet(t, log)
+			stop, err := log.Take("liar", func(_ []byte, answer func([]byte)) {
+				last, _ := log.LastPosition(ctx)
+				answer([]byte(lie(last.Revision)))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			began := time.Now()
+			if err := addMember(ctx, t, log, hander, "x", 2, "liar"); err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(began); took > time.Second {
+				t.Errorf("the write took %v", took)
+			}
+			if n := adds(t, log, "x"); n != 1 {
+				t.Fatalf("the call is in the log %d times; want 1", n)
+			}
+			if state, _ := hander.State(); !state.Has("x") {
+				t.Error("the hander's copy does not show its write")
+			}
+		})
+	}
+}
