@@ -100,6 +100,9 @@ type jsonTrace struct {
 	// Unconditional: appended whatever the stream's revision (a lease
 	// refresh), so it could not conflict; base_revision is 0.
 	Unconditional bool `json:"unconditional,omitempty"`
+	// Carried: handed to the writer under way, whose entry at
+	// committed_at carries it (docs/consistency.md, Combining).
+	Carried bool `json:"carried,omitempty"`
 }
 
 func writeJSON(w io.Writer, v any) {

@@ -431,6 +431,7 @@ func (sh *Shell) Attempt(a statesync.Attempt) {
 		if a.Base == statesync.AnyRevision {
 			t.Base, t.Unconditional = 0, true
 		}
+		t.Carried = a.Carried
 		if a.Conflict != nil {
 			t.Conflict, t.StreamAt, t.CaughtUp = true, a.Conflict.Current, a.CaughtUp
 		}
@@ -462,6 +463,8 @@ func describeAttempt(a statesync.Attempt) string {
 		prefix = fmt.Sprintf(".... try %d on revision %d, after %s waiting for older writers' turns: ", a.N, a.Base, a.HeldBack.Round(time.Microsecond))
 	}
 	switch {
+	case a.Carried:
+		return fmt.Sprintf("%shanded to the writer under way, whose entry at revision %d carries it (checked): done", prefix, a.Revision)
 	case a.Conflict != nil:
 		at := "has moved on"
 		if a.Conflict.Current != 0 {

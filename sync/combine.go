@@ -16,11 +16,11 @@ import (
 	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
-// Combining: a call that can be described as data (UpdateOp) and holds
-// back for other writers' turns is handed to the writer it holds back for,
-// which commits it in its next entry with its own updates, so that the
-// writers waiting for a turn do not wait for the turns. The handing is a
-// hint, as turns' words are (package turns, Carrier): the call is done
+// Combining (docs/consistency.md, "Combining"): a call that can be
+// described as data (UpdateOp) and meets contention is handed, by request
+// (turns.Carrier), to the writer of the newest entry read, which commits
+// it in its next entry with its own updates and answers with that entry's
+// revision. The answer is a hint, as turns' words are: the call is done
 // only when the log shows it.
 //
 // Every entry names the calls it carries (Entry.Carried: each call's op ID
@@ -51,10 +51,10 @@ type OpCodec[S any] interface {
 
 // UpdateOp is UpdateState for a call that op describes: bytes the codec's
 // DecodeOp (the codec must be an OpCodec) turns into a function that does
-// what fn does. While the call holds back for other writers' turns it is
-// handed to the writer whose turn it is, which commits it with its own
-// updates (combining, see above); fn's result is then that of its run on
-// the state just before its updates in that writer's entry. Without an
+// what fn does. When it meets contention it is handed to the writer under
+// way, which commits it with its own updates (combining, see above); fn's
+// result is then that of its run on the state just before its updates in
+// that writer's entry. Without an
 // OpCodec it is UpdateState. fn must not return TimedUpdates: their effect
 // depends on when the entry is stored, which the writer that commits them
 // would have to read back; nor may it decide to write nothing, since only
@@ -104,7 +104,7 @@ type opCall struct {
 
 // handed is a call as one writer hands it to another.
 type handed struct {
-	By    string `json:"by"` // the writer that handed it, for the notice that an entry carries it
+	By    string `json:"by"` // the speaker id of the writer that handed it
 	ID    string `json:"id"`
 	From  uint64 `json:"from"`
 	Until uint64 `json:"until"`

@@ -189,67 +189,32 @@ func (s *Synchronizer[S]) lead(self *request[S]) {
 func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 	ctx, stop := batchContext(batch)
 	defer stop()
-	members := batch
-	var try Attempt
-	var base local[S] // the state the last try ran the calls on
-	var updates []Update[S]
-	var ends []int  // where each member's updates end in updates
-	var theirs bool // the entry carries other writers' calls too
+	b := &batchTry[S]{s: s, members: batch}
 	var handing *turns.Handing
 	if len(batch) == 1 {
 		handing = s.handing(batch[0])
 	}
 	lost, err := s.retryLocked(ctx, func(attempt int, heldBack time.Duration) error {
-		members = s.leaveEnded(members, attempt-1)
-		if attempt == 1 && !members[0].carryOnly {
-			s.awaitHandsLocked(ctx)
-		}
-		base = *s.local.Load()
-		cur := base
-		if len(members) == 1 && members[0].committed {
-			return turns.ErrCommitted
-		}
-		if err := s.readyOpsLocked(members, cur.Revision); err != nil {
-			return err
-		}
-		updates, ends = runAll(members, cur)
-		carried := handedOut(members, ends)
-		more, others := s.carryLocked(cur, updates)
-		try = Attempt{N: attempt, Base: cur.Revision, Updates: len(updates) + len(more), HeldBack: heldBack}
-		if len(updates)+len(more) == 0 {
-			if len(members) == 1 && members[0].carryOnly {
-				return nil // the calls it was to carry landed, or can land no more
-			}
-			return s.confirmCurrentLocked(ctx, cur)
-		}
-		var err error
-		try.Revision, err = s.commitLocked(ctx, cur, slices.Concat(updates, more), slices.Concat(carried, others))
-		if errors.Is(err, ErrTooLarge) && len(others) > 0 {
-			// Too large with the calls of others: without them.
-			try.Updates = len(updates)
-			try.Revision, err = s.commitLocked(ctx, cur, updates, carried)
-			others = nil
-		}
-		theirs = len(others) > 0
-		return err
+		return b.try(ctx, attempt, heldBack)
 	}, func(conflict *ConflictError, caughtUp uint64) {
-		try.Conflict, try.CaughtUp = conflict, caughtUp
+		b.attempt.Conflict, b.attempt.CaughtUp = conflict, caughtUp
 		if !batch[0].carryOnly {
-			s.traceAttempt(try)
+			s.traceAttempt(b.attempt)
 		}
 	}, handing)
+	members := b.members
 	switch {
 	case errors.Is(err, turns.ErrCommitted):
 		m := members[0]
 		delete(s.combine.mine, m.op.id)
-		s.traceAttempt(Attempt{N: lost + 1, Base: try.Base, Revision: m.after.Revision, Carried: true})
+		s.traceAttempt(Attempt{N: lost + 1, Base: m.op.from, Revision: m.after.Revision, Carried: true})
 		close(m.done)
 		return
 	case err == nil && batch[0].carryOnly:
 		// Others' writes, which their writers trace.
 	case err == nil:
-		s.traceAttempt(try)
-	case len(members) > 1 && try.Updates > 0 && !s.outcomeShared(err):
+		s.traceAttempt(b.attempt)
+	case len(members) > 1 && b.attempt.Updates > 0 && !s.outcomeShared(err):
 		// The combined entry was refused for what one call's updates are
 		// (say, one does not encode, or together they are too large): give
 		// each call its own try, and its own answer.
@@ -258,7 +223,7 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 		}
 		return
 	}
-	after := s.afterEach(members, base, updates, ends, try.Revision, theirs)
+	after := s.afterEach(members, b.base, b.updates, b.ends, b.attempt.Revision, b.theirs)
 	for i, m := range members {
 		m.err = memberError(m, ctx, lost, err)
 		if m.op != nil {
@@ -267,6 +232,56 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 		m.after = after(i)
 		close(m.done)
 	}
+}
+
+// batchTry is a batch's tries, and what the last one did.
+type batchTry[S any] struct {
+	s       *Synchronizer[S]
+	members []*request[S]
+	attempt Attempt
+	base    local[S] // the state the last try ran the calls on
+	updates []Update[S]
+	ends    []int // where each member's updates end in updates
+	theirs  bool  // the entry carries other writers' calls too
+}
+
+// try runs the members' calls on the local copy, with the calls other
+// writers handed that the entry may carry, and appends their updates.
+func (b *batchTry[S]) try(ctx context.Context, attempt int, heldBack time.Duration) error {
+	s := b.s
+	b.members = s.leaveEnded(b.members, attempt-1)
+	members := b.members
+	if attempt == 1 && !members[0].carryOnly {
+		s.awaitHandsLocked(ctx)
+	}
+	b.base = *s.local.Load()
+	cur := b.base
+	if len(members) == 1 && members[0].committed {
+		return turns.ErrCommitted
+	}
+	if err := s.readyOpsLocked(members, cur.Revision); err != nil {
+		return err
+	}
+	b.updates, b.ends = runAll(members, cur)
+	carried := handedOut(members, b.ends)
+	more, others := s.carryLocked(cur, b.updates)
+	b.attempt = Attempt{N: attempt, Base: cur.Revision, Updates: len(b.updates) + len(more), HeldBack: heldBack}
+	if len(b.updates)+len(more) == 0 {
+		if len(members) == 1 && members[0].carryOnly {
+			return nil // the calls it was to carry landed, or can land no more
+		}
+		return s.confirmCurrentLocked(ctx, cur)
+	}
+	var err error
+	b.attempt.Revision, err = s.commitLocked(ctx, cur, slices.Concat(b.updates, more), slices.Concat(carried, others))
+	if errors.Is(err, ErrTooLarge) && len(others) > 0 {
+		// Too large with the calls of others: without them.
+		b.attempt.Updates = len(b.updates)
+		b.attempt.Revision, err = s.commitLocked(ctx, cur, b.updates, carried)
+		others = nil
+	}
+	b.theirs = len(others) > 0
+	return err
 }
 
 // afterEach gives the state just after each member's updates, once the

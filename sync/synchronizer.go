@@ -92,7 +92,8 @@ type Attempt struct {
 	// writers' turns (see package turns).
 	HeldBack time.Duration
 	// Carried: another writer's entry, at Revision, carried the write
-	// (UpdateOp); it tried nothing itself.
+	// (UpdateOp), handed to it when the copy stood at Base; this try was
+	// not made.
 	Carried bool
 }
 
