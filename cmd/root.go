@@ -188,6 +188,7 @@ type rootFlags struct {
 	follow      bool
 	noHistory   bool
 	trace       bool
+	combine     bool
 	revisions   bool
 	stopOnError bool
 	// missingKeyFails: a GET of an undefined key fails (the one-shot get).

@@ -38,7 +38,7 @@ func TestCombinedPutsLandOnceEach(t *testing.T) {
 	var carried atomic.Int64
 	configs := make([]*sharedconfig.Config, writers)
 	for i := range configs {
-		configs[i] = openNamed(t, srv, "combined", sharedconfig.Options{Trace: func(a statesync.Attempt) {
+		configs[i] = openNamed(t, srv, "combined", sharedconfig.Options{Combining: true, Trace: func(a statesync.Attempt) {
 			if a.Carried {
 				carried.Add(1)
 			}

@@ -72,6 +72,11 @@ type Options struct {
 	CompactionFailed func(error)
 	// Trace, if set, sees every attempt of every conditional write.
 	Trace func(statesync.Attempt)
+	// Combining: under contention, a Put without a lease or condition is
+	// handed to the writer under way, which commits it in its own entry,
+	// and this process commits those handed to it (docs/consistency.md,
+	// "Combining"). Off, writers only take turns.
+	Combining bool
 	// CatchingUp, if set, hears how a long catch-up goes (see
 	// statesync.WithProgress).
 	CatchingUp func(done, total uint64)
@@ -141,6 +146,9 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	syncOpts = append(syncOpts, statesync.WithApplied(c.applied), statesync.WithBatch(State.applyAll), statesync.WithDropped(c.leases.dropAll))
 	c.turns = turns.New(turns.Options{FromFirstWrite: o.MostlyReads, Trust: o.TurnsTrust})
 	syncOpts = append(syncOpts, statesync.WithTurns(c.turns))
+	if o.Combining {
+		syncOpts = append(syncOpts, statesync.WithCombining())
+	}
 	c.sync = statesync.New[State](log, codec{}, syncOpts...)
 	if err := c.load(ctx, o.Resume); err != nil {
 		var entryErr *statesync.EntryError

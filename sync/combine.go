@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -164,6 +165,16 @@ func (k *carriedIDs) saw(rev uint64, carried []Carried) {
 		}
 		k.after = max(k.after, rev-min(rev, 2*opWindow))
 	}
+}
+
+// appended records this writer's own entries in (after, rev], which
+// carry no calls (a snapshot and its chunks).
+func (k *carriedIDs) appended(after, rev uint64) {
+	if k.upTo != after {
+		k.reset(rev)
+		return
+	}
+	k.upTo = rev
 }
 
 // reset forgets everything: the copy moved to rev otherwise than by
@@ -434,10 +445,16 @@ func (s *Synchronizer[S]) forgetTaken(rev uint64, carried []Carried) {
 // no entry carrying it. A call handed out keeps its ID while another
 // writer may still commit it: it returns ErrUnknownOutcome when the copy
 // cannot tell whether an entry carried it.
-func (s *Synchronizer[S]) readyOpLocked(r *request[S], base uint64) error {
+func (s *Synchronizer[S]) readyOpLocked(ctx context.Context, r *request[S], base uint64) error {
 	op, c := r.op, &s.combine
 	if op.id != "" && !op.spent {
 		rev, known := c.carried.landed(op.id, op.from)
+		if op.handed && !known && base >= op.from && s.rescanLocked(ctx, op.from, base) {
+			rev, known = c.carried.landed(op.id, op.from)
+			if rev != 0 {
+				known = false // carried by an entry this copy did not read: it cannot say by what
+			}
+		}
 		known = known && base >= op.from
 		switch {
 		case known && rev == 0 && base < op.until:
@@ -453,6 +470,28 @@ func (s *Synchronizer[S]) readyOpLocked(r *request[S], base uint64) error {
 	return nil
 }
 
+// rescanLocked reads the entries of (from, upTo] again for the calls they
+// carry, when the copy no longer knows them all (it moved otherwise than
+// entry by entry: a snapshot it read after a gap, say), and reports
+// whether it now does: not if some were compacted away.
+func (s *Synchronizer[S]) rescanLocked(ctx context.Context, from, upTo uint64) bool {
+	var k carriedIDs
+	k.reset(from)
+	errGap := errors.New("a gap")
+	err := s.log.ReadAfter(ctx, Position{Revision: from}, upTo, func(e Entry) error {
+		if e.Revision != k.upTo+1 {
+			return errGap
+		}
+		k.saw(e.Revision, e.Carried)
+		return nil
+	})
+	if err != nil || k.upTo != upTo {
+		return false
+	}
+	s.combine.carried = k
+	return true
+}
+
 // handing is what the write of a batch of one call with an op gives turns:
 // the call is handed to the writer it holds back for.
 func (s *Synchronizer[S]) handing(r *request[S]) *turns.Handing {
@@ -461,7 +500,7 @@ func (s *Synchronizer[S]) handing(r *request[S]) *turns.Handing {
 	}
 	return &turns.Handing{
 		Hand: func(ctx context.Context, to string) <-chan []byte {
-			if s.readyOpLocked(r, s.local.Load().Revision) != nil {
+			if s.readyOpLocked(ctx, r, s.local.Load().Revision) != nil {
 				return nil
 			}
 			data, err := json.Marshal(handed{By: s.cm.ID(), ID: r.op.id, From: r.op.from, Until: r.op.until, Op: r.op.data})
@@ -556,10 +595,10 @@ func handedOutError[S any](r *request[S], err error) error {
 
 // readyOpsLocked readies the ops of a batch's calls for an append on base
 // (readyOpLocked).
-func (s *Synchronizer[S]) readyOpsLocked(members []*request[S], base uint64) error {
+func (s *Synchronizer[S]) readyOpsLocked(ctx context.Context, members []*request[S], base uint64) error {
 	for _, m := range members {
 		if m.op != nil {
-			if err := s.readyOpLocked(m, base); err != nil {
+			if err := s.readyOpLocked(ctx, m, base); err != nil {
 				return err
 			}
 		}
@@ -583,12 +622,12 @@ func handedOut[S any](members []*request[S], ends []int) (carried []Carried) {
 
 // carryLocked is the part of other writers' calls in an append on cur of
 // updates: their updates, after these, and what the entry says of them.
-func (s *Synchronizer[S]) carryLocked(cur local[S], updates []Update[S]) ([]Update[S], []Carried) {
+func (s *Synchronizer[S]) carryLocked(cur local[S], members []*request[S], updates []Update[S]) ([]Update[S], []Carried) {
 	c := &s.combine
 	c.takenMu.Lock()
 	none := len(c.taken) == 0
 	c.takenMu.Unlock()
-	if none || s.ops == nil || anyTimed(updates) {
+	if none || s.ops == nil || anyTimed(updates) || !onlyOps(members) {
 		return nil, nil
 	}
 	if c.carried.upTo != cur.Revision {
@@ -599,6 +638,19 @@ func (s *Synchronizer[S]) carryLocked(cur local[S], updates []Update[S]) ([]Upda
 		state = applyOne(state, u, cur.Revision+1, now)
 	}
 	return s.carryHandedLocked(cur.Revision, state, len(updates))
+}
+
+// onlyOps: every call of the batch is one an op describes (or it has
+// none of its own): an entry that holds another kind of write (a lease's,
+// a conditional one) carries nobody else's, so that what it says of that
+// write (a registration's revision, say) is its writer's alone.
+func onlyOps[S any](members []*request[S]) bool {
+	for _, m := range members {
+		if m.op == nil && !m.carryOnly {
+			return false
+		}
+	}
+	return true
 }
 
 // mayStillLandLocked is err, the error of a call r with an op, wrapped in

@@ -28,7 +28,7 @@ func (opSetCodec) DecodeOp(op []byte) (func(example.Set) []statesync.Update[exam
 func newOpSet(t *testing.T, log statesync.Log) (*statesync.Synchronizer[example.Set], *turns.Manager) {
 	t.Helper()
 	m := turns.New(turns.Options{FromFirstWrite: true})
-	s := statesync.New[example.Set](log, opSetCodec{}, statesync.WithTurns(m))
+	s := statesync.New[example.Set](log, opSetCodec{}, statesync.WithTurns(m), statesync.WithCombining())
 	if err := s.Initialize(context.Background(), example.SetOf{}); err != nil {
 		t.Fatal(err)
 	}

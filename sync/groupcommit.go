@@ -259,12 +259,12 @@ func (b *batchTry[S]) try(ctx context.Context, attempt int, heldBack time.Durati
 	if len(members) == 1 && members[0].committed {
 		return turns.ErrCommitted
 	}
-	if err := s.readyOpsLocked(members, cur.Revision); err != nil {
+	if err := s.readyOpsLocked(ctx, members, cur.Revision); err != nil {
 		return err
 	}
 	b.updates, b.ends = runAll(members, cur)
 	carried := handedOut(members, b.ends)
-	more, others := s.carryLocked(cur, b.updates)
+	more, others := s.carryLocked(cur, members, b.updates)
 	b.attempt = Attempt{N: attempt, Base: cur.Revision, Updates: len(b.updates) + len(more), HeldBack: heldBack}
 	if len(b.updates)+len(more) == 0 {
 		if len(members) == 1 && members[0].carryOnly {

@@ -107,6 +107,7 @@ type options struct {
 	progress func(done, total uint64)
 	turns    *turns.Manager
 	dropped  func()
+	combine  bool
 }
 
 // WithTurns makes m the synchronizer's contention manager (package turns),
@@ -135,6 +136,11 @@ func WithTrace(fn func(Attempt)) Option { return func(o *options) { o.trace = fn
 func WithApplied[S any](fn func(Applied[S])) Option {
 	return func(o *options) { o.applied = fn }
 }
+
+// WithCombining lets the synchronizer hand its UpdateOp calls, under
+// contention, to the writer under way, and carry those handed to it
+// (combining, see combine.go); its codec must be an OpCodec.
+func WithCombining() Option { return func(o *options) { o.combine = true } }
 
 // WithDropped calls fn each time the synchronizer drops its copy because
 // the log was deleted, or deleted and created again (ErrDeleted,
@@ -175,7 +181,7 @@ func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
 	if s.cm == nil {
 		s.cm = turns.New(turns.Options{})
 	}
-	if ops, ok := codec.(OpCodec[S]); ok {
+	if ops, ok := codec.(OpCodec[S]); ok && o.combine {
 		s.ops = ops
 		s.cm.Takes(s.takeHanded)
 	}
@@ -282,15 +288,20 @@ func (s *Synchronizer[S]) readToLocked(ctx context.Context, cur local[S], target
 // faster (WithBatch); a snapshot, a full batch or the end of the read
 // applies them.
 type catchUp[S any] struct {
-	s            *Synchronizer[S]
-	cur          local[S]
-	pending      []Update[S]
-	revisions    []uint64          // of the entries that carry pending
-	applied      []Applied[S]      // for the applied hook, once the copy shows them
-	speakers     map[string]uint64 // the last entry read of each speaker (see package turns)
-	start, total uint64            // where the read began, and how many entries it covers
-	newest       time.Time         // the log's time on the newest entry read that had one
-	newestAt     uint64            // that entry's revision
+	s         *Synchronizer[S]
+	cur       local[S]
+	pending   []Update[S]
+	revisions []uint64          // of the entries that carry pending
+	applied   []Applied[S]      // for the applied hook, once the copy shows them
+	speakers  map[string]uint64 // the last entry read of each speaker (see package turns)
+	// The speaker of the last entry read with one, its time, and how long
+	// after the entry before it, when that was the same speaker's (else -1).
+	last         string
+	lastTime     time.Time
+	gap          time.Duration
+	start, total uint64    // where the read began, and how many entries it covers
+	newest       time.Time // the log's time on the newest entry read that had one
+	newestAt     uint64    // that entry's revision
 }
 
 // take is the Log.Read callback: it takes in one entry.
@@ -322,7 +333,12 @@ func (c *catchUp[S]) take(e Entry) error {
 		if c.speakers == nil {
 			c.speakers = map[string]uint64{}
 		}
+		c.gap = -1
+		if prev, ok := c.speakers[e.Speaker]; ok && prev == e.Revision-1 && !e.Time.IsZero() && !c.lastTime.IsZero() {
+			c.gap = e.Time.Sub(c.lastTime)
+		}
 		c.speakers[e.Speaker] = e.Revision
+		c.last, c.lastTime = e.Speaker, e.Time
 	}
 	if c.s.applied != nil {
 		if c.applied == nil {
@@ -395,6 +411,7 @@ func (c *catchUp[S]) finish() {
 	c.flush()
 	if c.speakers != nil {
 		c.s.cm.Saw(c.speakers)
+		c.s.cm.SawGap(c.last, c.speakers[c.last], c.gap)
 	}
 	if c.reporting() {
 		c.s.progress(c.total, c.total)
@@ -813,6 +830,7 @@ func (s *Synchronizer[S]) Compact(ctx context.Context, snapshot func(state S) In
 		}
 		// The snapshot is the local state itself, so the copy stays valid
 		// and moves to the snapshot's revision.
+		s.combine.carried.appended(cur.Revision, at.Revision)
 		cur.Revision, cur.compactedAt, cur.id = at.Revision, at.Revision, at.ID
 		s.local.Store(&cur)
 		return nil

@@ -46,6 +46,8 @@ type Options struct {
 	Writers []int
 	// Duration is how long each contended figure runs.
 	Duration time.Duration
+	// Combining opens every config of ours with sharedconfig's Combining.
+	Combining bool
 	// Replicas is the replication factor of every stream and KV bucket the
 	// phases create; 0 means 1. Above 1 the server must be a cluster.
 	Replicas int
@@ -204,6 +206,7 @@ func (r *runner) closeAll() {
 
 // open opens a fresh config on its own connection.
 func (r *runner) open(ctx context.Context, name string, o sharedconfig.Options) (*sharedconfig.Config, error) {
+	o.Combining = o.Combining || r.o.Combining
 	nc, err := r.connect()
 	if err != nil {
 		return nil, err

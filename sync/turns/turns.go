@@ -246,17 +246,19 @@ type Manager struct {
 	unlisten  func()    // stops the listening
 	latest    string    // the speaker of the newest entry read, at latestAt
 	latestAt  uint64
-	carried   bool                       // another writer committed this one's last write
-	takes     func([]byte, func([]byte)) // hears the calls other writers hand this one (Takes)
-	closed    bool                       // listens no more (Synchronizer.Close)
-	waiting   map[string]waiter          // other writers' announced waits, by id
-	changed   chan struct{}              // closed when waiting loses an entry
-	mine      []byte                     // the wait announced and not yet said done to
-	wrote     map[string]uint64          // the newest entry read of each speaker
-	void      map[string]voided          // speakers whose claim came to nothing
-	own       ownTurn
-	landed    time.Time     // when this synchronizer's last append landed
-	tryTime   time.Duration // a moving average of how long a try takes here
+	// latestLoops: that entry came back to back after one of latest's.
+	latestLoops bool
+	carried     bool                       // another writer committed this one's last write
+	takes       func([]byte, func([]byte)) // hears the calls other writers hand this one (Takes)
+	closed      bool                       // listens no more (Synchronizer.Close)
+	waiting     map[string]waiter          // other writers' announced waits, by id
+	changed     chan struct{}              // closed when waiting loses an entry
+	mine        []byte                     // the wait announced and not yet said done to
+	wrote       map[string]uint64          // the newest entry read of each speaker
+	void        map[string]voided          // speakers whose claim came to nothing
+	own         ownTurn
+	landed      time.Time     // when this synchronizer's last append landed
+	tryTime     time.Duration // a moving average of how long a try takes here
 	// trust bounds the grace a waiter's own word about its tries can earn
 	// it: halved by each such claim that came to nothing, so that made-up
 	// waiters that say their tries are slow cost little for long, and
@@ -550,8 +552,19 @@ func (c *Manager) Saw(speakers map[string]uint64) {
 		c.wrote[id] = max(c.wrote[id], rev)
 		delete(c.void, id)
 		if rev > c.latestAt {
-			c.latest, c.latestAt = id, rev
+			c.latest, c.latestAt, c.latestLoops = id, rev, false
 		}
+	}
+}
+
+// SawGap records that the entry at rev, by id, came gap after the entry
+// just before it, which was id's too (gap < 0: it was not, or the log
+// gave no times): a writer whose entries come back to back loops.
+func (c *Manager) SawGap(id string, rev uint64, gap time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id == c.latest && rev == c.latestAt {
+		c.latestLoops = gap >= 0 && gap < c.opt.BackToBack
 	}
 }
 

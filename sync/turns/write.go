@@ -634,16 +634,16 @@ const handWait = 50 * time.Millisecond
 const handAfter = 2
 
 // handToLatest hands w, if it lost handAfter tries, is a one-off write among
-// looping writers (Start), or its writer's last write was committed by
-// another, to the writer of the newest entry read: that one writes now,
+// looping writers (heard waiting, Start, or seen writing back to back in
+// the last read), or its writer's last write was committed by another, to the writer of the newest entry read: that one writes now,
 // and most likely again at once (or carries handed calls on their own). It waits for the answer up to
 // handWait, and returns ErrCommitted if the log shows w committed.
 func (w *Write) handToLatest(ctx context.Context) error {
 	c := w.c
 	c.mu.Lock()
-	to, carried := c.latest, c.carried
+	to, carried, loops := c.latest, c.carried, c.latestLoops
 	c.mu.Unlock()
-	if w.handing == nil || w.handedTo != "" || to == "" || to == c.id || w.lost < handAfter && !w.freshen && !(carried && w.looping) {
+	if w.handing == nil || w.handedTo != "" || to == "" || to == c.id || w.lost < handAfter && !w.freshen && !(carried && w.looping) && !(w.once && loops) {
 		return nil
 	}
 	w.handedTo = to
