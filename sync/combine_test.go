@@ -3,6 +3,7 @@ package statesync_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 	"testing"
@@ -221,5 +222,45 @@ func TestCarriedCallIsDoneWhenTimeRunsOutAfterTheReadThatFoundIt(t *testing.T) {
 	}
 	if err != nil {
 		t.Fatalf("the write, carried once, says: %v", err)
+	}
+}
+
+// A call handed to a writer whose copy is behind it waits there for the
+// copy to reach its window; if the log is then destroyed and created
+// again, the call belongs to the old log: the writer must not carry it
+// into the new one once that one's revisions reach the window.
+func TestHandedCallIsNotCarriedIntoALogCreatedAgain(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New("combine")
+	carrier, carrierTurns := newOpSet(t, log)
+	other, _ := newOpSet(t, log)
+	if err := addMember(ctx, t, log, carrier, "c", 0, ""); err != nil {
+		t.Fatal(err) // it takes calls from its first write on
+	}
+	for i := range 5 {
+		if err := addMember(ctx, t, log, other, "o"+strconv.Itoa(i), 0, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last, _ := log.LastPosition(ctx)
+	data, _ := json.Marshal(map[string]any{"by": "gone", "id": "00000000000000aa", "from": last.Revision, "until": last.Revision + 64, "op": []byte("old")})
+	hctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	log.Hand(hctx, carrierTurns.ID(), data) // the carrier's copy is behind: it keeps the call
+	time.Sleep(5 * time.Millisecond)
+	log.Recreate()
+	if err := addMember(ctx, t, log, carrier, "n", 0, ""); !errors.Is(err, statesync.ErrReplaced) {
+		t.Fatalf("the first write on the new log says %v; want ErrReplaced", err)
+	}
+	if err := carrier.Initialize(ctx, example.SetOf{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		if err := addMember(ctx, t, log, carrier, "n"+strconv.Itoa(i), 0, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := adds(t, log, "old"); n != 0 {
+		t.Fatalf("a call handed in the destroyed log is in the new one %d times", n)
 	}
 }
