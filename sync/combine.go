@@ -405,6 +405,22 @@ func (s *Synchronizer[S]) refuseTaken(ids []string) {
 	}
 }
 
+// dropTaken drops every call other writers handed this one, answering
+// nothing, and what the entries read carried: their windows are revisions
+// of a log deleted (or created again, numbered from 1 again), where a
+// call could otherwise land long after its writer gave up on it.
+func (s *Synchronizer[S]) dropTaken() {
+	c := &s.combine
+	c.carried.reset(0)
+	c.takenMu.Lock()
+	taken := c.taken
+	c.taken, c.lastCarried = nil, 0
+	c.takenMu.Unlock()
+	for _, h := range taken {
+		h.answer(nil)
+	}
+}
+
 // forgetTaken drops the handed calls that landed at rev, answering their
 // writers with rev, and those that can land no more, answering nothing.
 func (s *Synchronizer[S]) forgetTaken(rev uint64, carried []Carried) {

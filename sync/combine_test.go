@@ -2,6 +2,8 @@ package statesync_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 	"testing"
@@ -161,5 +163,104 @@ func TestFalseAnswersDoNotFoolTheHander(t *testing.T) {
 				t.Error("the hander's copy does not show its write")
 			}
 		})
+	}
+}
+
+// cancellingLog is a memlog whose reads end the context cancel ends right
+// after they deliver the entry at revision at.
+type cancellingLog struct {
+	*memlog.Log
+	mu     sync.Mutex
+	at     uint64
+	cancel context.CancelFunc
+}
+
+func (l *cancellingLog) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
+	return l.Log.ReadAfter(ctx, after, upTo, func(e statesync.Entry) error {
+		err := fn(e)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.at != 0 && e.Revision == l.at {
+			l.cancel()
+		}
+		return err
+	})
+}
+
+// A handed call that another writer's entry carried is done, even if the
+// write's time runs out right after the read that found it there: its
+// writer must not say it failed (a user would PUT it again).
+func TestCarriedCallIsDoneWhenTimeRunsOutAfterTheReadThatFoundIt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := &cancellingLog{Log: memlog.New("combine"), cancel: cancel}
+	hander, _ := newOpSet(t, log)
+	stop, err := log.Take("carrier", func(data []byte, answer func([]byte)) {
+		var h struct{ ID string }
+		if err := json.Unmarshal(data, &h); err != nil {
+			t.Error(err)
+		}
+		// Carried, but the answer is lost: the hander finds it by reading.
+		entry, _ := opSetCodec{}.EncodeUpdates([]statesync.Update[example.Set]{example.SetAdd{Member: "x"}})
+		carried := statesync.CarriedContext(turns.SpeakerContext(context.Background(), "carrier"), []statesync.Carried{{ID: h.ID, Start: 0, End: 1}})
+		at, err := log.AppendAfter(carried, statesync.Position{Revision: statesync.AnyRevision}, entry)
+		if err != nil {
+			t.Error(err)
+		}
+		log.mu.Lock()
+		log.at = at.Revision
+		log.mu.Unlock()
+		answer(nil)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	err = addMember(ctx, t, log.Log, hander, "x", 2, "carrier")
+	if n := adds(t, log.Log, "x"); n != 1 {
+		t.Fatalf("the call is in the log %d times; want 1", n)
+	}
+	if err != nil {
+		t.Fatalf("the write, carried once, says: %v", err)
+	}
+}
+
+// A call handed to a writer whose copy is behind it waits there for the
+// copy to reach its window; if the log is then destroyed and created
+// again, the call belongs to the old log: the writer must not carry it
+// into the new one once that one's revisions reach the window.
+func TestHandedCallIsNotCarriedIntoALogCreatedAgain(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New("combine")
+	carrier, carrierTurns := newOpSet(t, log)
+	other, _ := newOpSet(t, log)
+	if err := addMember(ctx, t, log, carrier, "c", 0, ""); err != nil {
+		t.Fatal(err) // it takes calls from its first write on
+	}
+	for i := range 5 {
+		if err := addMember(ctx, t, log, other, "o"+strconv.Itoa(i), 0, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last, _ := log.LastPosition(ctx)
+	data, _ := json.Marshal(map[string]any{"by": "gone", "id": "00000000000000aa", "from": last.Revision, "until": last.Revision + 64, "op": []byte("old")})
+	hctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	log.Hand(hctx, carrierTurns.ID(), data) // the carrier's copy is behind: it keeps the call
+	time.Sleep(5 * time.Millisecond)
+	log.Recreate()
+	if err := addMember(ctx, t, log, carrier, "n", 0, ""); !errors.Is(err, statesync.ErrReplaced) {
+		t.Fatalf("the first write on the new log says %v; want ErrReplaced", err)
+	}
+	if err := carrier.Initialize(ctx, example.SetOf{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		if err := addMember(ctx, t, log, carrier, "n"+strconv.Itoa(i), 0, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := adds(t, log, "old"); n != 0 {
+		t.Fatalf("a call handed in the destroyed log is in the new one %d times", n)
 	}
 }

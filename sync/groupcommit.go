@@ -203,6 +203,11 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 		}
 	}, handing)
 	members := b.members
+	if err != nil && len(members) == 1 && members[0].committed {
+		// The read after a lost try found another writer's entry carrying
+		// the call, and then the time ran out: the call is done.
+		err = turns.ErrCommitted
+	}
 	switch {
 	case errors.Is(err, turns.ErrCommitted):
 		m := members[0]

@@ -43,6 +43,7 @@ func (s *Synchronizer[S]) replacedLocked(ctx context.Context, err error) error {
 // so (WithDropped).
 func (s *Synchronizer[S]) dropLocked() {
 	s.local.Store(&local[S]{})
+	s.dropTaken()
 	if s.dropped != nil {
 		s.dropped()
 	}
