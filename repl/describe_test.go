@@ -47,7 +47,7 @@ func TestDescribeAttemptThatHeldBack(t *testing.T) {
 	}{
 		{statesync.Attempt{N: 1, Base: 7, Updates: 1, Revision: 8}, ".... try 1 on revision 7: committed at revision 8"},
 		{statesync.Attempt{N: 2, Base: 7, Updates: 1, Revision: 9, HeldBack: 3 * time.Millisecond}, ".... try 2 on revision 7, after 3ms waiting for older writers' turns: committed at revision 9"},
-		{statesync.Attempt{N: 3, Base: 9, Revision: 11, HeldBack: 2 * time.Millisecond, Carried: true}, ".... try 3 on revision 9, after 2ms waiting for older writers' turns: handed to the writer under way, whose entry at revision 11 carries it (checked): done"},
+		{statesync.Attempt{N: 3, Base: 9, Revision: 11, HeldBack: 2 * time.Millisecond, Carried: true}, ".... handed on revision 9 to the writer under way, whose entry at revision 11 carries it (checked): done"},
 	} {
 		if got := describeAttempt(tc.a); got != tc.want {
 			t.Errorf("describeAttempt(%+v) = %q\nwant %q", tc.a, got, tc.want)

@@ -464,7 +464,8 @@ func describeAttempt(a statesync.Attempt) string {
 	}
 	switch {
 	case a.Carried:
-		return fmt.Sprintf("%shanded to the writer under way, whose entry at revision %d carries it (checked): done", prefix, a.Revision)
+		// Handed, maybe before any try of its own: no "try N".
+		return fmt.Sprintf(".... handed on revision %d to the writer under way, whose entry at revision %d carries it (checked): done", a.Base, a.Revision)
 	case a.Conflict != nil:
 		at := "has moved on"
 		if a.Conflict.Current != 0 {

@@ -98,6 +98,7 @@ type opCall struct {
 	data        []byte
 	id          string
 	from, until uint64
+	fromID      string // the ID of the entry at from
 	handed      bool   // handed to another writer since it got its id
 	handedTo    string // the last writer it was handed to
 	spent       bool   // an entry carried its id with other updates
@@ -105,11 +106,14 @@ type opCall struct {
 
 // handed is a call as one writer hands it to another.
 type handed struct {
-	By    string `json:"by"` // the speaker id of the writer that handed it
-	ID    string `json:"id"`
-	From  uint64 `json:"from"`
-	Until uint64 `json:"until"`
-	Op    []byte `json:"op"`
+	By   string `json:"by"` // the speaker id of the writer that handed it
+	ID   string `json:"id"`
+	From uint64 `json:"from"`
+	// FromID is the ID of the entry at From: the call is carried only on
+	// the log it was handed on, not on one created again under its name.
+	FromID string `json:"from_id"`
+	Until  uint64 `json:"until"`
+	Op     []byte `json:"op"`
 
 	answer func([]byte) // answers the writer that handed it
 }
@@ -138,22 +142,27 @@ type combining[S any] struct {
 	took        chan struct{}
 }
 
-// carriedIDs remembers which calls the entries of (after, upTo] carried.
+// carriedIDs remembers which calls the entries of (after, upTo] carried,
+// and the IDs of the entries of [after, upTo] (the last 2*opWindow of
+// them), which bind a handed call to the log it was handed on.
 type carriedIDs struct {
 	after, upTo uint64
 	at          map[string]uint64 // op ID -> the revision of the entry that carried it
+	ids         map[uint64]string // revision -> entry ID, where known
 }
 
-// saw records the entry at rev, and the calls it carried: an entry that
-// does not follow the last one seen leaves nothing known before it.
-func (k *carriedIDs) saw(rev uint64, carried []Carried) {
+// saw records the entry at rev, its ID, and the calls it carried: an
+// entry that does not follow the last one seen leaves nothing known
+// before it.
+func (k *carriedIDs) saw(rev uint64, id string, carried []Carried) {
 	if rev != k.upTo+1 {
-		k.reset(rev - 1)
+		k.reset(rev-1, "")
 	}
 	k.upTo = rev
 	if k.at == nil {
 		k.at = map[string]uint64{}
 	}
+	k.noteID(rev, id)
 	for _, c := range carried {
 		k.at[c.ID] = rev
 	}
@@ -167,21 +176,48 @@ func (k *carriedIDs) saw(rev uint64, carried []Carried) {
 	}
 }
 
+// noteID keeps the ID of the entry at rev, and forgets the one 2*opWindow
+// before it.
+func (k *carriedIDs) noteID(rev uint64, id string) {
+	if k.ids == nil {
+		k.ids = map[uint64]string{}
+	}
+	if id != "" {
+		k.ids[rev] = id
+	}
+	if rev > 2*opWindow {
+		delete(k.ids, rev-2*opWindow)
+	}
+}
+
 // appended records this writer's own entries in (after, rev], which
-// carry no calls (a snapshot and its chunks).
-func (k *carriedIDs) appended(after, rev uint64) {
+// carry no calls (a snapshot and its chunks); id is the last one's.
+func (k *carriedIDs) appended(after, rev uint64, id string) {
 	if k.upTo != after {
-		k.reset(rev)
+		k.reset(rev, id)
 		return
 	}
 	k.upTo = rev
+	k.noteID(rev, id)
 }
 
-// reset forgets everything: the copy moved to rev otherwise than by
-// reading or writing the entry after the last one seen.
-func (k *carriedIDs) reset(rev uint64) {
+// reset forgets everything: the copy moved to rev, whose entry has the ID
+// id (if known), otherwise than by reading or writing the entry after the
+// last one seen.
+func (k *carriedIDs) reset(rev uint64, id string) {
 	k.after, k.upTo = rev, rev
 	clear(k.at)
+	clear(k.ids)
+	k.noteID(rev, id)
+}
+
+// idAt is the ID of the entry at rev, if known.
+func (k *carriedIDs) idAt(rev uint64) (string, bool) {
+	if rev < k.after || rev > k.upTo {
+		return "", false
+	}
+	id, ok := k.ids[rev]
+	return id, ok
 }
 
 // landed returns the revision of the entry in (from, upTo] that carried
@@ -358,14 +394,18 @@ func (s *Synchronizer[S]) carryHandedLocked(base uint64, state S, start int) (up
 // carriable runs the handed call h on state, for an append on base, and
 // returns its updates, or false if no append of this writer's can carry
 // it: its window is over, an entry carried it already, or this copy began
-// after its window did (so it cannot know), or it is not a call the codec
-// knows, or writes nothing, or what it writes does not encode.
+// after its window did (so it cannot know), or it was handed on another
+// incarnation of the log, or it is not a call the codec knows, or writes
+// nothing, or what it writes does not encode.
 func (s *Synchronizer[S]) carriable(h handed, base uint64, state S) ([]Update[S], bool) {
 	if base >= h.Until {
 		return nil, false
 	}
 	if rev, known := s.combine.carried.landed(h.ID, h.From); !known || rev != 0 {
 		return nil, false
+	}
+	if id, ok := s.combine.carried.idAt(h.From); !ok || id != h.FromID {
+		return nil, false // handed on another incarnation of the log, or this copy cannot tell
 	}
 	fn, err := s.ops.DecodeOp(h.Op)
 	if err != nil {
@@ -411,7 +451,7 @@ func (s *Synchronizer[S]) refuseTaken(ids []string) {
 // call could otherwise land long after its writer gave up on it.
 func (s *Synchronizer[S]) dropTaken() {
 	c := &s.combine
-	c.carried.reset(0)
+	c.carried.reset(0, "")
 	c.takenMu.Lock()
 	taken := c.taken
 	c.taken, c.lastCarried = nil, 0
@@ -483,6 +523,7 @@ func (s *Synchronizer[S]) readyOpLocked(ctx context.Context, r *request[S], base
 	}
 	delete(c.mine, op.id)
 	op.id, op.from, op.until, op.handed, op.handedTo, op.spent = newOpID(), base, base+opWindow, false, "", false
+	op.fromID = s.local.Load().id // base is the copy's revision
 	return nil
 }
 
@@ -492,13 +533,13 @@ func (s *Synchronizer[S]) readyOpLocked(ctx context.Context, r *request[S], base
 // whether it now does: not if some were compacted away.
 func (s *Synchronizer[S]) rescanLocked(ctx context.Context, from, upTo uint64) bool {
 	var k carriedIDs
-	k.reset(from)
+	k.reset(from, "")
 	errGap := errors.New("a gap")
 	err := s.log.ReadAfter(ctx, Position{Revision: from}, upTo, func(e Entry) error {
 		if e.Revision != k.upTo+1 {
 			return errGap
 		}
-		k.saw(e.Revision, e.Carried)
+		k.saw(e.Revision, e.ID, e.Carried)
 		return nil
 	})
 	if err != nil || k.upTo != upTo {
@@ -519,7 +560,7 @@ func (s *Synchronizer[S]) handing(r *request[S]) *turns.Handing {
 			if s.readyOpLocked(ctx, r, s.local.Load().Revision) != nil {
 				return nil
 			}
-			data, err := json.Marshal(handed{By: s.cm.ID(), ID: r.op.id, From: r.op.from, Until: r.op.until, Op: r.op.data})
+			data, err := json.Marshal(handed{By: s.cm.ID(), ID: r.op.id, From: r.op.from, FromID: r.op.fromID, Until: r.op.until, Op: r.op.data})
 			if err != nil {
 				return nil
 			}
@@ -647,7 +688,7 @@ func (s *Synchronizer[S]) carryLocked(cur local[S], members []*request[S], updat
 		return nil, nil
 	}
 	if c.carried.upTo != cur.Revision {
-		c.carried.reset(cur.Revision)
+		c.carried.reset(cur.Revision, cur.id)
 	}
 	state, now := cur.Value, time.Now()
 	for _, u := range updates {
@@ -675,8 +716,8 @@ func onlyOps[S any](members []*request[S]) bool {
 func (s *Synchronizer[S]) mayStillLandLocked(r *request[S], err error) error {
 	op := r.op
 	delete(s.combine.mine, op.id)
-	if err == nil || !op.handed {
-		return err
+	if err == nil || !op.handed || errors.Is(err, ErrUnknownOutcome) {
+		return err // an unknown outcome says so already
 	}
 	rev, known := s.combine.carried.landed(op.id, op.from)
 	if known && (rev != 0 || s.local.Load().Revision >= op.until) {

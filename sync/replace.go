@@ -47,7 +47,7 @@ func (s *Synchronizer[S]) replaceLocked(ctx context.Context, cur local[S], init 
 	if err != nil {
 		return revisioned[S]{}, s.replacedLocked(ctx, err)
 	}
-	s.combine.carried.appended(cur.Revision, at.Revision)
+	s.combine.carried.appended(cur.Revision, at.Revision, at.ID)
 	st := init.Create(at.Revision)
 	next := local[S]{revisioned: revisioned[S]{Value: st, Revision: at.Revision}, initialized: true, compactedAt: at.Revision, id: at.ID}
 	s.local.Store(&next)

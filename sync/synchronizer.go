@@ -317,7 +317,7 @@ func (c *catchUp[S]) take(e Entry) error {
 	if err != nil {
 		return err
 	}
-	c.s.combine.carried.saw(e.Revision, e.Carried)
+	c.s.combine.carried.saw(e.Revision, e.ID, e.Carried)
 	c.cur.id = e.ID
 	if e.Revision == c.s.readingBack {
 		c.s.readBackAt = e.Time
@@ -535,9 +535,9 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 	}
 	rev := at.Revision
 	if s.combine.carried.upTo != cur.Revision {
-		s.combine.carried.reset(cur.Revision)
+		s.combine.carried.reset(cur.Revision, cur.id)
 	}
-	s.combine.carried.saw(rev, carried)
+	s.combine.carried.saw(rev, at.ID, carried)
 	s.forgetTaken(rev, carried)
 	if anyTimed(updates) {
 		// Only the log knows the time it stored the entry at: read it back.
@@ -830,7 +830,7 @@ func (s *Synchronizer[S]) Compact(ctx context.Context, snapshot func(state S) In
 		}
 		// The snapshot is the local state itself, so the copy stays valid
 		// and moves to the snapshot's revision.
-		s.combine.carried.appended(cur.Revision, at.Revision)
+		s.combine.carried.appended(cur.Revision, at.Revision, at.ID)
 		cur.Revision, cur.compactedAt, cur.id = at.Revision, at.Revision, at.ID
 		s.local.Store(&cur)
 		return nil
