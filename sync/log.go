@@ -41,8 +41,13 @@ type Log interface {
 	// after.Revision, if the log still holds it, is after. Where compaction
 	// has removed entries in that range, reading resumes at the snapshot
 	// that covers them, so the first entry fn sees after a gap is a
-	// snapshot; a gap followed by anything else is an error. Entries that carry no state (for example the pieces of an
-	// unfinished snapshot) may be skipped; foreign ones are delivered with
+	// snapshot; a gap followed by anything else is an error. A gap
+	// followed by nothing (every entry from there to the log's end was
+	// removed, with no snapshot in their place, as a purge by hand does)
+	// holds no state: the read returns an error wrapping ErrEmptied, at
+	// once, rather than wait for entries that will not come. Entries that
+	// carry no state (for example the pieces of an unfinished snapshot)
+	// may be skipped; foreign ones are delivered with
 	// Entry.Foreign set, so that readers can say what they stepped over. An
 	// error from fn stops the read and is returned. upTo == after.Revision
 	// reads nothing; upTo < after.Revision is an error. fn may call
@@ -51,8 +56,9 @@ type Log interface {
 	ReadAfter(ctx context.Context, after Position, upTo uint64, fn func(Entry) error) error
 
 	// LastPosition returns the position of the last entry appended
-	// (Revision 0 for an empty log), with its ID where the log can say it
-	// in the same request: a copy at that entry then knows it has nothing
+	// (Revision 0 for an empty log; an emptied one, see ReadAfter, still
+	// ends at the revision its entries went up to), with its ID where the
+	// log can say it in the same request: a copy at that entry then knows it has nothing
 	// to read, and that the log is still the incarnation it read.
 	LastPosition(ctx context.Context) (Position, error)
 
@@ -112,6 +118,10 @@ var (
 	ErrTooLarge = errors.New("the entry is too large for the log")
 	// ErrDeleted: the log was deleted, and nothing stands under its name.
 	ErrDeleted = errors.New("the log was deleted")
+	// ErrEmptied: the entries a read asked for were removed, with no
+	// snapshot after them (see Log.ReadAfter): the log holds no state, as an
+	// empty log, but its revisions go on from where they were.
+	ErrEmptied = errors.New("the log's entries were removed, with no snapshot in their place")
 )
 
 // ConflictError reports a conditional append that found the log elsewhere

@@ -41,6 +41,15 @@ func (l *Log) Recreate() {
 	l.incarnation++
 }
 
+// Purge models a JetStream stream purged by hand: every entry goes, with
+// no snapshot in their place, and revisions go on from the last (see
+// statesync.ErrEmptied).
+func (l *Log) Purge() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entries = nil
+}
+
 // SetClock makes now the log's clock, the time it stamps on entries (by
 // default time.Now): tests of time-dependent updates (statesync.TimedUpdate) drive it.
 func (l *Log) SetClock(now func() time.Time) {
@@ -129,7 +138,7 @@ func (l *Log) read(ctx context.Context, after, upTo uint64, fn func(statesync.En
 	l.mu.Lock()
 	// Entries are never changed once stored, so a copy of the slice header
 	// is a stable view to read outside the lock.
-	entries := l.entries
+	entries, last := l.entries, l.last
 	l.mu.Unlock()
 	next := after + 1
 	for _, e := range entries {
@@ -153,6 +162,9 @@ func (l *Log) read(ctx context.Context, after, upTo uint64, fn func(statesync.En
 		if e.Revision >= upTo {
 			break // a snapshot that covered the range may lie past it
 		}
+	}
+	if next <= upTo && upTo <= last {
+		return fmt.Errorf("%s: its entries after %d were removed, and no snapshot follows them: %w", l.name, next-1, statesync.ErrEmptied)
 	}
 	return nil
 }
@@ -220,8 +232,9 @@ func (l *Log) LastPosition(ctx context.Context) (statesync.Position, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.last == 0 {
-		return statesync.Position{}, nil
+	if len(l.entries) == 0 {
+		// Empty, or emptied (Purge): no entry to name.
+		return statesync.Position{Revision: l.last}, nil
 	}
 	return statesync.Position{Revision: l.last, ID: fmt.Sprintf("%d.%d", l.incarnation, l.last)}, nil
 }
