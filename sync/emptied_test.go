@@ -91,3 +91,21 @@ func TestCopyOfEmptiedLog(t *testing.T) {
 		t.Fatalf("initial state at %d, want 3", rev)
 	}
 }
+
+// A copy at the log's last entry, which a purge removed, learns that its
+// state went: the log ends where the copy does, but holds nothing.
+func TestCopyAtEndOfEmptiedLog(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New("t")
+	s := newCounter(t, log)
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	log.Purge()
+	if err := s.Fetch(ctx); !errors.Is(err, statesync.ErrEmptied) {
+		t.Fatalf("Fetch of a log emptied at the copy's revision: %v, want ErrEmptied", err)
+	}
+	if _, rev := s.State(); rev != 0 {
+		t.Fatalf("the copy kept a state at %d", rev)
+	}
+}

@@ -45,7 +45,10 @@ type Log interface {
 	// followed by nothing (every entry from there to the log's end was
 	// removed, with no snapshot in their place, as a purge by hand does)
 	// holds no state: the read returns an error wrapping ErrEmptied, at
-	// once, rather than wait for entries that will not come. Entries that
+	// once, rather than wait for entries that will not come. So does a read
+	// whose after has an ID when neither that entry nor any after it is
+	// left, even one up to after.Revision: a copy at the log's end then
+	// learns that its state is gone. Entries that
 	// carry no state (for example the pieces of an unfinished snapshot)
 	// may be skipped; foreign ones are delivered with
 	// Entry.Foreign set, so that readers can say what they stepped over. An

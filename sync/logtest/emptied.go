@@ -21,6 +21,7 @@ func RunEmptied(t *testing.T, newLog func(t *testing.T) (l statesync.Log, empty 
 		})
 	}
 	run("ReadSaysEmptied", testReadSaysEmptied)
+	run("ReadAtEndSaysEmptied", testReadAtEndSaysEmptied)
 	run("SnapshotAfterEmptied", testSnapshotAfterEmptied)
 	run("UpdateAfterEmptied", testUpdateAfterEmptied)
 }
@@ -61,6 +62,16 @@ func testReadSaysEmptied(t *testing.T, l statesync.Log, empty func()) {
 	}
 	if err := readEmptied(t, l, statesync.Position{Revision: 3}, 3); err != nil {
 		t.Fatalf("ReadAfter(3, 3) of an emptied log: %v; want nothing read", err)
+	}
+}
+
+// A read bound to the log's last entry, which is gone, says so: a copy at
+// the log's end learns that its state went.
+func testReadAtEndSaysEmptied(t *testing.T, l statesync.Log, empty func()) {
+	last := appendN(t, l, statesync.Position{}, 2)
+	empty()
+	if err := readEmptied(t, l, last, 2); !errors.Is(err, statesync.ErrEmptied) {
+		t.Fatalf("ReadAfter(%+v, 2) of an emptied log: %v; want ErrEmptied", last, err)
 	}
 }
 

@@ -178,9 +178,14 @@ func (l *Log) ReadAfter(ctx context.Context, after statesync.Position, upTo uint
 		if i >= 0 {
 			found = l.entries[i].ID
 		}
+		// Neither that entry nor any after it is left (Purge).
+		gone := i < 0 && after.Revision <= l.last && (len(l.entries) == 0 || l.entries[len(l.entries)-1].Revision < after.Revision)
 		l.mu.Unlock()
 		if i >= 0 && found != after.ID {
 			return fmt.Errorf("%s: its entry %d is not the one read (%s but %s): %w", l.name, after.Revision, after.ID, found, statesync.ErrReplaced)
+		}
+		if gone && upTo >= after.Revision {
+			return fmt.Errorf("%s: its entries from %d on were removed, and no snapshot follows them: %w", l.name, after.Revision, statesync.ErrEmptied)
 		}
 	}
 	return l.read(ctx, after.Revision, upTo, fn)
