@@ -276,6 +276,13 @@ func (l *Log) readConsumer(ctx context.Context, r *reader, upTo uint64, fn func(
 			l.stream.DeleteConsumer(ctx, name)
 		})
 	}()
+	if info := cons.CachedInfo(); info != nil && info.NumPending == 0 {
+		// Nothing to deliver yet: a replica behind, or entries purged,
+		// which would leave the read waiting for good.
+		if err := l.emptied(ctx, r, upTo); err != nil {
+			return err
+		}
+	}
 	// One timer for the whole read, pushed back at every message, notices a
 	// stalled read (a context per message would cost a timer each). It
 	// times the server, not fn: a slow fn (a big apply) is no stall.
@@ -302,6 +309,24 @@ func (l *Log) readConsumer(ctx context.Context, r *reader, upTo uint64, fn func(
 		}
 		stall.Reset(readStall)
 	}
+}
+
+// emptied returns an error wrapping statesync.ErrEmptied if the stream,
+// as its leader tells, holds nothing from r.next on though its sequence
+// went up to upTo: its messages were purged, and none will come. If the
+// leader does not say, the read waits on, as it would have.
+func (l *Log) emptied(ctx context.Context, r *reader, upTo uint64) error {
+	attempt, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	info, err := l.stream.Info(attempt)
+	if err != nil {
+		return nil
+	}
+	st := info.State
+	if st.LastSeq < upTo || st.Msgs > 0 && st.LastSeq >= r.next {
+		return nil
+	}
+	return fmt.Errorf("%s: reading from %d: the stream holds none of its entries from there to its last, %d (purged), and no snapshot after them: %w", l.name, r.next, st.LastSeq, statesync.ErrEmptied)
 }
 
 // reader turns stream messages into log entries: it notices gaps and
