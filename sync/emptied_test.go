@@ -109,3 +109,31 @@ func TestCopyAtEndOfEmptiedLog(t *testing.T) {
 		t.Fatalf("the copy kept a state at %d", rev)
 	}
 }
+
+// A write from a copy at the log's last entry, which a purge removed,
+// lands nothing (its update would follow no state) and drops the copy;
+// the next Initialize starts the log again after the purged entries.
+func TestWriteFromCopyOfEmptiedLog(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New("t")
+	s := newCounter(t, log)
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	log.Purge()
+	if _, err := increment(ctx, s); !errors.Is(err, statesync.ErrEmptied) {
+		t.Fatalf("a write from a copy of a purged log: %v, want ErrEmptied", err)
+	}
+	if last := lastRevision(t, log); last != 2 {
+		t.Fatalf("the log ends at %d, want 2: nothing written", last)
+	}
+	if err := s.Initialize(ctx, start(0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if st, rev := newCounter(t, log).State(); st != 1 || rev != 4 {
+		t.Fatalf("a new reader has %d at %d, want 1 at 4", st, rev)
+	}
+}

@@ -26,9 +26,12 @@ type Log interface {
 	// AppendAfter adds an update entry if and only if the log's last entry
 	// is last, and returns the new entry's position. If the log has moved
 	// on it returns a *ConflictError (errors.Is(err, ErrConflict)) and
-	// appends nothing. With last.Revision == AnyRevision the append is
-	// unconditional. An append must take effect at most once, even when the
-	// implementation retries after an ambiguous failure.
+	// appends nothing. So it does, also a *ConflictError, when last has an
+	// ID and the log no longer holds that entry (a purge removed it, see
+	// ReadAfter): an update there would follow no state. With
+	// last.Revision == AnyRevision the append is unconditional. An append
+	// must take effect at most once, even when the implementation retries
+	// after an ambiguous failure.
 	AppendAfter(ctx context.Context, last Position, data []byte) (Position, error)
 
 	// CompactAfter appends a snapshot entry on the condition of AppendAfter,

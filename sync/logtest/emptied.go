@@ -24,6 +24,7 @@ func RunEmptied(t *testing.T, newLog func(t *testing.T) (l statesync.Log, empty 
 	run("ReadAtEndSaysEmptied", testReadAtEndSaysEmptied)
 	run("SnapshotAfterEmptied", testSnapshotAfterEmptied)
 	run("UpdateAfterEmptied", testUpdateAfterEmptied)
+	run("AppendAfterPurgedEntry", testAppendAfterPurgedEntry)
 }
 
 // emptiedWithin bounds a read of an emptied log: it must learn that the
@@ -99,5 +100,21 @@ func testUpdateAfterEmptied(t *testing.T, l statesync.Log, empty func()) {
 	err := readEmptied(t, l, statesync.Position{}, 4)
 	if err == nil || errors.Is(err, statesync.ErrEmptied) {
 		t.Fatalf("ReadAfter(0, 4) with an update after a gap: %v; want an error other than ErrEmptied", err)
+	}
+}
+
+// An append bound to the entry the log ended at, which is gone, lands
+// nothing: the writer's state is not the log's any more.
+func testAppendAfterPurgedEntry(t *testing.T, l statesync.Log, empty func()) {
+	last := appendN(t, l, statesync.Position{}, 2)
+	empty()
+	if _, err := l.AppendAfter(ctx(t), last, []byte("u")); !errors.Is(err, statesync.ErrConflict) {
+		t.Fatalf("AppendAfter(%+v) on a log emptied there: %v; want a conflict", last, err)
+	}
+	if _, err := l.CompactAfter(ctx(t), last, []byte("s")); !errors.Is(err, statesync.ErrConflict) {
+		t.Fatalf("CompactAfter(%+v) on a log emptied there: %v; want a conflict", last, err)
+	}
+	if got := lastRevision(t, l); got != 2 {
+		t.Fatalf("LastRevision = %d after refused appends, want 2", got)
 	}
 }

@@ -95,6 +95,9 @@ func (l *Log) add(ctx context.Context, expected uint64, e statesync.Entry) (stat
 	if want := e.ID; want != "" && expected != statesync.AnyRevision && want != fmt.Sprintf("%d.%d", l.incarnation, l.last) {
 		return statesync.Entry{}, fmt.Errorf("%s: its entry %d is not the one read (%s): %w", l.name, l.last, want, statesync.ErrReplaced)
 	}
+	if e.ID != "" && expected != statesync.AnyRevision && len(l.entries) == 0 {
+		return statesync.Entry{}, &statesync.ConflictError{} // the entry was purged
+	}
 	l.last++
 	e.Revision = l.last
 	e.ID = fmt.Sprintf("%d.%d", l.incarnation, l.last)
