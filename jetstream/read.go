@@ -326,7 +326,7 @@ func (l *Log) emptied(ctx context.Context, r *reader, upTo uint64) error {
 	if st.LastSeq < upTo || st.Msgs > 0 && st.LastSeq >= r.next {
 		return nil
 	}
-	return fmt.Errorf("%s: reading from %d: the stream holds none of its entries from there to its last, %d (purged), and no snapshot after them: %w", l.name, r.next, st.LastSeq, statesync.ErrEmptied)
+	return fmt.Errorf("%s: purged up to %d: %w", l.name, st.LastSeq, statesync.ErrEmptied)
 }
 
 // reader turns stream messages into log entries: it notices gaps and
