@@ -261,21 +261,7 @@ func (l *Log) readConsumer(ctx context.Context, r *reader, upTo uint64, fn func(
 	if err != nil {
 		return fmt.Errorf("%s: reading after %d: %w", l.name, r.next-1, describeJSError(err))
 	}
-	defer func() {
-		msgs.Stop()
-		name := cons.CachedInfo().Name
-		// Off the caller's path, as nats.go does when it replaces an
-		// ordered consumer; Close waits for it.
-		l.background.Go(func() {
-			// A user who may not delete it leaves it for the server to
-			// drop (consumerIdle): the refusal ends the wait at once.
-			ctx, release := l.guard(context.Background())
-			defer release()
-			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			l.stream.DeleteConsumer(ctx, name)
-		})
-	}()
+	defer l.stopConsumer(cons, msgs)
 	if info := cons.CachedInfo(); info != nil && info.NumPending == 0 {
 		// Nothing to deliver yet: a replica behind, or entries purged,
 		// which would leave the read waiting for good.
@@ -309,6 +295,23 @@ func (l *Log) readConsumer(ctx context.Context, r *reader, upTo uint64, fn func(
 		}
 		stall.Reset(readStall)
 	}
+}
+
+// stopConsumer stops a read's consumer and deletes it: off the caller's
+// path, as nats.go does when it replaces an ordered consumer; Close waits
+// for it.
+func (l *Log) stopConsumer(cons jetstream.Consumer, msgs jetstream.MessagesContext) {
+	msgs.Stop()
+	name := cons.CachedInfo().Name
+	l.background.Go(func() {
+		// A user who may not delete it leaves it for the server to drop
+		// (consumerIdle): the refusal ends the wait at once.
+		ctx, release := l.guard(context.Background())
+		defer release()
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		l.stream.DeleteConsumer(ctx, name)
+	})
 }
 
 // emptied returns an error wrapping statesync.ErrEmptied if the stream,
