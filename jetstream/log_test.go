@@ -98,6 +98,26 @@ func TestLogIncarnations(t *testing.T) {
 	})
 }
 
+// purgeable opens a log and returns it with a function that purges its
+// stream of every message, as `nats stream purge` does.
+func purgeable(t *testing.T, nc *nats.Conn, open func(*testing.T, *nats.Conn) *jetstream.Log) (statesync.Log, func()) {
+	l := open(t, nc)
+	return l, func() {
+		if err := l.Stream().Purge(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestLogEmptied(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	logtest.RunEmptied(t, func(t *testing.T) (statesync.Log, func()) { return purgeable(t, nc, openLog) })
+	t.Run("ConsumerPath", func(t *testing.T) {
+		logtest.RunEmptied(t, func(t *testing.T) (statesync.Log, func()) { return purgeable(t, nc, openConsumerLog) })
+	})
+}
+
 // openConsumerLog opens a log on a stream created without direct gets (as a
 // user may create it by hand), so that reads use an ordered consumer.
 func openConsumerLog(t *testing.T, nc *nats.Conn) *jetstream.Log {

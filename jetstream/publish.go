@@ -181,7 +181,10 @@ func publishOpts(id string, last statesync.Position) []jetstream.PublishOpt {
 	if last.Revision != statesync.AnyRevision {
 		opts = append(opts, jetstream.WithExpectLastSequence(last.Revision))
 		if last.ID != "" {
-			opts = append(opts, jetstream.WithExpectLastMsgID(last.ID))
+			// The subject's last message too: a purge leaves the stream's
+			// sequence, and its last message id, where they were, but not
+			// the entry, and an update after it would follow no state.
+			opts = append(opts, jetstream.WithExpectLastMsgID(last.ID), jetstream.WithExpectLastSequencePerSubject(last.Revision))
 		}
 	}
 	return opts

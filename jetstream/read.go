@@ -262,21 +262,14 @@ func (l *Log) readConsumer(ctx context.Context, r *reader, upTo uint64, fn func(
 	if err != nil {
 		return fmt.Errorf("%s: reading after %d: %w", l.name, r.next-1, describeJSError(err))
 	}
-	defer func() {
-		msgs.Stop()
-		name := cons.CachedInfo().Name
-		// Off the caller's path, as nats.go does when it replaces an
-		// ordered consumer; Close waits for it.
-		l.background.Go(func() {
-			// A user who may not delete it leaves it for the server to
-			// drop (consumerIdle): the refusal ends the wait at once.
-			ctx, release := l.guard(context.Background())
-			defer release()
-			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			l.stream.DeleteConsumer(ctx, name)
-		})
-	}()
+	defer l.stopConsumer(cons, msgs)
+	if info := cons.CachedInfo(); info != nil && info.NumPending == 0 {
+		// Nothing to deliver yet: a replica behind, or entries purged,
+		// which would leave the read waiting for good.
+		if err := l.emptied(ctx, r, upTo); err != nil {
+			return err
+		}
+	}
 	// One timer for the whole read, pushed back at every message, notices a
 	// stalled read (a context per message would cost a timer each). It
 	// times the server, not fn: a slow fn (a big apply) is no stall.
@@ -303,6 +296,41 @@ func (l *Log) readConsumer(ctx context.Context, r *reader, upTo uint64, fn func(
 		}
 		stall.Reset(readStall)
 	}
+}
+
+// stopConsumer stops a read's consumer and deletes it: off the caller's
+// path, as nats.go does when it replaces an ordered consumer; Close waits
+// for it.
+func (l *Log) stopConsumer(cons jetstream.Consumer, msgs jetstream.MessagesContext) {
+	msgs.Stop()
+	name := cons.CachedInfo().Name
+	l.background.Go(func() {
+		// A user who may not delete it leaves it for the server to drop
+		// (consumerIdle): the refusal ends the wait at once.
+		ctx, release := l.guard(context.Background())
+		defer release()
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		l.stream.DeleteConsumer(ctx, name)
+	})
+}
+
+// emptied returns an error wrapping statesync.ErrEmptied if the stream,
+// as its leader tells, holds nothing from r.next on though its sequence
+// went up to upTo: its messages were purged, and none will come. If the
+// leader does not say, the read waits on, as it would have.
+func (l *Log) emptied(ctx context.Context, r *reader, upTo uint64) error {
+	attempt, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	info, err := l.stream.Info(attempt)
+	if err != nil {
+		return nil
+	}
+	st := info.State
+	if st.LastSeq < upTo || st.Msgs > 0 && st.LastSeq >= r.next {
+		return nil
+	}
+	return fmt.Errorf("%s: purged up to %d: %w", l.name, st.LastSeq, statesync.ErrEmptied)
 }
 
 // reader turns stream messages into log entries: it notices gaps and

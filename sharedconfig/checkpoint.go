@@ -9,17 +9,21 @@ import (
 
 // load makes the local copy current: from the checkpoint resume, if it is
 // one, reading only the entries after it, or else from the whole log
-// (creating the config, empty, if the log holds nothing).
+// (creating the config, empty, if the log holds nothing, unless the
+// process mostly reads: see Options.MostlyReads).
 func (c *Config) load(ctx context.Context, resume []byte) error {
 	if len(resume) > 0 && c.sync.Resume(resume) == nil {
 		err := c.sync.Fetch(ctx)
 		// Replaced: the copy was dropped and the log loaded afresh (or, if
-		// that failed, Initialize below tries again); deleted: Initialize
-		// creates the config again, as opening it without the checkpoint
-		// would.
-		if err == nil || !errors.Is(err, statesync.ErrReplaced) && !errors.Is(err, statesync.ErrDeleted) {
+		// that failed, Initialize below tries again); deleted or emptied:
+		// the copy was dropped, and the log is loaded as opening it
+		// without the checkpoint would.
+		if err == nil || !errors.Is(err, statesync.ErrReplaced) && !errors.Is(err, statesync.ErrDeleted) && !errors.Is(err, statesync.ErrEmptied) {
 			return err
 		}
+	}
+	if c.opts.MostlyReads {
+		return c.sync.Fetch(ctx)
 	}
 	return c.sync.Initialize(ctx, snapshotUpdate{State{}})
 }

@@ -86,7 +86,9 @@ type Options struct {
 	// MostlyReads: the process joins the writers' turns (and says hello to
 	// them) only at its first conditional write, not when it opens the
 	// config, so that one that only reads adds nothing to their traffic
-	// (turns.Options.FromFirstWrite).
+	// (turns.Options.FromFirstWrite). Nor does Open write the initial
+	// state of a log that holds none (never written, or emptied by a
+	// purge): the config reads as empty, and its first write creates it.
 	MostlyReads bool
 	// TurnsTrust, if set, is what an earlier process of this writer
 	// learned of other writers' words about their slow tries
@@ -124,7 +126,7 @@ type Config struct {
 var ErrNotUTF8 = errors.New("keys, values and lease names must be UTF-8 text")
 
 // Open opens the shared config held in log, initialising it as empty if the
-// log is empty and loading it otherwise. When the log holds an entry that
+// log holds no state (unless Options.MostlyReads) and loading it otherwise. When the log holds an entry that
 // cannot be read, Open returns the config at its last good state together
 // with a *DamagedError: reads work, writes fail, Repair mends it.
 func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
@@ -238,8 +240,9 @@ func updateAt[R any](ctx context.Context, c *Config, fn func(State) ([]statesync
 		}
 	}
 	if _, rev := c.sync.State(); rev == 0 {
-		// The log was deleted under this process, which said so: a write
-		// creates the config again, empty, as opening it would.
+		// The log was deleted or emptied under this process, which said
+		// so, or it held no state when a process that mostly reads opened
+		// it: a write creates the config, empty, as opening it would.
 		if err := c.sync.Initialize(ctx, snapshotUpdate{State{}}); err != nil {
 			var zero R
 			return zero, State{}, err

@@ -74,5 +74,8 @@ func (s *Synchronizer[S]) sameLengthLocked(ctx context.Context, cur local[S]) (u
 	if errors.Is(err, ErrReplaced) {
 		return s.reloadedLocked(ctx, err)
 	}
+	if errors.Is(err, ErrEmptied) { // its entry went, and nothing came after
+		return s.emptiedLocked(cur.initialized, cur.Revision, err)
+	}
 	return cur.Revision, err
 }

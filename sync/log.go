@@ -26,9 +26,12 @@ type Log interface {
 	// AppendAfter adds an update entry if and only if the log's last entry
 	// is last, and returns the new entry's position. If the log has moved
 	// on it returns a *ConflictError (errors.Is(err, ErrConflict)) and
-	// appends nothing. With last.Revision == AnyRevision the append is
-	// unconditional. An append must take effect at most once, even when the
-	// implementation retries after an ambiguous failure.
+	// appends nothing. So it does, also a *ConflictError, when last has an
+	// ID and the log no longer holds that entry (a purge removed it, see
+	// ReadAfter): an update there would follow no state. With
+	// last.Revision == AnyRevision the append is unconditional. An append
+	// must take effect at most once, even when the implementation retries
+	// after an ambiguous failure.
 	AppendAfter(ctx context.Context, last Position, data []byte) (Position, error)
 
 	// CompactAfter appends a snapshot entry on the condition of AppendAfter,
@@ -41,8 +44,16 @@ type Log interface {
 	// after.Revision, if the log still holds it, is after. Where compaction
 	// has removed entries in that range, reading resumes at the snapshot
 	// that covers them, so the first entry fn sees after a gap is a
-	// snapshot; a gap followed by anything else is an error. Entries that carry no state (for example the pieces of an
-	// unfinished snapshot) may be skipped; foreign ones are delivered with
+	// snapshot; a gap followed by anything else is an error. A gap
+	// followed by nothing (every entry from there to the log's end was
+	// removed, with no snapshot in their place, as a purge by hand does)
+	// holds no state: the read returns an error wrapping ErrEmptied, at
+	// once, rather than wait for entries that will not come. So does a read
+	// whose after has an ID when neither that entry nor any after it is
+	// left, even one up to after.Revision: a copy at the log's end then
+	// learns that its state is gone. Entries that
+	// carry no state (for example the pieces of an unfinished snapshot)
+	// may be skipped; foreign ones are delivered with
 	// Entry.Foreign set, so that readers can say what they stepped over. An
 	// error from fn stops the read and is returned. upTo == after.Revision
 	// reads nothing; upTo < after.Revision is an error. fn may call
@@ -51,8 +62,9 @@ type Log interface {
 	ReadAfter(ctx context.Context, after Position, upTo uint64, fn func(Entry) error) error
 
 	// LastPosition returns the position of the last entry appended
-	// (Revision 0 for an empty log), with its ID where the log can say it
-	// in the same request: a copy at that entry then knows it has nothing
+	// (Revision 0 for an empty log; an emptied one, see ReadAfter, still
+	// ends at the revision its entries went up to), with its ID where the
+	// log can say it in the same request: a copy at that entry then knows it has nothing
 	// to read, and that the log is still the incarnation it read.
 	LastPosition(ctx context.Context) (Position, error)
 
@@ -143,6 +155,10 @@ var (
 	ErrTooLarge = errors.New("the entry is too large for the log")
 	// ErrDeleted: the log was deleted, and nothing stands under its name.
 	ErrDeleted = errors.New("the log was deleted")
+	// ErrEmptied: the entries a read asked for were removed, with no
+	// snapshot after them (see Log.ReadAfter): the log holds no state, as an
+	// empty log, but its revisions go on from where they were.
+	ErrEmptied = errors.New("the log's entries were removed, with no snapshot in their place")
 )
 
 // ConflictError reports a conditional append that found the log elsewhere

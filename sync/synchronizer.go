@@ -280,6 +280,9 @@ func (s *Synchronizer[S]) readToLocked(ctx context.Context, cur local[S], target
 	if errors.Is(err, ErrReplaced) {
 		return s.reloadedLocked(ctx, err)
 	}
+	if errors.Is(err, ErrEmptied) {
+		return s.emptiedLocked(cur.initialized, target, err)
+	}
 	return c.cur.Revision, err
 }
 
@@ -761,9 +764,15 @@ func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S])
 		if _, err := s.fetchLocked(ctx, last.Revision); err != nil {
 			return err
 		}
-		return s.ensureInitializedLocked(ctx)
+		if s.local.Load().initialized {
+			return nil
+		}
+		// Read to its end, the log holds no initial state (its entries
+		// were removed, see ErrEmptied): as an empty log, it takes init
+		// after them.
+		last = s.local.Load().position()
 	}
-	at, err := s.log.CompactAfter(ctx, Position{}, data)
+	at, err := s.log.CompactAfter(ctx, last, data)
 	if err == nil {
 		rev := at.Revision
 		s.local.Store(&local[S]{revisioned: revisioned[S]{Value: init.Create(rev), Revision: rev}, initialized: true, compactedAt: rev, id: at.ID})

@@ -19,3 +19,10 @@ func TestMemLogIncarnations(t *testing.T) {
 		return l, l.Recreate
 	})
 }
+
+func TestMemLogEmptied(t *testing.T) {
+	logtest.RunEmptied(t, func(t *testing.T) (statesync.Log, func()) {
+		l := memlog.New(t.Name())
+		return l, l.Purge
+	})
+}

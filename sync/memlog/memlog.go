@@ -42,6 +42,15 @@ func (l *Log) Recreate() {
 	l.incarnation++
 }
 
+// Purge models a JetStream stream purged by hand: every entry goes, with
+// no snapshot in their place, and revisions go on from the last (see
+// statesync.ErrEmptied).
+func (l *Log) Purge() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entries = nil
+}
+
 // SetClock makes now the log's clock, the time it stamps on entries (by
 // default time.Now): tests of time-dependent updates (statesync.TimedUpdate) drive it.
 func (l *Log) SetClock(now func() time.Time) {
@@ -87,6 +96,9 @@ func (l *Log) add(ctx context.Context, expected uint64, e statesync.Entry) (stat
 	if want := e.ID; want != "" && expected != statesync.AnyRevision && want != fmt.Sprintf("%d.%d", l.incarnation, l.last) {
 		return statesync.Entry{}, fmt.Errorf("%s: its entry %d is not the one read (%s): %w", l.name, l.last, want, statesync.ErrReplaced)
 	}
+	if e.ID != "" && expected != statesync.AnyRevision && len(l.entries) == 0 {
+		return statesync.Entry{}, &statesync.ConflictError{} // the entry was purged
+	}
 	l.last++
 	e.Revision = l.last
 	e.ID = fmt.Sprintf("%d.%d", l.incarnation, l.last)
@@ -130,7 +142,7 @@ func (l *Log) read(ctx context.Context, after, upTo uint64, fn func(statesync.En
 	l.mu.Lock()
 	// Entries are never changed once stored, so a copy of the slice header
 	// is a stable view to read outside the lock.
-	entries := l.entries
+	entries, last := l.entries, l.last
 	l.mu.Unlock()
 	next := after + 1
 	for _, e := range entries {
@@ -155,6 +167,9 @@ func (l *Log) read(ctx context.Context, after, upTo uint64, fn func(statesync.En
 			break // a snapshot that covered the range may lie past it
 		}
 	}
+	if next <= upTo && upTo <= last {
+		return fmt.Errorf("%s: its entries after %d were removed, and no snapshot follows them: %w", l.name, next-1, statesync.ErrEmptied)
+	}
 	return nil
 }
 
@@ -167,9 +182,14 @@ func (l *Log) ReadAfter(ctx context.Context, after statesync.Position, upTo uint
 		if i >= 0 {
 			found = l.entries[i].ID
 		}
+		// Neither that entry nor any after it is left (Purge).
+		gone := i < 0 && after.Revision <= l.last && (len(l.entries) == 0 || l.entries[len(l.entries)-1].Revision < after.Revision)
 		l.mu.Unlock()
 		if i >= 0 && found != after.ID {
 			return fmt.Errorf("%s: its entry %d is not the one read (%s but %s): %w", l.name, after.Revision, after.ID, found, statesync.ErrReplaced)
+		}
+		if gone && upTo >= after.Revision {
+			return fmt.Errorf("%s: its entries from %d on were removed, and no snapshot follows them: %w", l.name, after.Revision, statesync.ErrEmptied)
 		}
 	}
 	return l.read(ctx, after.Revision, upTo, fn)
@@ -264,8 +284,9 @@ func (l *Log) LastPosition(ctx context.Context) (statesync.Position, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.last == 0 {
-		return statesync.Position{}, nil
+	if len(l.entries) == 0 {
+		// Empty, or emptied (Purge): no entry to name.
+		return statesync.Position{Revision: l.last}, nil
 	}
 	return statesync.Position{Revision: l.last, ID: fmt.Sprintf("%d.%d", l.incarnation, l.last)}, nil
 }

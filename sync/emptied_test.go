@@ -1,0 +1,139 @@
+package statesync_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/memlog"
+)
+
+// emptiedLog is a log whose three entries were purged (memlog.Purge), as a
+// JetStream stream emptied by hand: it holds no state, and ends at 3.
+func emptiedLog(t *testing.T) *memlog.Log {
+	t.Helper()
+	log := memlog.New("t")
+	s := newCounter(t, log)
+	for range 2 {
+		if _, err := increment(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log.Purge()
+	return log
+}
+
+// A log that holds no state, though its revisions went up to 3, is as an
+// empty one: Initialize writes the initial state after 3.
+func TestInitializeEmptiedLog(t *testing.T) {
+	ctx := context.Background()
+	log := emptiedLog(t)
+	s := statesync.New[counter](log, counterCodec)
+	if err := s.Initialize(ctx, start(7)); err != nil {
+		t.Fatalf("Initialize on an emptied log: %v", err)
+	}
+	if st, rev := s.State(); st != 7 || rev != 4 {
+		t.Fatalf("state %d at %d, want the initial 7 at 4", st, rev)
+	}
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	other := newCounter(t, log)
+	if st, rev := other.State(); st != 8 || rev != 5 {
+		t.Fatalf("another reader has %d at %d, want 8 at 5", st, rev)
+	}
+}
+
+// A Fetch of an emptied log by a synchronizer that holds no state reads
+// it as empty, and writes nothing.
+func TestFetchEmptiedLogWritesNothing(t *testing.T) {
+	log := emptiedLog(t)
+	s := statesync.New[counter](log, counterCodec)
+	for range 2 {
+		if err := s.Fetch(context.Background()); err != nil {
+			t.Fatalf("Fetch of an emptied log: %v", err)
+		}
+	}
+	if st, rev := s.State(); st != 0 || rev != 0 {
+		t.Fatalf("state %d at %d, want none", st, rev)
+	}
+	if last := lastRevision(t, log); last != 3 {
+		t.Fatalf("the log ends at %d after reads, want 3", last)
+	}
+}
+
+// A copy that held state, of a log since emptied and written past, loses
+// that state and says why: the next write must not append an update that
+// no initial state precedes. Initialize then starts the log again.
+func TestCopyOfEmptiedLog(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New("t")
+	s := newCounter(t, log)
+	other := newCounter(t, log)
+	if _, err := increment(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	log.Purge()
+	if err := s.Fetch(ctx); !errors.Is(err, statesync.ErrEmptied) {
+		t.Fatalf("Fetch of a log emptied under the copy: %v, want ErrEmptied", err)
+	}
+	if _, rev := s.State(); rev != 0 {
+		t.Fatalf("the copy kept a state at %d", rev)
+	}
+	if _, err := increment(ctx, s); err == nil {
+		t.Fatal("an update without an initial state landed")
+	}
+	if err := s.Initialize(ctx, start(0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, rev := s.State(); rev != 3 {
+		t.Fatalf("initial state at %d, want 3", rev)
+	}
+}
+
+// A copy at the log's last entry, which a purge removed, learns that its
+// state went: the log ends where the copy does, but holds nothing.
+func TestCopyAtEndOfEmptiedLog(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New("t")
+	s := newCounter(t, log)
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	log.Purge()
+	if err := s.Fetch(ctx); !errors.Is(err, statesync.ErrEmptied) {
+		t.Fatalf("Fetch of a log emptied at the copy's revision: %v, want ErrEmptied", err)
+	}
+	if _, rev := s.State(); rev != 0 {
+		t.Fatalf("the copy kept a state at %d", rev)
+	}
+}
+
+// A write from a copy at the log's last entry, which a purge removed,
+// lands nothing (its update would follow no state) and drops the copy;
+// the next Initialize starts the log again after the purged entries.
+func TestWriteFromCopyOfEmptiedLog(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New("t")
+	s := newCounter(t, log)
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	log.Purge()
+	if _, err := increment(ctx, s); !errors.Is(err, statesync.ErrEmptied) {
+		t.Fatalf("a write from a copy of a purged log: %v, want ErrEmptied", err)
+	}
+	if last := lastRevision(t, log); last != 2 {
+		t.Fatalf("the log ends at %d, want 2: nothing written", last)
+	}
+	if err := s.Initialize(ctx, start(0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if st, rev := newCounter(t, log).State(); st != 1 || rev != 4 {
+		t.Fatalf("a new reader has %d at %d, want 1 at 4", st, rev)
+	}
+}
