@@ -52,11 +52,11 @@ type OpCodec[S any] interface {
 
 // UpdateOp is UpdateState for a call that op describes: bytes the codec's
 // DecodeOp (the codec must be an OpCodec) turns into a function that does
-// what fn does. When it meets contention it is handed to the writer under
-// way, which commits it with its own updates (combining, see above); fn's
-// result is then that of its run on the state just before its updates in
-// that writer's entry. Without an
-// OpCodec it is UpdateState. fn must not return TimedUpdates: their effect
+// what fn does. With WithCombining, when it meets contention it is handed
+// to the writer under way, which commits it with its own updates
+// (combining, see above); fn's result is then that of its run on the state
+// just before its updates in that writer's entry. Otherwise, or with no
+// op, it is UpdateState. fn must not return TimedUpdates: their effect
 // depends on when the entry is stored, which the writer that commits them
 // would have to read back; nor may it decide to write nothing, since only
 // the call's updates in an entry bind it there, so that it is never done

@@ -508,20 +508,7 @@ func (s *Synchronizer[S]) notifyApplied(a Applied[S]) {
 // after this call's own updates in the batch's entry, without those of the
 // calls batched after it.
 func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(state S) ([]Update[S], R)) (R, S, error) {
-	var result R
-	r := &request[S]{ctx: ctx, done: make(chan struct{}), turn: make(chan struct{})}
-	r.run = func(state S) []Update[S] {
-		var updates []Update[S]
-		updates, result = fn(state)
-		return updates
-	}
-	s.submit(r)
-	if r.err != nil {
-		var zero R
-		var none S
-		return zero, none, r.err
-	}
-	return result, r.after.Value, nil
+	return UpdateOp(ctx, s, fn, nil)
 }
 
 // commitLocked appends updates on the condition that the log is still at
