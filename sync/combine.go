@@ -140,6 +140,10 @@ type combining[S any] struct {
 	// call handed. Under takenMu.
 	lastCarried int
 	took        chan struct{}
+
+	// carryingAt is when this writer last appended or read an entry that
+	// carries calls: under the synchronizer's mu.
+	carryingAt time.Time
 }
 
 // carriedIDs remembers which calls the entries of (after, upTo] carried,
@@ -345,6 +349,30 @@ func (s *Synchronizer[S]) awaitHandsLocked(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// handersRead is how long after an entry that carries calls a compaction
+// waits, so that the writers of those calls, answered with its revision,
+// read the entry before the compaction drops it: they read it within a
+// millisecond or so as a rule, and one that reads it only after the
+// compaction can no longer tell whether its call landed.
+const handersRead = 50 * time.Millisecond
+
+// letHandersReadLocked waits, with the lock released, until handersRead
+// after the newest entry this writer knows of that carries calls.
+func (s *Synchronizer[S]) letHandersReadLocked(ctx context.Context) {
+	wait := handersRead - time.Since(s.combine.carryingAt)
+	if s.combine.carryingAt.IsZero() || wait <= 0 {
+		return
+	}
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -29,7 +30,13 @@ func (opSetCodec) DecodeOp(op []byte) (func(example.Set) []statesync.Update[exam
 // newOpSet is a synchronizer of a set over log whose adds may be handed.
 func newOpSet(t *testing.T, log statesync.Log) (*statesync.Synchronizer[example.Set], *turns.Manager) {
 	t.Helper()
-	m := turns.New(turns.Options{FromFirstWrite: true})
+	return newOpSetWith(t, log, turns.Options{FromFirstWrite: true})
+}
+
+// newOpSetWith is newOpSet with turns' options o.
+func newOpSetWith(t *testing.T, log statesync.Log, o turns.Options) (*statesync.Synchronizer[example.Set], *turns.Manager) {
+	t.Helper()
+	m := turns.New(o)
 	s := statesync.New[example.Set](log, opSetCodec{}, statesync.WithTurns(m), statesync.WithCombining())
 	if err := s.Initialize(context.Background(), example.SetOf{}); err != nil {
 		t.Fatal(err)
@@ -262,5 +269,60 @@ func TestHandedCallIsNotCarriedIntoALogCreatedAgain(t *testing.T) {
 	}
 	if n := adds(t, log, "old"); n != 0 {
 		t.Fatalf("a call handed in the destroyed log is in the new one %d times", n)
+	}
+}
+
+// slowReads is a log whose reads start late, as a loaded process's do.
+type slowReads struct {
+	*memlog.Log
+	delay time.Duration
+}
+
+func (l slowReads) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
+	time.Sleep(l.delay)
+	return l.Log.ReadAfter(ctx, after, upTo, fn)
+}
+
+// A compaction right after an entry that carries another writer's call
+// waits for that writer to read it: had it dropped the entry first, the
+// writer could not tell whether its call landed, and would say its
+// outcome is unknown. The hander's second write is handed at once (its
+// last was carried).
+func TestCompactionWaitsForTheCarriedCallsWriters(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New("combine")
+	carrier, carrierTurns := newOpSet(t, log)
+	if err := addMember(ctx, t, log, carrier, "c", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	// A hander that never says it waits, so that no turn of its holds
+	// the carrier's compaction back.
+	hander, _ := newOpSetWith(t, slowReads{Log: log, delay: 10 * time.Millisecond}, turns.Options{FromFirstWrite: true, AnnounceAfter: 100})
+	if err := addMember(ctx, t, log, hander, "x", 2, carrierTurns.ID()); err != nil {
+		t.Fatalf("the first handed write: %v", err)
+	}
+	last, _ := log.LastPosition(ctx)
+	compacted := make(chan error, 1)
+	go func() {
+		// Compact as soon as the carrier's next entry lands: the hander
+		// is then still reading up to it.
+		for {
+			if at, _ := log.LastPosition(ctx); at.Revision > last.Revision {
+				compacted <- carrier.Compact(ctx, func(s example.Set) statesync.InitialUpdate[example.Set] {
+					return example.SetOf{Members: slices.Collect(s.Members())}
+				})
+				return
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	if err := addMember(ctx, t, log, hander, "y", 0, ""); err != nil {
+		t.Fatalf("the second handed write: %v", err)
+	}
+	if err := <-compacted; err != nil {
+		t.Fatal(err)
+	}
+	if state, _ := hander.State(); !state.Has("y") {
+		t.Error("the hander's copy does not show its write")
 	}
 }

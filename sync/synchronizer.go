@@ -321,6 +321,9 @@ func (c *catchUp[S]) take(e Entry) error {
 		return err
 	}
 	c.s.combine.carried.saw(e.Revision, e.ID, e.Carried)
+	if len(e.Carried) > 0 {
+		c.s.combine.carryingAt = time.Now()
+	}
 	c.cur.id = e.ID
 	if e.Revision == c.s.readingBack {
 		c.s.readBackAt = e.Time
@@ -528,6 +531,9 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 		s.combine.carried.reset(cur.Revision, cur.id)
 	}
 	s.combine.carried.saw(rev, at.ID, carried)
+	if len(carried) > 0 {
+		s.combine.carryingAt = time.Now()
+	}
 	s.forgetTaken(rev, carried)
 	if anyTimed(updates) {
 		// Only the log knows the time it stored the entry at: read it back.
@@ -815,6 +821,7 @@ func (s *Synchronizer[S]) Compact(ctx context.Context, snapshot func(state S) In
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.retryOnConflictLocked(ctx, func(int, time.Duration) error {
+		s.letHandersReadLocked(ctx) // also after a catch-up that read such entries
 		cur := *s.local.Load()
 		data, err := s.codec.EncodeInitial(snapshot(cur.Value))
 		if err != nil {
