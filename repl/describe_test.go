@@ -47,6 +47,7 @@ func TestDescribeAttemptThatHeldBack(t *testing.T) {
 	}{
 		{statesync.Attempt{N: 1, Base: 7, Updates: 1, Revision: 8}, ".... try 1 on revision 7: committed at revision 8"},
 		{statesync.Attempt{N: 2, Base: 7, Updates: 1, Revision: 9, HeldBack: 3 * time.Millisecond}, ".... try 2 on revision 7, after 3ms waiting for older writers' turns: committed at revision 9"},
+		{statesync.Attempt{N: 1, Base: 9, Updates: 1, Conflict: &statesync.ConflictError{Current: 12}, CaughtUp: 9, Stopped: true}, ".... try 1 on revision 9: conflict, the stream is at revision 12; caught up to revision 9, then stopped"},
 		{statesync.Attempt{N: 3, Base: 9, Revision: 11, HeldBack: 2 * time.Millisecond, Carried: true}, ".... handed on revision 9 to the writer under way, whose entry at revision 11 carries it (checked): done"},
 	} {
 		if got := describeAttempt(tc.a); got != tc.want {

@@ -88,12 +88,14 @@ type jsonReply struct {
 }
 
 type jsonTrace struct {
-	Attempt   int    `json:"attempt"`
-	Base      uint64 `json:"base_revision"`
-	Updates   int    `json:"updates"`
-	Conflict  bool   `json:"conflict,omitempty"`
-	StreamAt  uint64 `json:"stream_revision,omitempty"`
-	CaughtUp  uint64 `json:"caught_up_to,omitempty"`
+	Attempt  int    `json:"attempt"`
+	Base     uint64 `json:"base_revision"`
+	Updates  int    `json:"updates"`
+	Conflict bool   `json:"conflict,omitempty"`
+	StreamAt uint64 `json:"stream_revision,omitempty"`
+	CaughtUp uint64 `json:"caught_up_to,omitempty"`
+	// Stopped: no try came after this conflict's (see statesync.Attempt).
+	Stopped   bool   `json:"stopped,omitempty"`
 	Committed uint64 `json:"committed_at,omitempty"`
 	// HeldBackMS: how long the try waited for older writers' turns.
 	HeldBackMS float64 `json:"held_back_ms,omitempty"`

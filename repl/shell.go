@@ -433,7 +433,7 @@ func (sh *Shell) Attempt(a statesync.Attempt) {
 		}
 		t.Carried = a.Carried
 		if a.Conflict != nil {
-			t.Conflict, t.StreamAt, t.CaughtUp = true, a.Conflict.Current, a.CaughtUp
+			t.Conflict, t.StreamAt, t.CaughtUp, t.Stopped = true, a.Conflict.Current, a.CaughtUp, a.Stopped
 		}
 		if background { // an event of its own, not a try of the next command
 			sh.printJSONAsync(struct {
@@ -474,6 +474,9 @@ func describeAttempt(a statesync.Attempt) string {
 		what := "conflict, the stream " + at
 		if a.Updates == 0 {
 			what = "nothing to write, but the stream " + at
+		}
+		if a.Stopped { // the catch-up failed or the time ran out: the next line says which
+			return fmt.Sprintf("%s%s; caught up to revision %d, then stopped", prefix, what, a.CaughtUp)
 		}
 		return fmt.Sprintf("%s%s; caught up to revision %d, trying again", prefix, what, a.CaughtUp)
 	case a.Updates == 0:

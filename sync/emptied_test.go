@@ -137,3 +137,24 @@ func TestWriteFromCopyOfEmptiedLog(t *testing.T) {
 		t.Fatalf("a new reader has %d at %d, want 1 at 4", st, rev)
 	}
 }
+
+// A try that lost, whose catch-up then failed (here: the log was emptied
+// under the copy), is the write's last: its Attempt says it stopped, so
+// that a trace does not say it is "trying again" right before the error.
+func TestTraceOfLostTryWhoseCatchUpFailed(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New("t")
+	var tries []statesync.Attempt
+	s := newCounter(t, log, statesync.WithTrace(func(a statesync.Attempt) { tries = append(tries, a) }))
+	other := newCounter(t, log)
+	if _, err := increment(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	log.Purge()
+	if _, err := increment(ctx, s); !errors.Is(err, statesync.ErrEmptied) {
+		t.Fatalf("a write from a copy of a log since emptied: %v, want ErrEmptied", err)
+	}
+	if len(tries) != 1 || tries[0].Conflict == nil || !tries[0].Stopped {
+		t.Fatalf("tries %+v, want one conflict that stopped", tries)
+	}
+}

@@ -196,8 +196,8 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 	}
 	lost, err := s.retryLocked(ctx, func(attempt int, heldBack time.Duration) error {
 		return b.try(ctx, attempt, heldBack)
-	}, func(conflict *ConflictError, caughtUp uint64) {
-		b.attempt.Conflict, b.attempt.CaughtUp = conflict, caughtUp
+	}, func(conflict *ConflictError, caughtUp uint64, stopped bool) {
+		b.attempt.Conflict, b.attempt.CaughtUp, b.attempt.Stopped = conflict, caughtUp, stopped
 		if !batch[0].carryOnly {
 			s.traceAttempt(b.attempt)
 		}

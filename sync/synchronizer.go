@@ -88,6 +88,9 @@ type Attempt struct {
 	// revision the synchronizer caught up to before the next try.
 	Conflict *ConflictError
 	CaughtUp uint64
+	// Stopped: after the conflict the write made no next try, since its
+	// catch-up failed or its context ended (its error says which).
+	Stopped bool
 	// HeldBack is how long the try waited, before it ran, for older
 	// writers' turns (see package turns).
 	HeldBack time.Duration
@@ -585,15 +588,16 @@ func (s *Synchronizer[S]) confirmCurrentLocked(ctx context.Context, cur local[S]
 // retryOnConflictLocked runs try, one conditional write based on the local
 // copy, until it succeeds or fails with anything but a conflict. After each
 // conflict it catches up to the revision the log reported, tells caughtUp
-// (if set) how far it got, and tries again at once.
-func (s *Synchronizer[S]) retryOnConflictLocked(ctx context.Context, try func(attempt int, heldBack time.Duration) error, caughtUp func(*ConflictError, uint64)) error {
+// (if set) how far it got and whether it stopped there (the catch-up
+// failed, or ctx ended), and tries again at once unless it stopped.
+func (s *Synchronizer[S]) retryOnConflictLocked(ctx context.Context, try func(attempt int, heldBack time.Duration) error, caughtUp func(*ConflictError, uint64, bool)) error {
 	lost, err := s.retryLocked(ctx, try, caughtUp, nil)
 	return gaveUp(ctx, lost, err)
 }
 
 // retryLocked is retryOnConflictLocked without the naming of the error: it
 // returns the error that stopped it and how many tries in a row it had lost.
-func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int, heldBack time.Duration) error, caughtUp func(*ConflictError, uint64), handing *turns.Handing) (lost int, err error) {
+func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int, heldBack time.Duration) error, caughtUp func(*ConflictError, uint64, bool), handing *turns.Handing) (lost int, err error) {
 	if err := s.ensureInitializedLocked(ctx); err != nil {
 		return 0, err
 	}
@@ -624,16 +628,16 @@ func (s *Synchronizer[S]) retryLocked(ctx context.Context, try func(attempt int,
 		}
 		w.Lost(conflict.Current)
 		rev, err := s.fetchLocked(ctx, conflict.Current)
+		if err == nil {
+			// A writer that lost is current again: it tries at once
+			// (unless an older writer waits for its turn, see package
+			// turns), while its context lasts.
+			err = ctx.Err()
+		}
 		if caughtUp != nil {
-			caughtUp(conflict, rev)
+			caughtUp(conflict, rev, err != nil)
 		}
 		if err != nil {
-			return attempt, err
-		}
-		// A writer that lost is current again: it tries at once (unless an
-		// older writer waits for its turn, see package turns), while its
-		// context lasts.
-		if err := ctx.Err(); err != nil {
 			return attempt, err
 		}
 	}
