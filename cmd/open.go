@@ -152,6 +152,11 @@ func (s *session) cutWhenSignalled(ctx context.Context) (stop func()) {
 	}
 }
 
+// minConnectTimeout is the least time a connection is given, whatever
+// --timeout says: a command's budget is for its requests, and a short one
+// must not turn a slow handshake into a failure to connect.
+const minConnectTimeout = time.Second
+
 // dial connects as the flags, the NATS context and the environment say,
 // and describes how for STATUS.
 func (f *rootFlags) dial(ctx context.Context) (*nats.Conn, string, error) {
@@ -159,6 +164,12 @@ func (f *rootFlags) dial(ctx context.Context) (*nats.Conn, string, error) {
 	via, err := f.source.apply(&conn.opts)
 	if err != nil {
 		return nil, "", &exitError{exitStartup, err}
+	}
+	if conn.opts.Timeout == 0 {
+		// A server that takes the connection and then says nothing (one
+		// stopped with SIGSTOP) is waited for as long as a command would
+		// wait for it, not nats.go's default.
+		conn.opts.Timeout = max(f.timeout, minConnectTimeout)
 	}
 	nc, err := conn.connect(ctx)
 	if err != nil {
