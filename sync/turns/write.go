@@ -164,8 +164,9 @@ func (w *Write) End(landed bool) {
 
 // EndCommitted ends the part of a write that another writer committed
 // (ErrCommitted): it landed, but this writer holds no turn for it. Its
-// wait stays said for its next back-to-back write, which holds back and is
-// handed again; with no such write within BackToBack, it says done.
+// next back-to-back write is handed at once (handToLatest); a wait it said
+// stays said for that write, and with no such write within BackToBack it
+// says done.
 func (w *Write) EndCommitted() {
 	c := w.c
 	c.mu.Lock()
