@@ -94,9 +94,12 @@ func listCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 		rows = append(rows, []string{c.Scope, c.Name, note, strconv.FormatUint(c.LastRevision, 10), last})
 		item := map[string]any{"scope": c.Scope, "name": c.Name, "stream": c.Stream, "revision": c.LastRevision,
 			"entries": c.Entries, "bytes": c.Bytes, "replicas": c.Replicas}
-		if c.LastRevision == 0 { // no entry has a revision 0
+		switch {
+		case c.LastRevision == 0: // no entry has a revision 0
 			delete(item, "revision")
 			item["note"] = "no entries: created, never written"
+		case c.Entries == 0:
+			item["note"] = "no entries: purged by hand (a write starts it afresh, empty)"
 		}
 		if props >= 0 {
 			item["properties"] = props

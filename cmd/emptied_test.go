@@ -76,8 +76,8 @@ func TestConfigWithNoStateReadsEmpty(t *testing.T) {
 	t.Run("Purged", func(t *testing.T) {
 		e.t = t
 		readsWriteNothing(t, e, nc)
-		if out := e.quick("admin", "", "-o", "json", "list"); !strings.Contains(out, `"properties":0`) {
-			t.Errorf("list: %q; want the config with 0 properties", out)
+		if out := e.quick("admin", "", "-o", "json", "list"); !strings.Contains(out, `"properties":0`) || !strings.Contains(out, `purged by hand`) {
+			t.Errorf("list: %q; want the config with 0 properties, said to be purged", out)
 		}
 		if out := e.quick("admin", "", "repair"); !strings.Contains(out, "nothing to repair") {
 			t.Errorf("repair: %q; want nothing to repair", out)
