@@ -446,7 +446,12 @@ func (l *Log) Hand(ctx context.Context, to string, data []byte) ([]byte, error) 
 	if !validToken(to) {
 		return nil, fmt.Errorf("%q names no writer", to)
 	}
-	m, err := l.nc.RequestWithContext(ctx, l.subject+TurnsSuffix+"."+to, data)
+	msg := nats.NewMsg(l.subject + TurnsSuffix + "." + to)
+	msg.Data = data
+	if l.writer != "" {
+		msg.Header.Set(HeaderWriter, l.writer) // so that the entry can name who handed it
+	}
+	m, err := l.nc.RequestMsgWithContext(ctx, msg)
 	if err != nil {
 		return nil, err
 	}
@@ -454,12 +459,12 @@ func (l *Log) Hand(ctx context.Context, to string, data []byte) ([]byte, error) 
 }
 
 // Take implements turns.Carrier with a plain subscription.
-func (l *Log) Take(id string, fn func(data []byte, answer func([]byte))) (stop func(), err error) {
+func (l *Log) Take(id string, fn func(data []byte, writer string, answer func([]byte))) (stop func(), err error) {
 	if !validToken(id) {
 		return nil, fmt.Errorf("%q names no writer", id)
 	}
 	sub, err := l.nc.Subscribe(l.subject+TurnsSuffix+"."+id, func(m *nats.Msg) {
-		fn(m.Data, func(a []byte) {
+		fn(m.Data, m.Header.Get(HeaderWriter), func(a []byte) {
 			if m.Reply != "" {
 				m.Respond(a) // a hint: a lost answer costs the writer a wait
 			}

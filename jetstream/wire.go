@@ -1,8 +1,10 @@
 package jetstream
 
 import (
+	"encoding/base64"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
@@ -40,7 +42,8 @@ func (l *Log) newMsg(kind string, data []byte) *nats.Msg {
 }
 
 // carriedHeader is the value of HeaderCarried for an entry carrying
-// carried: "id:start:end" for each call, comma-separated.
+// carried: "id:start:end" for each call, comma-separated, and ":" and the
+// base64 (URL alphabet, unpadded) of the name its writer goes by, if any.
 func carriedHeader(carried []statesync.Carried) string {
 	b := make([]byte, 0, 32*len(carried))
 	for i, c := range carried {
@@ -50,13 +53,20 @@ func carriedHeader(carried []statesync.Carried) string {
 		b = append(append(b, c.ID...), ':')
 		b = append(strconv.AppendInt(b, int64(c.Start), 10), ':')
 		b = strconv.AppendInt(b, int64(c.End), 10)
+		if c.Writer != "" {
+			b = base64.RawURLEncoding.AppendEncode(append(b, ':'), []byte(c.Writer))
+		}
 	}
 	return string(b)
 }
 
-// maxCarriedRead bounds the calls a read takes from an entry's header:
-// anyone can write one.
-const maxCarriedRead = 64
+// maxCarriedRead bounds the calls a read takes from an entry's header,
+// and maxCarriedWriter the name of the writer each names: anyone can write
+// one.
+const (
+	maxCarriedRead   = 64
+	maxCarriedWriter = 1024
+)
 
 // parseCarried reads a HeaderCarried value; nil if it is not one.
 func parseCarried(v string) []statesync.Carried {
@@ -70,15 +80,22 @@ func parseCarried(v string) []statesync.Carried {
 	carried := make([]statesync.Carried, 0, len(parts))
 	for _, p := range parts {
 		f := strings.Split(p, ":")
-		if len(f) != 3 || f[0] == "" || len(f[0]) > 32 {
+		if len(f) != 3 && len(f) != 4 || f[0] == "" || len(f[0]) > 32 {
 			return nil
+		}
+		var writer []byte
+		if len(f) == 4 {
+			var err error
+			if writer, err = base64.RawURLEncoding.DecodeString(f[3]); err != nil || len(writer) > maxCarriedWriter || !utf8.Valid(writer) {
+				return nil
+			}
 		}
 		start, err1 := strconv.ParseUint(f[1], 10, 31)
 		end, err2 := strconv.ParseUint(f[2], 10, 31)
 		if err1 != nil || err2 != nil || start > end {
 			return nil
 		}
-		carried = append(carried, statesync.Carried{ID: f[0], Start: int(start), End: int(end)})
+		carried = append(carried, statesync.Carried{ID: f[0], Start: int(start), End: int(end), Writer: string(writer)})
 	}
 	return carried
 }

@@ -344,6 +344,9 @@ func opsFields(ops []sharedconfig.Op) []fields {
 		if op.Kind == "put" {
 			o["value"] = op.Value
 		}
+		if op.HandedBy != "" {
+			o["handed_by"] = op.HandedBy
+		}
 		leaseOpFields(o, op)
 		list = append(list, o)
 	}
@@ -378,7 +381,11 @@ func describeChange(ch sharedconfig.Change) (operation, arguments string) {
 		switch op.Kind {
 		case "put":
 			ops = append(ops, "PUT")
-			args = append(args, previewQuoted(op.Key)+" , "+previewQuoted(op.Value))
+			a := previewQuoted(op.Key) + " , " + previewQuoted(op.Value)
+			if op.HandedBy != "" {
+				a += " (handed by " + previewed(op.HandedBy) + ")"
+			}
+			args = append(args, a)
 		case "remove":
 			ops = append(ops, "REMOVE")
 			args = append(args, previewQuoted(op.Key))
@@ -469,6 +476,10 @@ func runHistory(ctx context.Context, sh *Shell, args []string) reply {
 			if !removed {
 				value += " (lease " + Quote(op.Lease) + ")"
 			}
+		}
+		if op.HandedBy != "" {
+			f["handed_by"] = op.HandedBy
+			value += " (handed by " + previewed(op.HandedBy) + ")"
 		}
 		if !ch.Time.IsZero() {
 			f["time"] = ch.Time.UTC().Format(time.RFC3339Nano)

@@ -18,6 +18,8 @@ func TestDescribeLeaseChanges(t *testing.T) {
 		{sharedconfig.Change{Ops: []sharedconfig.Op{{Kind: "register_lease", Lease: "L", Holder: "h", TTL: 10 * time.Second}}}, "REGISTER_LEASE", "L , 10s held by h"},
 		{sharedconfig.Change{Ops: []sharedconfig.Op{{Kind: "put", Key: "k", Value: "v", Lease: "L"}}}, "PUT_WITH_LEASE", "k , v , L"},
 		{sharedconfig.Change{Ops: []sharedconfig.Op{{Kind: "put", Key: "k", Value: "v"}}}, "PUT", "k , v"},
+		// A PUT another writer handed over (combining) names it, escaped.
+		{sharedconfig.Change{Ops: []sharedconfig.Op{{Kind: "put", Key: "k", Value: "v", HandedBy: "bob\x1b[2J"}}}, "PUT", `k , v (handed by "bob\x1b[2J")`},
 		{sharedconfig.Change{Ops: []sharedconfig.Op{{Kind: "expire_lease", Lease: "a, b"}}}, "EXPIRE_LEASE", `"a, b"`},
 	} {
 		if op, args := describeChange(c.ch); op != c.op || args != c.args {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -38,7 +39,7 @@ func TestCombinedPutsLandOnceEach(t *testing.T) {
 	var carried atomic.Int64
 	configs := make([]*sharedconfig.Config, writers)
 	for i := range configs {
-		configs[i] = openNamed(t, srv, "combined", sharedconfig.Options{Combining: true, Trace: func(a statesync.Attempt) {
+		configs[i] = openNamed(t, srv, "combined", fmt.Sprint("w", i), sharedconfig.Options{Combining: true, Trace: func(a statesync.Attempt) {
 			if a.Carried {
 				carried.Add(1)
 			}
@@ -83,6 +84,24 @@ func TestCombinedPutsLandOnceEach(t *testing.T) {
 	for _, ch := range changes {
 		for _, op := range ch.Ops {
 			seen[op.Value]++
+			// A PUT in another writer's entry names the writer that
+			// handed it (values are "writer:n").
+			if by := "w" + strings.Split(op.Value, ":")[0]; op.Kind == "put" && by != ch.Writer && op.HandedBy != by {
+				t.Errorf("PUT %s, in %s's entry %d, says it was handed by %q", op.Value, ch.Writer, ch.Revision, op.HandedBy)
+			}
+		}
+	}
+	// And a key's history says so too.
+	for i := range writers {
+		key, by := fmt.Sprint("k", i), fmt.Sprint("w", i)
+		keyChanges, err := configs[0].History(ctx, key, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range keyChanges {
+			if op := ch.Ops; len(op) == 1 && op[0].Kind == "put" && ch.Writer != by && op[0].HandedBy != by {
+				t.Errorf("%s's change at %d, in %s's entry, says it was handed by %q", key, ch.Revision, ch.Writer, op[0].HandedBy)
+			}
 		}
 	}
 	counts := map[putOutcome]int{}
@@ -108,10 +127,11 @@ func TestCombinedPutsLandOnceEach(t *testing.T) {
 	}
 }
 
-// openNamed opens the config test/name on a connection of its own.
-func openNamed(t *testing.T, srv *localserver.Server, name string, o sharedconfig.Options) *sharedconfig.Config {
+// openNamed opens the config test/name on a connection of its own, as the
+// writer named writer.
+func openNamed(t *testing.T, srv *localserver.Server, name, writer string, o sharedconfig.Options) *sharedconfig.Config {
 	t.Helper()
-	log, err := jetstream.OpenLog(context.Background(), jstest.Connect(t, srv), "test", name, jetstream.LogOptions{})
+	log, err := jetstream.OpenLog(context.Background(), jstest.Connect(t, srv), "test", name, jetstream.LogOptions{Writer: writer})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,10 @@ type Op struct {
 	// Registration: the registration a refresh or revocation is for (0:
 	// any, in entries written before registrations had one).
 	Registration uint64
+	// HandedBy, on a put the entry's writer committed for another writer
+	// that handed it over (combining), is the name that writer goes by:
+	// shown, not trusted, since anyone can hand calls.
+	HandedBy string
 }
 
 func (o Op) String() string {
@@ -94,6 +98,16 @@ func changeOf(e statesync.Entry, updates []statesync.Update[State], snapshot Sta
 		return ch
 	}
 	ch.Ops = opsOf(updates)
+	if len(ch.Ops) == len(updates) {
+		for _, c := range e.Carried {
+			if c.Writer == "" || c.Writer == e.Writer || c.End > len(ch.Ops) {
+				continue
+			}
+			for i := c.Start; i < c.End; i++ {
+				ch.Ops[i].HandedBy = c.Writer
+			}
+		}
+	}
 	return ch
 }
 
@@ -279,7 +293,7 @@ func keyChange(ch Change, key string, before, after State, updates []statesync.U
 	ch.Ended = nil
 	switch {
 	case has && (!had || now.Revision != was.Revision):
-		ch.Ops = []Op{{Kind: "put", Key: key, Value: now.Value, Lease: now.Lease}}
+		ch.Ops = []Op{{Kind: "put", Key: key, Value: now.Value, Lease: now.Lease, HandedBy: handedBy(ch.Ops, key)}}
 	case had && !has:
 		ch.Ops = []Op{{Kind: "remove", Key: key, Lease: was.Lease}}
 		for _, e := range endedLeases(before, after, updates) {
@@ -292,6 +306,17 @@ func keyChange(ch Change, key string, before, after State, updates []statesync.U
 		return ch, false
 	}
 	return ch, true
+}
+
+// handedBy is the writer that handed the entry's last put of key to its
+// writer, if one did (Op.HandedBy).
+func handedBy(ops []Op, key string) string {
+	for i := len(ops) - 1; i >= 0; i-- {
+		if ops[i].Kind == "put" && ops[i].Key == key {
+			return ops[i].HandedBy
+		}
+	}
+	return ""
 }
 
 // Status is what STATUS shows.

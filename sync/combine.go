@@ -91,6 +91,8 @@ const (
 	maxCarried = 15
 	maxHanded  = 64
 	maxOpBytes = 16 << 10
+	// maxWriterName bounds the name a handed call's writer goes by.
+	maxWriterName = 1024
 )
 
 // opCall is a request's op, as its writer hands it.
@@ -116,6 +118,7 @@ type handed struct {
 	Op     []byte `json:"op"`
 
 	answer func([]byte) // answers the writer that handed it
+	writer string       // the name its writer's writes go by, if given
 }
 
 // newOpID names a call's op.
@@ -239,7 +242,7 @@ func (k *carriedIDs) landed(id string, from uint64) (rev uint64, known bool) {
 // takeHanded keeps a call another writer handed this one, for its next
 // append. It checks only the form: what a call does is checked when an
 // append takes it.
-func (s *Synchronizer[S]) takeHanded(data []byte, answer func([]byte)) {
+func (s *Synchronizer[S]) takeHanded(data []byte, writer string, answer func([]byte)) {
 	if len(data) > 2*maxOpBytes+256 {
 		answer(nil)
 		return
@@ -250,7 +253,10 @@ func (s *Synchronizer[S]) takeHanded(data []byte, answer func([]byte)) {
 		answer(nil)
 		return
 	}
-	h.answer = answer
+	h.answer, h.writer = answer, writer
+	if len(h.writer) > maxWriterName {
+		h.writer = ""
+	}
 	c := &s.combine
 	c.takenMu.Lock()
 	var dropped handed
@@ -412,7 +418,7 @@ func (s *Synchronizer[S]) carryHandedLocked(base uint64, state S, start int) (up
 			state = applyOne(state, u, base+1, now)
 		}
 		updates = append(updates, mine...)
-		carried = append(carried, Carried{ID: h.ID, Start: start, End: start + len(mine)})
+		carried = append(carried, Carried{ID: h.ID, Start: start, End: start + len(mine), Writer: h.writer})
 		start += len(mine)
 	}
 	s.refuseTaken(never)

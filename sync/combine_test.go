@@ -98,7 +98,7 @@ func TestHandedCallIsNeverCarriedTwice(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var kept []byte
-	stop, err := log.Take("silent", func(data []byte, _ func([]byte)) {
+	stop, err := log.Take("silent", func(data []byte, _ string, _ func([]byte)) {
 		mu.Lock()
 		defer mu.Unlock()
 		kept = data
@@ -148,7 +148,7 @@ func TestFalseAnswersDoNotFoolTheHander(t *testing.T) {
 			ctx := context.Background()
 			log := memlog.New("combine")
 			hander, _ := newOpSet(t, log)
-			stop, err := log.Take("liar", func(_ []byte, answer func([]byte)) {
+			stop, err := log.Take("liar", func(_ []byte, _ string, answer func([]byte)) {
 				last, _ := log.LastPosition(ctx)
 				answer([]byte(lie(last.Revision)))
 			})
@@ -202,7 +202,7 @@ func TestCarriedCallIsDoneWhenTimeRunsOutAfterTheReadThatFoundIt(t *testing.T) {
 	defer cancel()
 	log := &cancellingLog{Log: memlog.New("combine"), cancel: cancel}
 	hander, _ := newOpSet(t, log)
-	stop, err := log.Take("carrier", func(data []byte, answer func([]byte)) {
+	stop, err := log.Take("carrier", func(data []byte, _ string, answer func([]byte)) {
 		var h struct{ ID string }
 		if err := json.Unmarshal(data, &h); err != nil {
 			t.Error(err)

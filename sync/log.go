@@ -116,6 +116,10 @@ type Entry struct {
 type Carried struct {
 	ID         string
 	Start, End int
+	// Writer is the name the writes of the writer that handed the call go
+	// by (Entry.Writer), if it gave one: for display only, since anyone
+	// can hand calls.
+	Writer string
 }
 
 type carriedKey struct{}

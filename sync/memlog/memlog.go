@@ -21,7 +21,7 @@ type Log struct {
 	last      uint64
 	notifiers map[int]func()
 	listeners map[int]func([]byte)
-	takers    map[string]map[int]func([]byte, func([]byte)) // by the id they take for
+	takers    map[string]map[int]func([]byte, string, func([]byte)) // by the id they take for
 	nextID    int
 	now       func() time.Time // the log's clock: statesync.Entry.Time
 	// incarnation counts the times the log was created (see Recreate); it
@@ -230,7 +230,7 @@ func (l *Log) Listen(fn func(word []byte)) (stop func(), err error) {
 // Hand implements turns.Carrier: the first taker for to answers.
 func (l *Log) Hand(ctx context.Context, to string, data []byte) ([]byte, error) {
 	l.mu.Lock()
-	var taker func([]byte, func([]byte))
+	var taker func([]byte, string, func([]byte))
 	for _, fn := range l.takers[to] {
 		taker = fn
 		break
@@ -241,7 +241,7 @@ func (l *Log) Hand(ctx context.Context, to string, data []byte) ([]byte, error) 
 	}
 	answer := make(chan []byte, 1)
 	var once sync.Once
-	taker(slices.Clone(data), func(a []byte) { once.Do(func() { answer <- slices.Clone(a) }) })
+	taker(slices.Clone(data), "", func(a []byte) { once.Do(func() { answer <- slices.Clone(a) }) })
 	select {
 	case a := <-answer:
 		return a, nil
@@ -251,14 +251,14 @@ func (l *Log) Hand(ctx context.Context, to string, data []byte) ([]byte, error) 
 }
 
 // Take implements turns.Carrier.
-func (l *Log) Take(id string, fn func(data []byte, answer func([]byte))) (stop func(), err error) {
+func (l *Log) Take(id string, fn func(data []byte, writer string, answer func([]byte))) (stop func(), err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.takers == nil {
-		l.takers = map[string]map[int]func([]byte, func([]byte)){}
+		l.takers = map[string]map[int]func([]byte, string, func([]byte)){}
 	}
 	if l.takers[id] == nil {
-		l.takers[id] = map[int]func([]byte, func([]byte)){}
+		l.takers[id] = map[int]func([]byte, string, func([]byte)){}
 	}
 	n := l.nextID
 	l.nextID++

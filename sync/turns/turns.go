@@ -174,16 +174,17 @@ type Carrier interface {
 	// an error when none came before ctx ended (or nobody listens).
 	Hand(ctx context.Context, to string, data []byte) ([]byte, error)
 	// Take calls fn, from another goroutine, with what anyone hands the
-	// writer named id, and a function that answers it (once; it may be
-	// called later, from any goroutine), until stop is called. fn must not
-	// block.
-	Take(id string, fn func(data []byte, answer func([]byte))) (stop func(), err error)
+	// writer named id, the name the hander's writes go by (its log's
+	// writer, for display; empty if it gave none), and a function that
+	// answers it (once; it may be called later, from any goroutine), until
+	// stop is called. fn must not block.
+	Take(id string, fn func(data []byte, writer string, answer func([]byte))) (stop func(), err error)
 }
 
 // Takes makes fn hear what other writers hand this one, once it listens
 // (a log that is not a Carrier hands nothing). Call it before the
 // synchronizer loads the state.
-func (c *Manager) Takes(fn func(data []byte, answer func([]byte))) {
+func (c *Manager) Takes(fn func(data []byte, writer string, answer func([]byte))) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.takes = fn
@@ -248,14 +249,14 @@ type Manager struct {
 	latestAt  uint64
 	// latestLoops: that entry came back to back after one of latest's.
 	latestLoops bool
-	carried     bool                       // another writer committed this one's last write
-	takes       func([]byte, func([]byte)) // hears the calls other writers hand this one (Takes)
-	closed      bool                       // listens no more (Synchronizer.Close)
-	waiting     map[string]waiter          // other writers' announced waits, by id
-	changed     chan struct{}              // closed when waiting loses an entry
-	mine        []byte                     // the wait announced and not yet said done to
-	wrote       map[string]uint64          // the newest entry read of each speaker
-	void        map[string]voided          // speakers whose claim came to nothing
+	carried     bool                               // another writer committed this one's last write
+	takes       func([]byte, string, func([]byte)) // hears the calls other writers hand this one (Takes)
+	closed      bool                               // listens no more (Synchronizer.Close)
+	waiting     map[string]waiter                  // other writers' announced waits, by id
+	changed     chan struct{}                      // closed when waiting loses an entry
+	mine        []byte                             // the wait announced and not yet said done to
+	wrote       map[string]uint64                  // the newest entry read of each speaker
+	void        map[string]voided                  // speakers whose claim came to nothing
 	own         ownTurn
 	landed      time.Time     // when this synchronizer's last append landed
 	tryTime     time.Duration // a moving average of how long a try takes here
