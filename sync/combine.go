@@ -389,6 +389,36 @@ func (c *combining[S]) anyTaken() bool {
 	return len(c.taken) > 0
 }
 
+// readCombinedLocked records what entry e, read into the copy, says of
+// the calls it carries. Only a combining synchronizer keeps what entries
+// carried; any notes when one carried calls, for its compactions.
+func (s *Synchronizer[S]) readCombinedLocked(e Entry) {
+	if len(e.Carried) > 0 {
+		s.combine.carryingAt = time.Now()
+	}
+	if s.ops != nil {
+		s.combine.carried.saw(e.Revision, e.ID, e.Carried)
+	}
+}
+
+// wroteCombinedLocked records this writer's entry at at, appended on cur,
+// which carries the calls carried, and answers the writers that handed
+// them.
+func (s *Synchronizer[S]) wroteCombinedLocked(cur local[S], at Position, carried []Carried) {
+	if len(carried) > 0 {
+		s.combine.carryingAt = time.Now()
+	}
+	if s.ops == nil {
+		return
+	}
+	k := &s.combine.carried
+	if k.upTo != cur.Revision {
+		k.reset(cur.Revision, cur.id)
+	}
+	k.saw(at.Revision, at.ID, carried)
+	s.forgetTaken(at.Revision, carried)
+}
+
 // carryHandedLocked runs the calls other writers handed this one that an
 // append on base may carry, on state, after updates of this writer's own
 // that end at start, and returns their updates and what the entry is to

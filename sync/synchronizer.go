@@ -323,10 +323,7 @@ func (c *catchUp[S]) take(e Entry) error {
 	if err != nil {
 		return err
 	}
-	c.s.combine.carried.saw(e.Revision, e.ID, e.Carried)
-	if len(e.Carried) > 0 {
-		c.s.combine.carryingAt = time.Now()
-	}
+	c.s.readCombinedLocked(e)
 	c.cur.id = e.ID
 	if e.Revision == c.s.readingBack {
 		c.s.readBackAt = e.Time
@@ -530,14 +527,7 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 		return 0, s.replacedLocked(ctx, err)
 	}
 	rev := at.Revision
-	if s.combine.carried.upTo != cur.Revision {
-		s.combine.carried.reset(cur.Revision, cur.id)
-	}
-	s.combine.carried.saw(rev, at.ID, carried)
-	if len(carried) > 0 {
-		s.combine.carryingAt = time.Now()
-	}
-	s.forgetTaken(rev, carried)
+	s.wroteCombinedLocked(cur, at, carried)
 	if anyTimed(updates) {
 		// Only the log knows the time it stored the entry at: read it back.
 		return rev, s.readBackLocked(ctx, rev)
