@@ -10,7 +10,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -131,12 +130,11 @@ func raceWithoutExitSleep() string {
 }
 
 func freePort(t interface{ Fatal(...any) }) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := localserver.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }
 
 // repl is a sharedconfig process driven through pipes, as a user in a

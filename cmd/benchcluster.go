@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"time"
@@ -18,11 +17,11 @@ const benchClusterSize = 3
 // loopback ports, each with its store under dir, and waits until it has a
 // meta leader. It returns the client URLs and a function that stops them.
 func startBenchCluster(dir string, n int) (urls string, stop func(), err error) {
-	clientPorts, err := freeLoopbackPorts(n)
+	clientPorts, err := localserver.FreePorts(n)
 	if err != nil {
 		return "", nil, err
 	}
-	clusterPorts, err := freeLoopbackPorts(n)
+	clusterPorts, err := localserver.FreePorts(n)
 	if err != nil {
 		return "", nil, err
 	}
@@ -59,26 +58,4 @@ func startBenchCluster(dir string, n int) (urls string, stop func(), err error) 
 		}
 	}
 	return strings.Join(clientURLs, ","), stop, nil
-}
-
-// freeLoopbackPorts finds n ports free on 127.0.0.1 now. A node's routes
-// name every node's cluster port before it starts, so the ports are chosen
-// up front; another process taking one in between fails the start clearly.
-func freeLoopbackPorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

@@ -52,13 +52,11 @@ func localPort(dir string) (string, error) {
 	if p, ok, err := knownLocalPort(dir); ok || err != nil {
 		return p, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	free, err := localserver.FreePorts(1)
 	if err != nil {
 		return "", fmt.Errorf("finding a free port for the local server: %w", err)
 	}
-	free := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	port, err := localserver.ClaimPort(dir, free)
+	port, err := localserver.ClaimPort(dir, free[0])
 	return strconv.Itoa(port), err
 }
 

@@ -28,15 +28,34 @@ func Server(t testing.TB) *localserver.Server {
 }
 
 // ServerAt starts a server on listen with its store in dir, shut down when
-// the test ends (or earlier, by the test).
+// the test ends (or earlier, by the test). A port of 0 is replaced by a free
+// port outside the kernel's ephemeral range, so that a test that stops the
+// server and starts it again on the same address does not find the port
+// taken by some connection's local end meanwhile.
 func ServerAt(t testing.TB, dir, listen string) *localserver.Server {
 	t.Helper()
-	s, err := localserver.StartServer(localserver.ServerOptions{Listen: listen, DataDir: dir})
+	if host, port, err := net.SplitHostPort(listen); err == nil && port == "0" {
+		listen = net.JoinHostPort(host, strconv.Itoa(freePorts(t, 1)[0]))
+	}
+	s, err := startServer(localserver.ServerOptions{Listen: listen, DataDir: dir})
 	if err != nil {
 		t.Fatalf("starting the test server: %v", err)
 	}
 	t.Cleanup(s.Shutdown)
 	return s
+}
+
+// startServer starts a server, trying again for a while when its port is
+// still in use: another test's port check may hold it for a moment.
+func startServer(o localserver.ServerOptions) (*localserver.Server, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := localserver.StartServer(o)
+		if err == nil || !strings.Contains(err.Error(), "address already in use") || time.Now().After(deadline) {
+			return s, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // NATS starts a plain nats-server with the given options on a free
@@ -123,7 +142,7 @@ func Cluster(t testing.TB, n int) []*Node {
 // Start starts the node.
 func (n *Node) Start(t testing.TB) {
 	t.Helper()
-	s, err := localserver.StartServer(n.Opts)
+	s, err := startServer(n.Opts)
 	if err != nil {
 		t.Fatalf("starting %s: %v", n.Opts.ServerName, err)
 	}
@@ -142,18 +161,9 @@ func URLs(nodes []*Node) string {
 
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	var ports []int
-	var listeners []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range listeners {
-		l.Close()
+	ports, err := localserver.FreePorts(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }
