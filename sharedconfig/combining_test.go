@@ -42,6 +42,9 @@ func TestCombinedPutsLandOnceEach(t *testing.T) {
 		configs[i] = openNamed(t, srv, "combined", fmt.Sprint("w", i), sharedconfig.Options{Combining: true, Trace: func(a statesync.Attempt) {
 			if a.Carried {
 				carried.Add(1)
+				if a.Updates != 1 || a.Revision == 0 {
+					t.Errorf("a carried PUT is traced with %d updates at revision %d, not its 1 update at the carrying entry's", a.Updates, a.Revision)
+				}
 			}
 		}})
 	}

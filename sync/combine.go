@@ -704,7 +704,7 @@ func (s *Synchronizer[S]) settleLocked(before S, e Entry) {
 		for _, u := range mine {
 			state = applyOne(state, u, e.Revision, e.Time)
 		}
-		r.committed, r.after = true, revisioned[S]{Value: state, Revision: e.Revision}
+		r.committed, r.carriedUpdates, r.after = true, len(mine), revisioned[S]{Value: state, Revision: e.Revision}
 	}
 }
 

@@ -35,9 +35,10 @@ type request[S any] struct {
 	// other writers handed (carrySoon).
 	carryOnly bool
 	// committed: another writer's entry carried the call (settleLocked),
-	// and after is the state just after its updates there. Under the
-	// synchronizer's mu.
-	committed bool
+	// with carriedUpdates of its updates, and after is the state just
+	// after them there. Under the synchronizer's mu.
+	committed      bool
+	carriedUpdates int
 
 	// Guarded by the queue's mu.
 	promoted bool // turn is closed
@@ -212,7 +213,7 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 	case errors.Is(err, turns.ErrCommitted):
 		m := members[0]
 		delete(s.combine.mine, m.op.id)
-		s.traceAttempt(Attempt{N: lost + 1, Base: m.op.from, Revision: m.after.Revision, Carried: true})
+		s.traceAttempt(Attempt{N: lost + 1, Base: m.op.from, Updates: m.carriedUpdates, Revision: m.after.Revision, Carried: true})
 		close(m.done)
 		return
 	case err == nil && batch[0].carryOnly:
