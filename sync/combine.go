@@ -145,8 +145,8 @@ type combining[S any] struct {
 	took        chan struct{}
 
 	// carryingAt is when this writer last appended or read an entry that
-	// carries calls: under the synchronizer's mu.
-	carryingAt time.Time
+	// carries calls, in Unix nanoseconds (0: never).
+	carryingAt atomic.Int64
 }
 
 // carriedIDs remembers which calls the entries of (after, upTo] carried,
@@ -365,11 +365,24 @@ func (s *Synchronizer[S]) awaitHandsLocked(ctx context.Context) {
 // compaction can no longer tell whether its call landed.
 const handersRead = 50 * time.Millisecond
 
+// LastCarried is when this synchronizer last appended an entry that
+// carries calls other writers handed it (combining), or read one that names
+// handed calls, or the zero time.
+// A compaction drops such an entry's writers' only way to learn what
+// became of their calls: a compaction policy may wait for a quiet moment.
+func (s *Synchronizer[S]) LastCarried() time.Time {
+	if at := s.combine.carryingAt.Load(); at != 0 {
+		return time.Unix(0, at)
+	}
+	return time.Time{}
+}
+
 // letHandersReadLocked waits, with the lock released, until handersRead
 // after the newest entry this writer knows of that carries calls.
 func (s *Synchronizer[S]) letHandersReadLocked(ctx context.Context) {
-	wait := handersRead - time.Since(s.combine.carryingAt)
-	if s.combine.carryingAt.IsZero() || wait <= 0 {
+	at := s.LastCarried()
+	wait := handersRead - time.Since(at)
+	if at.IsZero() || wait <= 0 {
 		return
 	}
 	s.mu.Unlock()
@@ -394,7 +407,7 @@ func (c *combining[S]) anyTaken() bool {
 // carried; any notes when one carried calls, for its compactions.
 func (s *Synchronizer[S]) readCombinedLocked(e Entry) {
 	if len(e.Carried) > 0 {
-		s.combine.carryingAt = time.Now()
+		s.combine.carryingAt.Store(time.Now().UnixNano())
 	}
 	if s.ops != nil {
 		s.combine.carried.saw(e.Revision, e.ID, e.Carried)
@@ -402,11 +415,11 @@ func (s *Synchronizer[S]) readCombinedLocked(e Entry) {
 }
 
 // wroteCombinedLocked records this writer's entry at at, appended on cur,
-// which carries the calls carried, and answers the writers that handed
-// them.
-func (s *Synchronizer[S]) wroteCombinedLocked(cur local[S], at Position, carried []Carried) {
-	if len(carried) > 0 {
-		s.combine.carryingAt = time.Now()
+// which carries the calls carried (theirs: some of them other writers'),
+// and answers the writers that handed them.
+func (s *Synchronizer[S]) wroteCombinedLocked(cur local[S], at Position, carried []Carried, theirs bool) {
+	if theirs {
+		s.combine.carryingAt.Store(time.Now().UnixNano())
 	}
 	if s.ops == nil {
 		return

@@ -516,8 +516,9 @@ func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(stat
 
 // commitLocked appends updates on the condition that the log is still at
 // cur's revision and, once they land, applies them to the local copy. It
-// returns the revision they landed at.
-func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], updates []Update[S], carried []Carried) (uint64, error) {
+// returns the revision they landed at. carried names the calls handed out
+// that the entry carries, theirs whether some are other writers'.
+func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], updates []Update[S], carried []Carried, theirs bool) (uint64, error) {
 	data, err := s.codec.EncodeUpdates(updates)
 	if err != nil {
 		return 0, err
@@ -527,7 +528,7 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 		return 0, s.replacedLocked(ctx, err)
 	}
 	rev := at.Revision
-	s.wroteCombinedLocked(cur, at, carried)
+	s.wroteCombinedLocked(cur, at, carried, theirs)
 	if anyTimed(updates) {
 		// Only the log knows the time it stored the entry at: read it back.
 		return rev, s.readBackLocked(ctx, rev)
