@@ -367,9 +367,9 @@ const handersRead = 50 * time.Millisecond
 
 // LastCarried is when this synchronizer last appended an entry that
 // carries calls other writers handed it (combining), or read one that names
-// handed calls, or the zero time.
-// A compaction drops such an entry's writers' only way to learn what
-// became of their calls: a compaction policy may wait for a quiet moment.
+// handed calls, or the zero time. A compaction drops such an entry's
+// writers' only way to learn what became of their calls: a compaction
+// policy may wait for a quiet moment.
 func (s *Synchronizer[S]) LastCarried() time.Time {
 	if at := s.combine.carryingAt.Load(); at != 0 {
 		return time.Unix(0, at)
