@@ -642,10 +642,11 @@ func (s *Synchronizer[S]) traceAttempt(a Attempt) {
 // gaveUp is the error of a write that stopped on err after losing lost
 // tries in a row: when the context ended it, the write was starved by other
 // writers, and a *turns.ContendedError says so rather than blaming the log. An
-// append whose outcome is unknown stays that.
+// append whose outcome is unknown stays that, and so does a log that did
+// not answer (ErrNoAnswer): the write was cut off, not starved.
 func gaveUp(ctx context.Context, lost int, err error) error {
 	ended := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
-	if lost == 0 || ctx.Err() == nil || !ended || errors.Is(err, ErrUnknownOutcome) {
+	if lost == 0 || ctx.Err() == nil || !ended || errors.Is(err, ErrUnknownOutcome) || errors.Is(err, ErrNoAnswer) {
 		return err
 	}
 	return &turns.ContendedError{Lost: lost, Err: err}
