@@ -223,6 +223,18 @@ func (s *Synchronizer[S]) State() (state S, revision uint64) {
 	return l.Value, l.Revision
 }
 
+// StatePosition is State with the position the state is as of: its
+// revision and the ID of the entry there, read together, so that a write
+// of that state elsewhere than through UpdateState can be bound to that
+// entry as the synchronizer's own writes are.
+func (s *Synchronizer[S]) StatePosition() (state S, at Position) {
+	l := s.local.Load()
+	if !l.initialized {
+		return state, Position{}
+	}
+	return l.Value, l.position()
+}
+
 // EntriesSinceCompaction is how many entries the local copy has applied since
 // the newest snapshot it knows of: the history a new reader would replay.
 func (s *Synchronizer[S]) EntriesSinceCompaction() uint64 {
