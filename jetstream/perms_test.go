@@ -362,46 +362,9 @@ func TestFollowRefusalIsThisSubscriptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	admin := connectAs(t, strings.Replace(srv.ClientURL(), "nats://", "nats://admin:p@", 1), &heardErrors{})
-	logs := map[string]*jetstream.Log{}
-	for _, name := range []string{"closed", "open"} {
-		l, err := openAs(t, nc, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		logs[name] = l
-	}
-	follow := func(name string, wantRefused bool) {
-		t.Helper()
-		heard := make(chan struct{}, 1)
-		stop, err := logs[name].Notify(func() {
-			select {
-			case heard <- struct{}{}:
-			default:
-			}
-		})
-		var refused *jetstream.PermissionError
-		if refusedNow := errors.As(err, &refused); refusedNow != wantRefused || err != nil && !refusedNow {
-			t.Fatalf("Notify on %s = %v; want refused: %v", name, err, wantRefused)
-		}
-		if wantRefused {
-			if !refused.Subscribe || refused.Subject != "sharedconfig.test."+name {
-				t.Fatalf("Notify on %s = %v; want the refusal of its own subject", name, err)
-			}
-			return
-		}
-		defer stop()
-		if err := admin.Publish("sharedconfig.test."+name, []byte("x")); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-heard:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("the follow on %s heard nothing of a message on its subject", name)
-		}
-	}
-	follow("closed", true)
-	follow("open", false) // after an unrelated refusal
+	f := follower{t: t, nc: nc, admin: connectAs(t, strings.Replace(srv.ClientURL(), "nats://", "nats://admin:p@", 1), &heardErrors{})}
+	f.follow("closed", true)
+	f.follow("open", false) // after an unrelated refusal
 
 	// Granted at last: the refusal of before says nothing of this one.
 	granted := o.Clone()
@@ -409,7 +372,7 @@ func TestFollowRefusalIsThisSubscriptions(t *testing.T) {
 	if err := srv.ReloadOptions(granted); err != nil {
 		t.Fatal(err)
 	}
-	follow("closed", false)
+	f.follow("closed", false)
 
 	// Refused again, and another error right after the refusal takes its
 	// place as the last error, while the handler has yet to hear either.
@@ -420,5 +383,60 @@ func TestFollowRefusalIsThisSubscriptions(t *testing.T) {
 	if err := nc.Publish("slow", nil); err != nil {
 		t.Fatal(err)
 	}
-	follow("closed", true)
+	f.follow("closed", true)
+}
+
+// follower follows configs of scope test on nc, and publishes on their
+// subjects as admin.
+type follower struct {
+	t         *testing.T
+	nc, admin *nats.Conn
+	logs      map[string]*jetstream.Log
+}
+
+// follow starts a follow of the config name, which must be refused or
+// not; one that is not must hear a message on the config's subject.
+func (f *follower) follow(name string, wantRefused bool) {
+	t := f.t
+	t.Helper()
+	if f.logs[name] == nil {
+		l, err := openAs(t, f.nc, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.logs == nil {
+			f.logs = map[string]*jetstream.Log{}
+		}
+		f.logs[name] = l
+	}
+	heard := make(chan struct{}, 1)
+	stop, err := f.logs[name].Notify(func() {
+		select {
+		case heard <- struct{}{}:
+		default:
+		}
+	})
+	var refused *jetstream.PermissionError
+	switch {
+	case wantRefused && (!errors.As(err, &refused) || !refused.Subscribe || refused.Subject != "sharedconfig.test."+name):
+		t.Fatalf("Notify on %s = %v; want the refusal of its own subject", name, err)
+	case wantRefused:
+		return
+	case err != nil:
+		t.Fatalf("Notify on %s = %v; want it followed", name, err)
+	}
+	if err := f.admin.Publish("sharedconfig.test."+name, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-heard:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the follow on %s heard nothing of a message on its subject", name)
+	}
+	// Gone from the server before the test goes on: a permission taken
+	// away later would otherwise be refused to it too.
+	stop()
+	if err := f.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 }
