@@ -109,8 +109,8 @@ func TestTwinsInMaps(t *testing.T) {
 }
 
 // Text nested deeper than encoding/json reads is refused in one error,
-// without following it down: a file of "[" alone, millions deep, took the
-// checker's stack past Go's limit, which kills the process.
+// without following it down: followed, a file of "[" alone, millions deep,
+// would take the checker's stack past Go's limit, which kills the process.
 func TestRefusesNestingDeeperThanJSONReads(t *testing.T) {
 	for _, in := range []string{
 		strings.Repeat("[", 10001) + strings.Repeat("]", 10001),

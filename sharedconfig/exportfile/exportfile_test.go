@@ -102,9 +102,10 @@ func TestParseRefusesLoneSurrogates(t *testing.T) {
 }
 
 // Every file import cannot take is refused in one line that says what is
-// wrong and where, in the file's terms: nested millions deep (which took
-// the process down with a stack overflow), cut short, of an export format
-// this program does not read, or holding a value of the wrong kind.
+// wrong and where, in the file's terms: nested millions deep (followed
+// down, the process would die of a stack overflow), cut short, of an
+// export format this program does not read, or holding a value of the
+// wrong kind.
 func TestParseSaysWhatIsWrongInOneLine(t *testing.T) {
 	deepExport := `{"format": "sharedconfig-export/1", "properties": {"k": {"value": "v", "x": ` + strings.Repeat("[", 8<<20)
 	for _, c := range []struct{ in, want string }{
