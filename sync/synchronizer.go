@@ -223,6 +223,18 @@ func (s *Synchronizer[S]) State() (state S, revision uint64) {
 	return l.Value, l.Revision
 }
 
+// StatePosition is State with the position the state is as of: its
+// revision and the ID of the entry there, read together, so that a write
+// of that state elsewhere than through UpdateState can be bound to that
+// entry as the synchronizer's own writes are.
+func (s *Synchronizer[S]) StatePosition() (state S, at Position) {
+	l := s.local.Load()
+	if !l.initialized {
+		return state, Position{}
+	}
+	return l.Value, l.position()
+}
+
 // EntriesSinceCompaction is how many entries the local copy has applied since
 // the newest snapshot it knows of: the history a new reader would replay.
 func (s *Synchronizer[S]) EntriesSinceCompaction() uint64 {
@@ -643,10 +655,11 @@ func (s *Synchronizer[S]) traceAttempt(a Attempt) {
 // gaveUp is the error of a write that stopped on err after losing lost
 // tries in a row: when the context ended it, the write was starved by other
 // writers, and a *turns.ContendedError says so rather than blaming the log. An
-// append whose outcome is unknown stays that.
+// append whose outcome is unknown stays that, and so does a log that did
+// not answer (ErrNoAnswer): the write was cut off, not starved.
 func gaveUp(ctx context.Context, lost int, err error) error {
 	ended := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
-	if lost == 0 || ctx.Err() == nil || !ended || errors.Is(err, ErrUnknownOutcome) {
+	if lost == 0 || ctx.Err() == nil || !ended || errors.Is(err, ErrUnknownOutcome) || errors.Is(err, ErrNoAnswer) {
 		return err
 	}
 	return &turns.ContendedError{Lost: lost, Err: err}
