@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
@@ -119,6 +120,22 @@ type handed struct {
 
 	answer func([]byte) // answers the writer that handed it
 	writer string       // the name its writer's writes go by, if given
+}
+
+// validOpID: id is what newOpID makes, 16 hex digits. The entry that
+// carries a call names its ID in a header where a comma, a colon or
+// white space would make it name no call at all, the other writers' calls
+// it carries included, and those could then land again.
+func validOpID(id string) bool {
+	if len(id) != 16 {
+		return false
+	}
+	for i := range len(id) {
+		if c := id[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // newOpID names a call's op.
@@ -248,13 +265,15 @@ func (s *Synchronizer[S]) takeHanded(data []byte, writer string, answer func([]b
 		return
 	}
 	var h handed
-	if err := json.Unmarshal(data, &h); err != nil || h.ID == "" || len(h.ID) > 16 || len(h.By) > 64 || len(h.Op) > maxOpBytes ||
+	if err := json.Unmarshal(data, &h); err != nil || !validOpID(h.ID) || len(h.By) > 64 || len(h.Op) > maxOpBytes ||
 		h.Until <= h.From || h.Until-h.From > opWindow {
 		answer(nil)
 		return
 	}
 	h.answer, h.writer = answer, writer
-	if len(h.writer) > maxWriterName {
+	if len(h.writer) > maxWriterName || !utf8.ValidString(h.writer) {
+		// The entry could not name it: a header that does not read
+		// names none of the calls it carries.
 		h.writer = ""
 	}
 	c := &s.combine
