@@ -33,5 +33,5 @@ func (c *Config) load(ctx context.Context, resume []byte) error {
 // from safely: its last entry is this process's own write, whose log time
 // it does not know (see statesync.Synchronizer.Checkpoint).
 func (c *Config) Checkpoint() (data []byte, ok bool, err error) {
-	return c.sync.Checkpoint(func(s State) statesync.InitialUpdate[State] { return snapshotUpdate{s} })
+	return c.sync.Checkpoint(snapshotOf)
 }

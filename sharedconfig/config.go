@@ -257,10 +257,11 @@ func updateAt[R any](ctx context.Context, c *Config, fn func(State) ([]statesync
 	return r, after, nil
 }
 
-// compactIfDue compacts when compactionDue says so.
+// compactIfDue compacts when compactionDue says so, and still says so
+// after the catch-ups of a compaction that lost to another writer.
 func (c *Config) compactIfDue(ctx context.Context) {
 	if c.compactionDue() {
-		c.compact(ctx)
+		c.compact(ctx, c.compactionDue)
 	}
 }
 
@@ -281,11 +282,13 @@ func (c *Config) compactionDue() bool {
 // handed calls.
 const carriedQuiet = time.Second
 
-func (c *Config) compact(ctx context.Context) {
+// compact compacts for the policy, while due (if not nil) says so.
+func (c *Config) compact(ctx context.Context, due func() bool) {
 	c.mu.Lock()
 	c.removesLeft = c.policy.removes
 	c.mu.Unlock()
-	if err := c.Compact(ctx); err != nil && c.opts.CompactionFailed != nil {
+	err := c.sync.CompactIf(ctx, snapshotOf, due)
+	if err != nil && c.opts.CompactionFailed != nil {
 		c.opts.CompactionFailed(err)
 	}
 }
@@ -300,13 +303,13 @@ func (c *Config) countRemove(ctx context.Context) {
 	due := c.removesLeft <= 0
 	c.mu.Unlock()
 	if due {
-		c.compact(ctx)
+		c.compact(ctx, nil)
 	}
 }
 
 // Compact writes a snapshot of the config and drops the history before it.
 func (c *Config) Compact(ctx context.Context) error {
-	return c.sync.Compact(ctx, func(s State) statesync.InitialUpdate[State] { return snapshotUpdate{s} })
+	return c.sync.Compact(ctx, snapshotOf)
 }
 
 type updates = []statesync.Update[State]
@@ -321,7 +324,10 @@ func (c *Config) Clear(ctx context.Context) (removed int, err error) {
 		return updates{clearUpdate{}}, s.Len()
 	})
 	if err == nil && c.policy.onClear {
-		c.compact(ctx)
+		c.compact(ctx, nil)
 	}
 	return removed, err
 }
+
+// snapshotOf is the snapshot a compaction writes: the whole state.
+func snapshotOf(s State) statesync.InitialUpdate[State] { return snapshotUpdate{s} }

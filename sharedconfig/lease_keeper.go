@@ -212,7 +212,7 @@ func (k *keeper) compactIfDue(ctx context.Context) {
 	}
 	opCtx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	_ = c.Compact(opCtx)
+	_ = c.sync.CompactIf(opCtx, snapshotOf, c.compactionDue)
 }
 
 // lapsedIn marks the held leases whose deadline, as last seen, passed while

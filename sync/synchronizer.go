@@ -826,10 +826,23 @@ func (s *Synchronizer[S]) ensureInitializedLocked(ctx context.Context) error {
 // the entries before it. Like a write, it lands only if the log is still at
 // the local revision, catching up and retrying otherwise, until ctx ends.
 func (s *Synchronizer[S]) Compact(ctx context.Context, snapshot func(state S) InitialUpdate[S]) error {
+	return s.CompactIf(ctx, snapshot, nil)
+}
+
+// CompactIf is Compact that asks due, if not nil, before each try, of the
+// copy as it then stands: a compaction a policy called for writes nothing
+// once the policy no longer calls for it (another writer compacted while
+// this one caught up, or the catch-up read an entry that carries calls).
+// due runs under the synchronizer's lock: it may read the copy's figures
+// (EntriesSinceCompaction, LastCarried), nothing more.
+func (s *Synchronizer[S]) CompactIf(ctx context.Context, snapshot func(state S) InitialUpdate[S], due func() bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.retryOnConflictLocked(ctx, func(int, time.Duration) error {
 		s.letHandersReadLocked(ctx) // also after a catch-up that read such entries
+		if due != nil && !due() {
+			return nil
+		}
 		cur := *s.local.Load()
 		data, err := s.codec.EncodeInitial(snapshot(cur.Value))
 		if err != nil {

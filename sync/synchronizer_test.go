@@ -600,3 +600,38 @@ func (l *blindLog) AppendAfter(ctx context.Context, last statesync.Position, dat
 	l.appends++
 	return l.Log.AppendAfter(ctx, last, data)
 }
+
+// A compaction a policy called for writes nothing when, after it lost to
+// another writer and caught up, the policy no longer calls for it: here
+// the other writer compacted meanwhile.
+func TestCompactIfAsksAgainAfterACatchUp(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New("compactif")
+	a, b := newCounter(t, log), newCounter(t, log)
+	for range 5 {
+		if _, err := increment(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Compact(ctx, counterSnapshot); err != nil { // b's copy is stale now
+		t.Fatal(err)
+	}
+	atA, _ := log.LastPosition(ctx)
+	asked := 0
+	due := func() bool { asked++; return b.EntriesSinceCompaction() >= 5 }
+	if err := b.CompactIf(ctx, counterSnapshot, due); err != nil {
+		t.Fatal(err)
+	}
+	if at, _ := log.LastPosition(ctx); at != atA || asked != 2 {
+		t.Fatalf("the log is at %+v after b's compaction (a's snapshot at %+v), due asked %d times: want nothing written, asked before each of 2 tries", at, atA, asked)
+	}
+	if err := b.CompactIf(ctx, counterSnapshot, nil); err != nil {
+		t.Fatal(err)
+	}
+	if at, _ := log.LastPosition(ctx); at.Revision != atA.Revision+1 {
+		t.Fatalf("an unconditional compaction left the log at %+v", at)
+	}
+}
