@@ -381,7 +381,7 @@ func (r *reader) add(seq uint64, h nats.Header, data []byte) (e statesync.Entry,
 	switch kind {
 	case KindUpdate:
 		if r.gap {
-			return r.bad(seq, "entries before it were dropped and no snapshot covers them")
+			return r.bad(seq, "%w", statesync.ErrStateGone)
 		}
 		return statesync.Entry{Position: statesync.Position{Revision: seq}, Data: data}, true, nil
 	case KindSnapshot:
@@ -414,12 +414,12 @@ func (r *reader) addChunk(seq uint64, h nats.Header, data []byte) (statesync.Ent
 		}
 	}
 	if id != r.chunkID || n != r.chunkCount || i != len(r.chunks) {
-		// Part of a run that was never finished, or whose start this
-		// reader is past: it holds no state.
+		// Part of a run that was never finished, or whose start was
+		// removed (by hand: compaction removes only what precedes a whole
+		// run): it holds no state. After a gap, what follows says whether
+		// the log holds any (a snapshot), none (nothing), or lost it (an
+		// update).
 		r.chunks = nil
-		if r.gap {
-			return r.bad(seq, "entries before it were dropped and no whole snapshot covers them")
-		}
 		return statesync.Entry{}, false, nil
 	}
 	r.chunks = append(r.chunks, data)
@@ -433,12 +433,15 @@ func (r *reader) addChunk(seq uint64, h nats.Header, data []byte) (statesync.Ent
 
 // checkFirst looks at the first message of a ReadAfter. If it is the entry
 // to check (checked), it must have its id; it is not delivered. If that
-// entry was compacted away, the read goes on as a Read after it would.
+// entry is gone, the read goes on as across a gap: a snapshot must come
+// before any update.
 func (r *reader) checkFirst(seq uint64, h nats.Header, upTo uint64) (done, checked bool, err error) {
 	want := *r.check
 	r.check = nil
 	if seq != want.Revision {
-		r.next = want.Revision + 1
+		// The entry went: compaction leaves a snapshot first, so an update
+		// first means a purge by hand removed the state it changes.
+		r.next, r.gap = want.Revision+1, true
 		return want.Revision >= upTo, want.Revision >= upTo, nil
 	}
 	r.next = seq + 1

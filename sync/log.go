@@ -44,7 +44,12 @@ type Log interface {
 	// after.Revision, if the log still holds it, is after. Where compaction
 	// has removed entries in that range, reading resumes at the snapshot
 	// that covers them, so the first entry fn sees after a gap is a
-	// snapshot; a gap followed by anything else is an error. A gap
+	// snapshot. A gap followed by an update (entries removed with no
+	// snapshot in their place, and newer ones kept, as a purge by hand that
+	// keeps some does) is an *EntryError for that update wrapping
+	// ErrStateGone; so is an update first after after, when after has an ID
+	// and the log no longer holds that entry (compaction would have left a
+	// snapshot first). A gap
 	// followed by nothing (every entry from there to the log's end was
 	// removed, with no snapshot in their place, as a purge by hand does)
 	// holds no state: the read returns an error wrapping ErrEmptied, at
@@ -163,6 +168,11 @@ var (
 	// snapshot after them (see Log.ReadAfter): the log holds no state, as an
 	// empty log, but its revisions go on from where they were.
 	ErrEmptied = errors.New("the log's entries were removed, with no snapshot in their place")
+	// ErrStateGone: an update follows entries that were removed with no
+	// snapshot in their place, and newer entries were kept (see
+	// Log.ReadAfter): the state it changes is gone, and so is every state
+	// after it. Logs wrap it in an *EntryError for that update.
+	ErrStateGone = errors.New("the entries before it were removed, with no snapshot in their place: the state it changes is gone")
 )
 
 // ConflictError reports a conditional append that found the log elsewhere
