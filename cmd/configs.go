@@ -155,6 +155,9 @@ func countProperties(ctx context.Context, f *rootFlags, nc *nats.Conn, c jetstre
 		defer cfg.Close()
 	}
 	var damaged *sharedconfig.DamagedError
+	if errors.As(err, &damaged) && damaged.StateGone() {
+		return -1, fmt.Sprintf("unknown: purged by hand up to %d, then entry %d changes what went", damaged.Entry.Revision-1, damaged.Entry.Revision)
+	}
 	if errors.As(err, &damaged) {
 		return -1, fmt.Sprintf("damaged at entry %d", damaged.Entry.Revision)
 	}
@@ -209,6 +212,13 @@ func openExistingOn(cmd *cobra.Command, f *rootFlags, command string, nc *nats.C
 	// failure as one that stops before, at the look-up: one line, status 1.
 	if opening := (*exitError)(nil); errors.As(err, &opening) && errors.Is(opening.err, context.DeadlineExceeded) {
 		return nil, failed(cmd, f, command, opening.err)
+	}
+	// A config whose state is gone has nothing to read: one line, status
+	// 1. Repair is what mends it.
+	if line, gone := repl.DescribeGone(f.scope+"/"+f.name, s.stateGone()); gone && command != "REPAIR" {
+		s.Close()
+		answer(cmd, f, command, false, nil, 0, "!!!! "+repl.Shown(line))
+		return nil, &exitError{code: exitFailures}
 	}
 	return s, err
 }

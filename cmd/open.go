@@ -109,6 +109,15 @@ func (s *session) Close() {
 	s.nc.Close()
 }
 
+// stateGone is why the session's config holds no state to read (its
+// state is gone), or nil.
+func (s *session) stateGone() error {
+	if s == nil || s.damaged == nil || !s.damaged.StateGone() {
+		return nil
+	}
+	return s.damaged
+}
+
 // starts marks the start of a command that may take timeout, such as a
 // shell line (the shell gives each --timeout).
 func (s *session) starts(timeout time.Duration) { s.due = time.Now().Add(timeout) }
@@ -231,9 +240,15 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 	var damaged *sharedconfig.DamagedError
 	if errors.As(err, &damaged) && s.cfg != nil {
 		// Readable up to the damage: open read-only there, and say so.
+		// With its state gone there is nothing to read: a shell says so
+		// here, a command when it fails (openExistingOn, or its write).
 		s.damaged = damaged
-		fmt.Fprintf(cmd.ErrOrStderr(), "!!!! %s/%s is damaged at entry %d (%s): read-only at revision %d, its last good state; writes fail until 'sharedconfig repair'\n",
-			f.scope, f.name, damaged.Entry.Revision, repl.Shown(damaged.Entry.Err.Error()), damaged.GoodRevision)
+		if line, gone := repl.DescribeGone(f.scope+"/"+f.name, damaged); !gone {
+			fmt.Fprintf(cmd.ErrOrStderr(), "!!!! %s/%s is damaged at entry %d (%s): read-only at revision %d, its last good state; writes fail until 'sharedconfig repair'\n",
+				f.scope, f.name, damaged.Entry.Revision, repl.Shown(damaged.Entry.Err.Error()), damaged.GoodRevision)
+		} else if f.shell {
+			fmt.Fprintln(cmd.ErrOrStderr(), "!!!! "+repl.Shown(line))
+		}
 	} else if err != nil {
 		s.Close()
 		return nil, &exitError{exitStartup, fmt.Errorf("opening %s/%s: %w", f.scope, f.name, err)}

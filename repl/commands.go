@@ -123,7 +123,19 @@ func propertyFields(key string, p sharedconfig.Property) fields {
 	return f
 }
 
+// unknown is the failure of a read of a config whose state is gone: it
+// has nothing true to answer.
+func (sh *Shell) unknown() (reply, bool) {
+	if err := sh.cfg.StateGone(); err != nil {
+		return sh.failure(err), true
+	}
+	return reply{}, false
+}
+
 func runGetAll(_ context.Context, sh *Shell, args []string) reply {
+	if r, gone := sh.unknown(); gone {
+		return r
+	}
 	prefix := ""
 	if len(args) == 1 {
 		prefix = args[0]
@@ -155,6 +167,9 @@ func runGetAll(_ context.Context, sh *Shell, args []string) reply {
 }
 
 func runGet(_ context.Context, sh *Shell, args []string) reply {
+	if r, gone := sh.unknown(); gone {
+		return r
+	}
 	key := args[0]
 	p, found := sh.cfg.State().Lookup(key)
 	if !found {

@@ -650,8 +650,12 @@ func (sh *Shell) waitForServer() {
 }
 
 // describeLost says, in one line, that the config was destroyed under the
-// shell (and whether it stands again), if err says so.
+// shell (and whether it stands again), or that its state is gone, if err
+// says so.
 func (sh *Shell) describeLost(err error) (string, bool) {
+	if line, ok := DescribeGone(sh.name, err); ok {
+		return line, true
+	}
 	switch {
 	case errors.Is(err, statesync.ErrReplaced):
 		return fmt.Sprintf("%s was destroyed and created again; reloaded", sh.name), true
@@ -661,6 +665,18 @@ func (sh *Shell) describeLost(err error) (string, bool) {
 		return fmt.Sprintf("%s was destroyed (by another process); QUIT, or PUT to create it again", sh.name), true
 	}
 	return "", false
+}
+
+// DescribeGone says, in one line, that the state of config is gone and
+// what to do, if err says so (statesync.ErrStateGone).
+func DescribeGone(config string, err error) (string, bool) {
+	var entryErr *statesync.EntryError
+	if !errors.Is(err, statesync.ErrStateGone) || !errors.As(err, &entryErr) {
+		return "", false
+	}
+	return fmt.Sprintf("%s was purged by hand up to revision %d, and entry %d, the first left, changes the state that went: "+
+		"its state is unknown; writes fail until 'sharedconfig repair', which keeps what the entries left set",
+		config, entryErr.Revision-1, entryErr.Revision), true
 }
 
 // explain is describeError with what the shell's Advice adds.

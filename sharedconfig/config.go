@@ -128,7 +128,9 @@ var ErrNotUTF8 = errors.New("keys, values and lease names must be UTF-8 text")
 // Open opens the shared config held in log, initialising it as empty if the
 // log holds no state (unless Options.MostlyReads) and loading it otherwise. When the log holds an entry that
 // cannot be read, Open returns the config at its last good state together
-// with a *DamagedError: reads work, writes fail, Repair mends it.
+// with a *DamagedError: reads work, writes fail, Repair mends it. When the
+// log's state is gone (statesync.ErrStateGone), it holds no state to read
+// (StateGone says so), and the DamagedError's GoodRevision is 0.
 func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	var syncOpts []statesync.Option
 	if o.Trace != nil {
@@ -154,8 +156,8 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	c.sync = statesync.New[State](log, codec{}, syncOpts...)
 	if err := c.load(ctx, o.Resume); err != nil {
 		var entryErr *statesync.EntryError
-		if _, rev := c.sync.State(); rev != 0 && errors.As(err, &entryErr) {
-			return c, &DamagedError{Entry: entryErr, GoodRevision: c.State().Revision(), log: log.Name()}
+		if _, rev := c.sync.State(); (rev != 0 || c.sync.Gone() != nil) && errors.As(err, &entryErr) {
+			return c, &DamagedError{Entry: entryErr, GoodRevision: rev, log: log.Name()}
 		}
 		c.Close()
 		return nil, err
@@ -192,6 +194,12 @@ func (c *Config) Close() {
 	}
 	c.sync.Close()
 }
+
+// StateGone returns the error that said so while the log's state is gone
+// (it wraps statesync.ErrStateGone: entries purged by hand, then an update
+// kept): State is then empty and means nothing, and writes fail until
+// Repair. Nil otherwise.
+func (c *Config) StateGone() error { return c.sync.Gone() }
 
 // State is the local copy, at its revision (State.Revision): no I/O.
 func (c *Config) State() State {

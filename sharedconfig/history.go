@@ -229,6 +229,10 @@ func (c *Config) readChanges(ctx context.Context, after, upTo uint64, fn func(Ch
 		switch {
 		case err == nil:
 			return nil
+		case errors.As(err, &entryErr) && entryErr.Revision > after+1 && errors.Is(err, statesync.ErrStateGone):
+			// The entry reads; what went before it does not (a purge by
+			// hand): read it from just before, as its sequel.
+			after = entryErr.Revision - 1
 		case errors.As(err, &entryErr) && entryErr.Revision > after:
 			// The log cannot read this one at all: say so and read on.
 			fn(Change{Revision: entryErr.Revision, Damage: entryErr.Err.Error()})

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
 	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
@@ -156,5 +157,71 @@ func TestTraceOfLostTryWhoseCatchUpFailed(t *testing.T) {
 	}
 	if len(tries) != 1 || tries[0].Conflict == nil || !tries[0].Stopped {
 		t.Fatalf("tries %+v, want one conflict that stopped", tries)
+	}
+}
+
+// A purge that keeps the newest entries, the first of them an update,
+// leaves the log's state gone: a copy that read the entries before it
+// drops its state rather than take the update as the sequel (no other
+// reader could), says so, and writes nothing, until a snapshot comes.
+func TestCopyOfLogWhoseStateIsGone(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New("t")
+	s := newCounter(t, log)
+	other := newCounter(t, log)
+	for range 3 {
+		if _, err := increment(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log.PurgeBefore(3) // keeps the updates at 3 and 4
+	for _, sync := range []*statesync.Synchronizer[counter]{s, statesync.New[counter](log, counterCodec)} {
+		err := sync.Fetch(ctx)
+		var entryErr *statesync.EntryError
+		if !errors.As(err, &entryErr) || entryErr.Revision != 3 || !errors.Is(err, statesync.ErrStateGone) {
+			t.Fatalf("Fetch of a log purged before an update: %v, want ErrStateGone at entry 3", err)
+		}
+		if st, rev := sync.State(); st != 0 || rev != 0 || !errors.Is(sync.Gone(), statesync.ErrStateGone) {
+			t.Fatalf("state %d at %d, gone %v; want none, and gone", st, rev, sync.Gone())
+		}
+		if _, err := increment(ctx, sync); !errors.Is(err, statesync.ErrStateGone) {
+			t.Fatalf("a write on a log whose state is gone: %v, want ErrStateGone", err)
+		}
+		if err := sync.Initialize(ctx, start(0)); !errors.Is(err, statesync.ErrStateGone) {
+			t.Fatalf("Initialize of a log whose state is gone: %v, want ErrStateGone", err)
+		}
+	}
+	if last := lastRevision(t, log); last != 4 {
+		t.Fatalf("the log ends at %d, want 4: nothing written", last)
+	}
+	if _, err := logtest.Compact(log, ctx, 4, []byte(`{"value":7}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, rev := s.State(); st != 7 || rev != 5 || s.Gone() != nil {
+		t.Fatalf("after a snapshot: %d at %d, gone %v; want 7 at 5", st, rev, s.Gone())
+	}
+}
+
+// An update that lands after a log was emptied (an unconditional one: a
+// conditional append bound to a purged entry is refused) leaves its state
+// gone for a copy that took the log for empty, as for a new reader.
+func TestUpdateAfterEmptiedLog(t *testing.T) {
+	ctx := context.Background()
+	log := emptiedLog(t)
+	s := statesync.New[counter](log, counterCodec)
+	if err := s.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := logtest.Append(log, ctx, 3, []byte(`{"add":[1]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Fetch(ctx); !errors.Is(err, statesync.ErrStateGone) {
+		t.Fatalf("Fetch of an emptied log, then an update: %v, want ErrStateGone", err)
+	}
+	if err := statesync.New[counter](log, counterCodec).Fetch(ctx); !errors.Is(err, statesync.ErrStateGone) {
+		t.Fatalf("a new reader: %v, want ErrStateGone", err)
 	}
 }

@@ -77,5 +77,8 @@ func (s *Synchronizer[S]) sameLengthLocked(ctx context.Context, cur local[S]) (u
 	if errors.Is(err, ErrEmptied) { // its entry went, and nothing came after
 		return s.emptiedLocked(cur.initialized, cur.Revision, err)
 	}
+	if errors.Is(err, ErrStateGone) {
+		return s.goneLocked(err)
+	}
 	return cur.Revision, err
 }

@@ -74,6 +74,11 @@ type local[S any] struct {
 	initialized bool
 	compactedAt uint64 // revision of the newest snapshot applied or written
 	id          string // the ID of the entry at Revision, if known (see incarnation.go)
+	// emptied: the copy holds no state because the log holds none up to
+	// Revision (ErrEmptied); gone: because the log's state is gone
+	// (ErrStateGone), which it says (see emptied.go).
+	emptied bool
+	gone    error
 }
 
 // Attempt describes one try of a write, for tracing.
@@ -286,6 +291,9 @@ func (s *Synchronizer[S]) readToLocked(ctx context.Context, cur local[S], target
 	if errors.Is(err, ErrEmptied) {
 		return s.emptiedLocked(cur.initialized, target, err)
 	}
+	if errors.Is(err, ErrStateGone) {
+		return s.goneLocked(err)
+	}
 	return c.cur.Revision, err
 }
 
@@ -444,6 +452,9 @@ func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], Applied[S], er
 		}
 		st := init.Create(e.Revision)
 		return local[S]{revisioned: revisioned[S]{Value: st, Revision: e.Revision}, initialized: true, compactedAt: e.Revision}, Applied[S]{Entry: e, After: st, HasStates: true}, nil
+	}
+	if !cur.initialized && cur.emptied {
+		return bad(ErrStateGone) // a log emptied, then an update
 	}
 	if !cur.initialized {
 		return bad(errors.New("an update comes before any initial state"))
