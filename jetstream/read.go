@@ -117,6 +117,9 @@ func (l *Log) deliver(r *reader, seq uint64, h nats.Header, data []byte, at time
 		entry.Writer = h.Get(HeaderWriter)
 		entry.Speaker = h.Get(HeaderSpeaker)
 		entry.Carried = parseCarried(h.Get(HeaderCarried))
+		if entry.Snapshot {
+			entry.Purged, _ = strconv.ParseUint(h.Get(HeaderPurged), 10, 64)
+		}
 		entry.Time = at
 		if err := fn(entry); err != nil {
 			return false, err

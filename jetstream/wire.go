@@ -20,6 +20,7 @@ const (
 	HeaderWriter   = "Sharedconfig-Writer"
 	HeaderSpeaker  = "Sharedconfig-Speaker"
 	HeaderCarried  = "Sharedconfig-Carried"
+	HeaderPurged   = "Sharedconfig-Purged"
 
 	FormatVersion     = "1"
 	KindUpdate        = "update"

@@ -656,7 +656,12 @@ func (sh *Shell) describeLost(err error) (string, bool) {
 	if line, ok := DescribeGone(sh.name, err); ok {
 		return line, true
 	}
+	var purged *statesync.PurgedError
 	switch {
+	case errors.As(err, &purged) && purged.Again != 0:
+		return fmt.Sprintf("%s was purged by hand up to revision %d, and started again at %d: what it held is gone; reloaded", sh.name, purged.UpTo, purged.Again), true
+	case errors.As(err, &purged):
+		return fmt.Sprintf("%s was purged by hand up to revision %d: what it held is gone, and it is empty now", sh.name, purged.UpTo), true
 	case errors.Is(err, statesync.ErrReplaced):
 		return fmt.Sprintf("%s was destroyed and created again; reloaded", sh.name), true
 	case errors.Is(err, statesync.ErrDeleted) && !sh.reading.Load():

@@ -201,6 +201,12 @@ func (c *Config) Close() {
 // Repair. Nil otherwise.
 func (c *Config) StateGone() error { return c.sync.Gone() }
 
+// Purged returns the revision up to which this config last found its log
+// purged by hand (statesync.Synchronizer.Purged): opening it, or a
+// command, read it emptied there, or read that it started again after such
+// a purge when the copy held a state from before. 0 if it never did.
+func (c *Config) Purged() uint64 { return c.sync.Purged() }
+
 // State is the local copy, at its revision (State.Revision): no I/O.
 func (c *Config) State() State {
 	st, rev := c.sync.State()

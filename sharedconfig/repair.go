@@ -119,7 +119,7 @@ func (c *Config) Repair(ctx context.Context, opts ...RepairOption) (RepairReport
 	if err != nil {
 		return r, err
 	}
-	at, err := c.Log().CompactAfter(ctx, statesync.Position{Revision: r.LastRevision}, data)
+	at, err := c.Log().CompactAfter(statesync.PurgedContext(ctx, r.Purged), statesync.Position{Revision: r.LastRevision}, data)
 	if errors.Is(err, statesync.ErrConflict) {
 		return r, fmt.Errorf("%w %d while repairing; nothing was written", statesync.ErrConflict, r.LastRevision)
 	}

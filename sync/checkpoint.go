@@ -28,6 +28,7 @@ type checkpointHeader struct {
 	ID          string    `json:"id"`
 	CompactedAt uint64    `json:"compacted_at"`
 	Time        time.Time `json:"time"`
+	PurgedAt    uint64    `json:"purged_at,omitempty"`
 }
 
 // Checkpoint encodes the local copy, made into a snapshot by snapshot, for
@@ -43,7 +44,7 @@ func (s *Synchronizer[S]) Checkpoint(snapshot func(state S) InitialUpdate[S]) (d
 	if !cur.initialized || cur.id == "" || lt == nil || lt.revision != cur.Revision || lt.stored.IsZero() {
 		return nil, false, nil
 	}
-	head, err := json.Marshal(checkpointHeader{Revision: cur.Revision, ID: cur.id, CompactedAt: cur.compactedAt, Time: lt.stored})
+	head, err := json.Marshal(checkpointHeader{Revision: cur.Revision, ID: cur.id, CompactedAt: cur.compactedAt, Time: lt.stored, PurgedAt: cur.purgedAt})
 	if err != nil {
 		return nil, false, err
 	}
@@ -88,7 +89,7 @@ func (s *Synchronizer[S]) Resume(data []byte) error {
 	if s.local.Load().initialized {
 		return errors.New("resuming a synchronizer that holds a state already")
 	}
-	s.local.Store(&local[S]{revisioned: revisioned[S]{Value: init.Create(h.Revision), Revision: h.Revision}, initialized: true, compactedAt: h.CompactedAt, id: h.ID})
+	s.local.Store(&local[S]{revisioned: revisioned[S]{Value: init.Create(h.Revision), Revision: h.Revision}, initialized: true, compactedAt: h.CompactedAt, id: h.ID, purgedAt: h.PurgedAt})
 	// The log stored the entry at h.Time, so its clock stands there or later.
 	s.logTime.Store(&logTime{stored: h.Time, seen: time.Now(), revision: h.Revision})
 	return nil

@@ -225,3 +225,60 @@ func TestUpdateAfterEmptiedLog(t *testing.T) {
 		t.Fatalf("a new reader: %v, want ErrStateGone", err)
 	}
 }
+
+// A copy that held a state from before a purge, reading the log started
+// again since, learns that it was purged, not compacted: the snapshot that
+// started it again says so, and so does every compaction after it, and a
+// checkpoint of a copy taken since (whose own compaction must say it too).
+// The read reloads the copy and reports a PurgedError, once.
+func TestCopyReadsPurgeAcrossSnapshots(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New("t")
+	old := newCounter(t, log)
+	older := newCounter(t, log)
+	if _, err := increment(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	log.Purge() // up to 2
+	writer := statesync.New[counter](log, counterCodec)
+	if err := writer.Initialize(ctx, start(5)); err != nil {
+		t.Fatal(err)
+	}
+	if writer.Purged() != 2 {
+		t.Fatalf("the writer that started the log again met a purge up to %d, want 2", writer.Purged())
+	}
+	var purged *statesync.PurgedError
+	if err := old.Fetch(ctx); !errors.As(err, &purged) || purged.UpTo != 2 || purged.Again != 3 {
+		t.Fatalf("a copy from before the purge, reading the log started again: %v, want a PurgedError up to 2, again at 3", err)
+	}
+	if st, rev := old.State(); st != 5 || rev != 3 || old.Purged() != 2 {
+		t.Fatalf("the copy has %d at %d, purge met %d; want 5 at 3, and the purge up to 2", st, rev, old.Purged())
+	}
+	if err := old.Fetch(ctx); err != nil {
+		t.Fatalf("a second read: %v, want nothing said again", err)
+	}
+	cp, ok, err := old.Checkpoint(func(c counter) statesync.InitialUpdate[counter] { return start(int64(c)) })
+	if err != nil || !ok {
+		t.Fatalf("Checkpoint: %v, %v", ok, err)
+	}
+	resumed := statesync.New[counter](log, counterCodec)
+	if err := resumed.Resume(cp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := increment(ctx, resumed); err != nil {
+		t.Fatal(err)
+	}
+	if err := resumed.Compact(ctx, func(c counter) statesync.InitialUpdate[counter] { return start(int64(c)) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := older.Fetch(ctx); !errors.As(err, &purged) || purged.UpTo != 2 || purged.Again != 5 {
+		t.Fatalf("a copy from before the purge, reading a later compaction: %v, want a PurgedError up to 2, again at 5", err)
+	}
+	if st, rev := older.State(); st != 6 || rev != 5 {
+		t.Fatalf("the copy has %d at %d, want 6 at 5", st, rev)
+	}
+	fresh := statesync.New[counter](log, counterCodec)
+	if err := fresh.Fetch(ctx); err != nil || fresh.Purged() != 0 {
+		t.Fatalf("a new copy: %v, purge met %d; want nothing said: it held nothing the purge took", err, fresh.Purged())
+	}
+}

@@ -111,6 +111,30 @@ type Entry struct {
 	// Carried names the calls (UpdateOp) whose updates the entry carries,
 	// if the log records them: see CarriedContext.
 	Carried []Carried
+	// Purged, on a snapshot, is the newest revision up to which its writer
+	// knew the log's entries were removed by hand with no snapshot in their
+	// place (ErrEmptied), if the log records it: see PurgedContext. 0: none.
+	Purged uint64
+}
+
+type purgedKey struct{}
+
+// PurgedContext is ctx carrying the newest revision up to which the log's
+// entries were purged by hand, as far as a snapshot appended under it
+// knows: a log records it with the entry (Entry.Purged), so that a copy
+// older than that purge, reading the snapshot, learns that its state was
+// purged rather than compacted.
+func PurgedContext(ctx context.Context, upTo uint64) context.Context {
+	if upTo == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, purgedKey{}, upTo)
+}
+
+// PurgedOf is what PurgedContext put in ctx.
+func PurgedOf(ctx context.Context) uint64 {
+	n, _ := ctx.Value(purgedKey{}).(uint64)
+	return n
 }
 
 // Carried is one call an entry carries: its op's ID, and where its updates

@@ -48,6 +48,8 @@ type Synchronizer[S any] struct {
 
 	ops     OpCodec[S] // the codec, if it decodes ops (UpdateOp)
 	combine combining[S]
+
+	purgeMet atomic.Uint64 // see Purged
 }
 
 // logTime is what a read told of the log's clock.
@@ -79,6 +81,10 @@ type local[S any] struct {
 	// (ErrStateGone), which it says (see emptied.go).
 	emptied bool
 	gone    error
+	// purgedAt is the newest revision up to which the log was purged by
+	// hand, as known from its snapshots or found here: every compaction
+	// carries it on (Entry.Purged), for copies older than the purge.
+	purgedAt uint64
 }
 
 // Attempt describes one try of a write, for tracing.
@@ -272,7 +278,7 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 // no state, and the copy is at target; a target nobody vouches for (an
 // answer, see combine.go) leaves the copy at the last entry delivered.
 func (s *Synchronizer[S]) readToLocked(ctx context.Context, cur local[S], target uint64, known bool) (uint64, error) {
-	c := &catchUp[S]{s: s, cur: cur, start: cur.Revision, total: target - cur.Revision}
+	c := &catchUp[S]{s: s, cur: cur, start: cur.Revision, total: target - cur.Revision, held: cur.initialized}
 	err := s.log.ReadAfter(ctx, cur.position(), target, c.take)
 	c.finish()
 	if !c.newest.IsZero() {
@@ -293,6 +299,9 @@ func (s *Synchronizer[S]) readToLocked(ctx context.Context, cur local[S], target
 	}
 	if errors.Is(err, ErrStateGone) {
 		return s.goneLocked(err)
+	}
+	if c.purged != 0 {
+		return c.cur.Revision, s.purgedAcrossLocked(c.purged, c.again, err)
 	}
 	return c.cur.Revision, err
 }
@@ -316,6 +325,10 @@ type catchUp[S any] struct {
 	start, total uint64    // where the read began, and how many entries it covers
 	newest       time.Time // the log's time on the newest entry read that had one
 	newestAt     uint64    // that entry's revision
+	// purged and again: a snapshot at again says the log was purged up to
+	// purged, at or after where the copy stood; held: it held a state there.
+	purged, again uint64
+	held          bool
 }
 
 // take is the Log.Read callback: it takes in one entry.
@@ -326,6 +339,9 @@ func (c *catchUp[S]) take(e Entry) error {
 	if len(e.Carried) > 0 && len(c.s.combine.mine) > 0 {
 		c.flush()
 		c.s.settleLocked(c.cur.Value, e)
+	}
+	if e.Snapshot && e.Purged >= c.start && e.Purged > 0 && c.held && c.purged == 0 {
+		c.purged, c.again = e.Purged, e.Revision
 	}
 	a, err := c.takeEntry(e)
 	if err != nil {
@@ -451,7 +467,7 @@ func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], Applied[S], er
 			return bad(err)
 		}
 		st := init.Create(e.Revision)
-		return local[S]{revisioned: revisioned[S]{Value: st, Revision: e.Revision}, initialized: true, compactedAt: e.Revision}, Applied[S]{Entry: e, After: st, HasStates: true}, nil
+		return local[S]{revisioned: revisioned[S]{Value: st, Revision: e.Revision}, initialized: true, compactedAt: e.Revision, purgedAt: e.Purged}, Applied[S]{Entry: e, After: st, HasStates: true}, nil
 	}
 	if !cur.initialized && cur.emptied {
 		return bad(ErrStateGone) // a log emptied, then an update
@@ -767,13 +783,14 @@ func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S])
 		}
 		// Read to its end, the log holds no initial state (its entries
 		// were removed, see ErrEmptied): as an empty log, it takes init
-		// after them.
+		// after them, saying so to copies older than the purge.
 		last = s.local.Load().position()
 	}
-	at, err := s.log.CompactAfter(ctx, last, data)
+	purged := s.local.Load().purgedAt
+	at, err := s.log.CompactAfter(PurgedContext(ctx, purged), last, data)
 	if err == nil {
 		rev := at.Revision
-		s.local.Store(&local[S]{revisioned: revisioned[S]{Value: init.Create(rev), Revision: rev}, initialized: true, compactedAt: rev, id: at.ID})
+		s.local.Store(&local[S]{revisioned: revisioned[S]{Value: init.Create(rev), Revision: rev}, initialized: true, compactedAt: rev, id: at.ID, purgedAt: purged})
 		return nil
 	}
 	if !errors.Is(err, ErrConflict) {
@@ -832,7 +849,7 @@ func (s *Synchronizer[S]) Compact(ctx context.Context, snapshot func(state S) In
 		if err != nil {
 			return err
 		}
-		at, err := s.log.CompactAfter(turns.SpeakerContext(ctx, s.cm.ID()), cur.position(), data)
+		at, err := s.log.CompactAfter(PurgedContext(turns.SpeakerContext(ctx, s.cm.ID()), cur.purgedAt), cur.position(), data)
 		if err != nil {
 			return s.replacedLocked(ctx, err)
 		}

@@ -78,7 +78,7 @@ func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []b
 
 // CompactAfter implements statesync.Log.
 func (l *Log) CompactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
-	return l.addAfter(ctx, last, statesync.Entry{Snapshot: true, Data: slices.Clone(snapshot), Speaker: turns.Speaker(ctx)})
+	return l.addAfter(ctx, last, statesync.Entry{Snapshot: true, Data: slices.Clone(snapshot), Speaker: turns.Speaker(ctx), Purged: statesync.PurgedOf(ctx)})
 }
 
 func (l *Log) addAfter(ctx context.Context, last statesync.Position, e statesync.Entry) (statesync.Position, error) {
