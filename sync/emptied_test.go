@@ -282,3 +282,27 @@ func TestCopyReadsPurgeAcrossSnapshots(t *testing.T) {
 		t.Fatalf("a new copy: %v, purge met %d; want nothing said: it held nothing the purge took", err, fresh.Purged())
 	}
 }
+
+// A copy that found its log emptied, and then starts the log created again
+// under its name, records no purge: the new log had none.
+func TestInitializeRecreatedLogRecordsNoPurge(t *testing.T) {
+	ctx := context.Background()
+	log := emptiedLog(t)
+	s := statesync.New[counter](log, counterCodec)
+	if err := s.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	log.Recreate()
+	if err := s.Initialize(ctx, start(0)); err != nil {
+		t.Fatal(err)
+	}
+	err := logtest.Read(log, ctx, 0, 1, func(e statesync.Entry) error {
+		if e.Purged != 0 {
+			t.Errorf("the first snapshot of the log created again says it was purged up to %d", e.Purged)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -787,6 +787,9 @@ func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S])
 		last = s.local.Load().position()
 	}
 	purged := s.local.Load().purgedAt
+	if last.Revision == 0 {
+		purged = 0 // a new log (or one created again): no purge of its own
+	}
 	at, err := s.log.CompactAfter(PurgedContext(ctx, purged), last, data)
 	if err == nil {
 		rev := at.Revision
