@@ -51,3 +51,35 @@ func TestPurgeSaidByEveryProcess(t *testing.T) {
 		untilLineWithout(t, r, "| z ", "purged")
 	}
 }
+
+// With -o json, each line gives the revision the shell's copy stands at:
+// after a purge, the revision it was purged up to, where the copy stands
+// with no state; after the config is destroyed under it, none, and the
+// field is left out.
+func TestJSONRevisionAfterPurgeAndDestroy(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	a := startREPL(t, "a", "--server", srv.ClientURL(), "--scope", "jsonrev", "--no-cache", "-o", "json")
+	a.wantExit = 1 // the commands that meet the purge and the destroy fail
+	a.send("PUT k, 1")
+	a.expect(`{"command":"PUT","ok":true,"result":{"existed":false,"key":"k","value":"1"},"revision":2}`)
+
+	nc := jstest.Connect(t, srv)
+	log, err := jetstream.OpenLog(context.Background(), nc, "jsonrev", "someConfig", jetstream.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	if err := log.Stream().Purge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a.send("REFRESH")
+	a.expect(`{"command":"REFRESH","ok":false,"error":"someConfig was purged by hand up to revision 2: what it held is gone, and it is empty now","line":2,"revision":2}`)
+	a.send("GET k")
+	a.expect(`{"command":"GET","ok":true,"result":{"found":false,"key":"k"},"revision":2}`)
+	if err := jetstream.DeleteConfig(context.Background(), nc, "jsonrev", "someConfig"); err != nil {
+		t.Fatal(err)
+	}
+	a.send("REFRESH")
+	a.expect(`{"command":"REFRESH","ok":false,"error":"someConfig was destroyed (by another process); QUIT, or PUT to create it again","line":4}`)
+}

@@ -109,6 +109,18 @@ func (s *session) Close() {
 	s.nc.Close()
 }
 
+// revision is the revision the session's copy of the config stands at,
+// or nil when it stands nowhere (or there is no session).
+func (s *session) revision() *uint64 {
+	if s == nil || s.cfg == nil {
+		return nil
+	}
+	if rev, ok := s.cfg.Revision(); ok {
+		return &rev
+	}
+	return nil
+}
+
 // stateGone is why the session's config holds no state to read (its
 // state is gone), or nil.
 func (s *session) stateGone() error {

@@ -48,10 +48,10 @@ func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 	defer cancel()
 	plan, err := s.cfg.Repair(ctx, sharedconfig.DryRun())
 	if err != nil {
-		return failed(cmd, f, "REPAIR", err)
+		return failedOn(cmd, f, "REPAIR", s, err)
 	}
 	if !plan.Damaged() {
-		answer(cmd, f, "REPAIR", true, map[string]any{"repaired": false}, plan.LastRevision,
+		answer(cmd, f, "REPAIR", true, map[string]any{"repaired": false}, s.revision(),
 			fmt.Sprintf("**** %s/%s reads to its end (revision %d): nothing to repair", f.scope, f.name, plan.LastRevision))
 		return nil
 	}
@@ -67,7 +67,7 @@ func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 			return &exitError{exitStartup, errors.New(what + ": give --yes to confirm when the input is not a terminal")}
 		}
 		if !confirm(cmd, "Repair?") {
-			answer(cmd, f, "REPAIR", true, map[string]any{"repaired": false}, plan.LastRevision, "**** Not repaired")
+			answer(cmd, f, "REPAIR", true, map[string]any{"repaired": false}, s.revision(), "**** Not repaired")
 			return nil
 		}
 	}
@@ -78,7 +78,7 @@ func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 		err = fmt.Errorf("%w (someone wrote to the stream): run repair again to see the entries it would discard now", err)
 	}
 	if err != nil {
-		return failed(cmd, f, "REPAIR", err)
+		return failedOn(cmd, f, "REPAIR", s, err)
 	}
 	rev := repaired.Snapshot
 	result := map[string]any{"repaired": true, "snapshot_revision": rev, "good_revision": plan.GoodRevision, "discarded": entryItems(plan.Discarded)}
@@ -90,7 +90,7 @@ func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 		line = fmt.Sprintf("**** Repaired %s/%s: the snapshot at revision %d holds what the entries after revision %d set (%s); what was set before them is gone",
 			f.scope, f.name, rev, plan.Purged, repl.Counted(plan.Left.Len(), "property", "properties"))
 	}
-	answer(cmd, f, "REPAIR", true, result, rev, line)
+	answer(cmd, f, "REPAIR", true, result, at(rev), line)
 	return nil
 }
 

@@ -579,7 +579,7 @@ func runWatch(_ context.Context, sh *Shell, args []string) reply {
 	if err := sh.setWatch(true, prefix); err != nil {
 		return sh.failure(err)
 	}
-	rev := sh.cfg.State().Revision()
+	rev, _ := sh.cfg.Revision() // with no state there too (a purge)
 	f := fields{"watching": true, "prefix": prefix, "from_revision": rev}
 	if prefix == "" {
 		return answer(say("Watching every key from revision %d (FOLLOW ON)", rev), f)

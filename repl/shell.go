@@ -359,7 +359,9 @@ func (sh *Shell) renderAt(command string, r reply, what string, n int) outcome {
 	if sh.json {
 		jr := jsonReply{Command: command, OK: r.outcome != failed, Result: r.result, Error: r.err, Line: line, Argument: argument, Attempts: sh.attempts}
 		if sh.cfg != nil {
-			jr.Revision = sh.cfg.State().Revision()
+			if rev, ok := sh.cfg.Revision(); ok {
+				jr.Revision = &rev
+			}
 		}
 		sh.attempts = nil
 		writeJSON(sh.out, jr)

@@ -201,6 +201,11 @@ func (c *Config) Close() {
 // Repair. Nil otherwise.
 func (c *Config) StateGone() error { return c.sync.Gone() }
 
+// Revision returns the revision the local copy stands at, with or without
+// a state (statesync.Synchronizer.Revision); ok is false when it stands
+// nowhere (the config was destroyed under it, or its state is gone).
+func (c *Config) Revision() (rev uint64, ok bool) { return c.sync.Revision() }
+
 // Purged returns the revision up to which this config last found its log
 // purged by hand (statesync.Synchronizer.Purged): opening it, or a
 // command, read it emptied there, or read that it started again after such

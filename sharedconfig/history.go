@@ -335,7 +335,8 @@ type Status struct {
 // Status reads the log's last revision and describes the local copy.
 func (c *Config) Status(ctx context.Context) (Status, error) {
 	state := c.State()
-	st := Status{Revision: state.Revision(), EntriesSinceCompaction: c.entriesSinceCompaction()}
+	rev, _ := c.Revision() // with no state there too (a purge)
+	st := Status{Revision: rev, EntriesSinceCompaction: c.entriesSinceCompaction()}
 	st.Properties = state.Len()
 	for k, p := range state.All() {
 		st.Bytes += len(k) + len(p.Value)

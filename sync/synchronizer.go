@@ -81,6 +81,7 @@ type local[S any] struct {
 	// (ErrStateGone), which it says (see emptied.go).
 	emptied bool
 	gone    error
+	dropped bool // the log was deleted under it: it stands nowhere
 	// purgedAt is the newest revision up to which the log was purged by
 	// hand, as known from its snapshots or found here: every compaction
 	// carries it on (Entry.Purged), for copies older than the purge.
@@ -234,6 +235,15 @@ func (s *Synchronizer[S]) State() (state S, revision uint64) {
 	return l.Value, l.Revision
 }
 
+// Revision returns the revision the local copy stands at, whether or not
+// it holds a state there (a log emptied up to it holds none; one never
+// written stands at 0). ok is false when it stands nowhere: the log was
+// deleted under it, or its state is gone (Gone).
+func (s *Synchronizer[S]) Revision() (rev uint64, ok bool) {
+	l := s.local.Load()
+	return l.Revision, !l.dropped && l.gone == nil
+}
+
 // EntriesSinceCompaction is how many entries the local copy has applied since
 // the newest snapshot it knows of: the history a new reader would replay.
 func (s *Synchronizer[S]) EntriesSinceCompaction() uint64 {
@@ -289,6 +299,9 @@ func (s *Synchronizer[S]) readToLocked(ctx context.Context, cur local[S], target
 		// state, so the copy is at target. (A snapshot that covered a gap
 		// may have taken it further.)
 		c.cur.Revision, c.cur.id = target, ""
+	}
+	if err == nil {
+		c.cur.dropped = false // it stands where the read took it
 	}
 	c.deliver()
 	if errors.Is(err, ErrReplaced) {
