@@ -306,3 +306,30 @@ func TestInitializeRecreatedLogRecordsNoPurge(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A copy whose own entry a purge kept (nats stream purge --keep 1) reads on
+// and writes on after it, unaware: nothing it reads or appends tells. When
+// a snapshot that records the purge comes (a repair), it learns that
+// entries its state stems from were purged, though it stood past them.
+func TestCopyPastAPurgeLearnsOfIt(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New("t")
+	s := newCounter(t, log)
+	for range 2 {
+		if _, err := increment(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log.PurgeBefore(3) // keeps s's entry at 3
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatalf("a write after its own entry, which the purge kept: %v", err)
+	}
+	// A repair's snapshot, after the entries left.
+	if _, err := log.CompactAfter(statesync.PurgedContext(ctx, 2), statesync.Position{Revision: 4}, []byte(`{"value":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	var purged *statesync.PurgedError
+	if err := s.Fetch(ctx); !errors.As(err, &purged) || purged.UpTo != 2 {
+		t.Fatalf("the copy that stood past the purge, reading a snapshot that records it: %v, want a PurgedError up to 2", err)
+	}
+}

@@ -288,7 +288,7 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 // no state, and the copy is at target; a target nobody vouches for (an
 // answer, see combine.go) leaves the copy at the last entry delivered.
 func (s *Synchronizer[S]) readToLocked(ctx context.Context, cur local[S], target uint64, known bool) (uint64, error) {
-	c := &catchUp[S]{s: s, cur: cur, start: cur.Revision, total: target - cur.Revision, held: cur.initialized}
+	c := &catchUp[S]{s: s, cur: cur, start: cur.Revision, total: target - cur.Revision, held: cur.initialized, base: cur.compactedAt}
 	err := s.log.ReadAfter(ctx, cur.position(), target, c.take)
 	c.finish()
 	if !c.newest.IsZero() {
@@ -339,9 +339,10 @@ type catchUp[S any] struct {
 	newest       time.Time // the log's time on the newest entry read that had one
 	newestAt     uint64    // that entry's revision
 	// purged and again: a snapshot at again says the log was purged up to
-	// purged, at or after where the copy stood; held: it held a state there.
-	purged, again uint64
-	held          bool
+	// purged, at or after the snapshot the copy's state stems from (base):
+	// the copy, which held a state (held), read entries the purge removed.
+	purged, again, base uint64
+	held                bool
 }
 
 // take is the Log.Read callback: it takes in one entry.
@@ -353,7 +354,7 @@ func (c *catchUp[S]) take(e Entry) error {
 		c.flush()
 		c.s.settleLocked(c.cur.Value, e)
 	}
-	if e.Snapshot && e.Purged >= c.start && e.Purged > 0 && c.held && c.purged == 0 {
+	if e.Snapshot && e.Purged >= c.base && e.Purged > 0 && c.held && c.purged == 0 {
 		c.purged, c.again = e.Purged, e.Revision
 	}
 	a, err := c.takeEntry(e)
