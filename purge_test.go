@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/sharedconfig/sharedconfig/jetstream"
@@ -82,4 +83,44 @@ func TestJSONRevisionAfterPurgeAndDestroy(t *testing.T) {
 	}
 	a.send("REFRESH")
 	a.expect(`{"command":"REFRESH","ok":false,"error":"someConfig was destroyed (by another process); QUIT, or PUT to create it again","line":4}`)
+}
+
+// A stream purged by hand while a shell holds a lease: the lease keeper's
+// refresh, appended with no condition, lands after the purge, and holds no
+// state of its own, so the config still reads as empty (not as unknown,
+// which only a repair would mend), and the holder says that its lease went
+// with the purge.
+func TestPurgeWhileALeaseIsHeld(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	args := []string{"--server", srv.ClientURL(), "--scope", "leased", "--no-cache"}
+	a := startREPL(t, "a", args...)
+	a.send("REGISTER_LEASE L, 1s")
+	a.expectPrefix("**** Lease 'L' registered with ttl 1s")
+	a.send("PUT_WITH_LEASE k, v, L")
+	a.expect("**** Property 'k' added with value 'v', under lease 'L'")
+
+	log, err := jetstream.OpenLog(context.Background(), jstest.Connect(t, srv), "leased", "someConfig", jetstream.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	before, err := log.Stream().Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := log.Stream().Purge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	untilLine(t, a, "Lease 'L' has ended: its config was purged by hand")
+	after, err := log.Stream().Info(context.Background())
+	if err != nil || after.State.Msgs == 0 || after.State.LastSeq <= before.State.LastSeq {
+		t.Fatalf("the stream after the purge: %+v, %v; want the refresh landed after it", after.State, err)
+	}
+	stdout, stderr, code := runShell(t, "", append(args, "get-all")...)
+	if code != 0 || strings.Contains(stdout, "| k ") || !strings.Contains(stderr, "was purged by hand") || strings.Contains(stderr, "unknown") {
+		t.Errorf("get-all: exit status %d, stdout %q, stderr %q; want 0, empty, saying it was purged", code, stdout, stderr)
+	}
+	a.send("PUT x, 1")
+	a.expect("**** Property 'x' added with value '1'")
 }

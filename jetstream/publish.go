@@ -30,6 +30,11 @@ func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []b
 	}
 	msg := l.newMsg(KindUpdate, data)
 	setSpeaker(msg, turns.Speaker(ctx))
+	if last.Revision == statesync.AnyRevision {
+		// Landed after a purge, it must not read as an update whose state
+		// went with the entries purged (statesync.Entry.Unconditional).
+		msg.Header.Set(HeaderUnconditional, "1")
+	}
 	if carried := statesync.CarriedOf(ctx); len(carried) > 0 {
 		msg.Header.Set(HeaderCarried, carriedHeader(carried))
 	}

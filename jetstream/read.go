@@ -297,6 +297,13 @@ func (l *Log) readConsumer(ctx context.Context, r *reader, upTo uint64, fn func(
 		if done || err != nil {
 			return err
 		}
+		if meta.NumPending == 0 && r.gap {
+			// The last message, stepped over (it held no state): no
+			// snapshot will come to end the gap unless someone writes one.
+			if err := l.emptied(ctx, r, upTo); err != nil {
+				return err
+			}
+		}
 		stall.Reset(readStall)
 	}
 }
@@ -383,10 +390,14 @@ func (r *reader) add(seq uint64, h nats.Header, data []byte) (e statesync.Entry,
 	}
 	switch kind {
 	case KindUpdate:
-		if r.gap {
+		unconditional := h.Get(HeaderUnconditional) != ""
+		switch {
+		case r.gap && unconditional:
+			return statesync.Entry{}, false, nil // no state of its own: what follows decides
+		case r.gap:
 			return r.bad(seq, "%w", statesync.ErrStateGone)
 		}
-		return statesync.Entry{Position: statesync.Position{Revision: seq}, Data: data}, true, nil
+		return statesync.Entry{Position: statesync.Position{Revision: seq}, Data: data, Unconditional: unconditional}, true, nil
 	case KindSnapshot:
 		r.gap = false
 		return statesync.Entry{Position: statesync.Position{Revision: seq}, Snapshot: true, Data: data}, true, nil

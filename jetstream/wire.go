@@ -21,6 +21,8 @@ const (
 	HeaderSpeaker  = "Sharedconfig-Speaker"
 	HeaderCarried  = "Sharedconfig-Carried"
 	HeaderPurged   = "Sharedconfig-Purged"
+	// HeaderUnconditional marks an update appended with no condition.
+	HeaderUnconditional = "Sharedconfig-Unconditional"
 
 	FormatVersion     = "1"
 	KindUpdate        = "update"

@@ -227,8 +227,8 @@ func (c *Config) readChanges(ctx context.Context, after, upTo uint64, fn func(Ch
 		})
 		var entryErr *statesync.EntryError
 		switch {
-		case err == nil:
-			return nil
+		case err == nil, errors.Is(err, statesync.ErrEmptied):
+			return nil // emptied: purged, and no entry left to read
 		case errors.As(err, &entryErr) && entryErr.Revision > after+1 && errors.Is(err, statesync.ErrStateGone):
 			// The entry reads; what went before it does not (a purge by
 			// hand): read it from just before, as its sequel.

@@ -143,9 +143,6 @@ func (c *Config) planRepair(ctx context.Context) (RepairReport, error) {
 		return c.planLeft(ctx, r, gone.Revision)
 	}
 	err = c.readChanges(ctx, r.GoodRevision, r.LastRevision, func(ch Change) { r.Discarded = append(r.Discarded, ch) })
-	if errors.Is(err, statesync.ErrEmptied) {
-		err = nil // purged: no entry left to read, none that does not
-	}
 	return r, err
 }
 

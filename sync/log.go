@@ -49,7 +49,8 @@ type Log interface {
 	// keeps some does) is an *EntryError for that update wrapping
 	// ErrStateGone; so is an update first after after, when after has an ID
 	// and the log no longer holds that entry (compaction would have left a
-	// snapshot first). A gap
+	// snapshot first). An Unconditional update there holds no state, and is
+	// skipped, as what follows it decides. A gap
 	// followed by nothing (every entry from there to the log's end was
 	// removed, with no snapshot in their place, as a purge by hand does)
 	// holds no state: the read returns an error wrapping ErrEmptied, at
@@ -111,6 +112,12 @@ type Entry struct {
 	// Carried names the calls (UpdateOp) whose updates the entry carries,
 	// if the log records them: see CarriedContext.
 	Carried []Carried
+	// Unconditional: the entry was appended with no condition
+	// (AnyRevision), if the log records it. Such an entry decides nothing
+	// from the state it lands on, so where the entries before it were
+	// removed with no snapshot in their place it holds no state of its own:
+	// readers step over it there, rather than take the state as gone.
+	Unconditional bool
 	// Purged, on a snapshot, is the newest revision up to which its writer
 	// knew the log's entries were removed by hand with no snapshot in their
 	// place (ErrEmptied), if the log records it: see PurgedContext. 0: none.

@@ -475,6 +475,15 @@ func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], Applied[S], er
 		cur.Revision = e.Revision // nothing to apply: step over it
 		return cur, Applied[S]{Entry: e}, nil
 	}
+	if e.Unconditional && !cur.initialized && cur.emptied {
+		// On an emptied log it holds no state of its own: stepped over,
+		// and told as what it is, with no states.
+		a, err := s.decode(e)
+		if err == nil {
+			cur.Revision = e.Revision
+		}
+		return cur, a, err
+	}
 	if e.Snapshot {
 		init, err := s.codec.DecodeInitial(e.Data)
 		if err != nil {

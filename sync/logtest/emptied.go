@@ -26,6 +26,7 @@ func RunEmptied(t *testing.T, newLog func(t *testing.T) (l statesync.Log, empty 
 	run("UpdateAfterEmptied", testUpdateAfterEmptied)
 	run("AppendAfterPurgedEntry", testAppendAfterPurgedEntry)
 	run("UpdateAfterPurgedEntry", testUpdateAfterPurgedEntry)
+	run("UnconditionalAfterEmptied", testUnconditionalAfterEmptied)
 }
 
 // emptiedWithin bounds a read of an emptied log: it must learn that the
@@ -139,4 +140,30 @@ func testAppendAfterPurgedEntry(t *testing.T, l statesync.Log, empty func()) {
 	if got := lastRevision(t, l); got != 2 {
 		t.Fatalf("LastRevision = %d after refused appends, want 2", got)
 	}
+}
+
+// An unconditional append after the emptied revisions (a lease refresh
+// sent as the purge happened) holds no state of its own: the log still
+// reads as emptied, to a reader from before the gap or bound to a purged
+// entry; a reader right after the purge gets it, marked unconditional. A
+// conditional update after it still finds the state gone.
+func testUnconditionalAfterEmptied(t *testing.T, l statesync.Log, empty func()) {
+	last := appendN(t, l, statesync.Position{}, 2)
+	empty()
+	if _, err := l.AppendAfter(ctx(t), statesync.Position{Revision: statesync.AnyRevision}, []byte("r")); err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []statesync.Position{{}, last} {
+		if err := readEmptied(t, l, after, 3); !errors.Is(err, statesync.ErrEmptied) {
+			t.Fatalf("ReadAfter(%+v, 3) with an unconditional update after a gap: %v; want ErrEmptied", after, err)
+		}
+	}
+	got := readAll(t, l, 2, 3)
+	if len(got) != 1 || got[0].Revision != 3 || !got[0].Unconditional {
+		t.Fatalf("ReadAfter(2, 3): %+v; want the update at 3, marked unconditional", got)
+	}
+	if _, err := Append(l, ctx(t), 3, []byte("u")); err != nil {
+		t.Fatal(err)
+	}
+	expectStateGone(t, readEmptied(t, l, statesync.Position{}, 4), 4)
 }

@@ -73,7 +73,7 @@ func (l *Log) Name() string { return l.name }
 
 // AppendAfter implements statesync.Log.
 func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
-	return l.addAfter(ctx, last, statesync.Entry{Data: slices.Clone(data), Speaker: turns.Speaker(ctx), Carried: slices.Clone(statesync.CarriedOf(ctx))})
+	return l.addAfter(ctx, last, statesync.Entry{Data: slices.Clone(data), Speaker: turns.Speaker(ctx), Carried: slices.Clone(statesync.CarriedOf(ctx)), Unconditional: last.Revision == statesync.AnyRevision})
 }
 
 // CompactAfter implements statesync.Log.
@@ -160,13 +160,16 @@ func (l *Log) read(ctx context.Context, after, upTo uint64, gone bool, fn func(s
 			continue
 		}
 		gap := e.Revision != next || gone
-		gone = false
 		if e.Revision > upTo && !gap {
 			break
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if gap && e.Unconditional {
+			continue // no state of its own: what follows decides
+		}
+		gone = false
 		if gap && !e.Snapshot {
 			return fmt.Errorf("%s: %w", l.name, &statesync.EntryError{Revision: e.Revision, Err: statesync.ErrStateGone})
 		}
