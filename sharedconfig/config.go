@@ -258,14 +258,9 @@ func updateAt[R any](ctx context.Context, c *Config, fn func(State) ([]statesync
 			return zero, State{}, fmt.Errorf("%q: %w", s, ErrNotUTF8)
 		}
 	}
-	if _, rev := c.sync.State(); rev == 0 {
-		// The log was deleted or emptied under this process, which said
-		// so, or it held no state when a process that mostly reads opened
-		// it: a write creates the config, empty, as opening it would.
-		if err := c.sync.Initialize(ctx, snapshotUpdate{State{}}); err != nil {
-			var zero R
-			return zero, State{}, err
-		}
+	if err := c.initialize(ctx); err != nil {
+		var zero R
+		return zero, State{}, err
 	}
 	r, after, err := statesync.UpdateOp(ctx, c.sync, fn, op)
 	if err != nil {
@@ -307,7 +302,21 @@ func (c *Config) countRemove(ctx context.Context) {
 
 // Compact writes a snapshot of the config and drops the history before it.
 func (c *Config) Compact(ctx context.Context) error {
+	if err := c.initialize(ctx); err != nil {
+		return err
+	}
 	return c.sync.Compact(ctx, func(s State) statesync.InitialUpdate[State] { return snapshotUpdate{s} })
+}
+
+// initialize gives the copy a state if it holds none: the log was deleted
+// or emptied under this process, which said so, or it held no state when a
+// process that mostly reads opened it. A write creates the config, empty,
+// as opening it would.
+func (c *Config) initialize(ctx context.Context) error {
+	if _, rev := c.sync.State(); rev != 0 {
+		return nil
+	}
+	return c.sync.Initialize(ctx, snapshotUpdate{State{}})
 }
 
 type updates = []statesync.Update[State]
