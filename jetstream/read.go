@@ -428,12 +428,14 @@ func (r *reader) addChunk(seq uint64, h nats.Header, data []byte) (statesync.Ent
 		}
 	}
 	if id != r.chunkID || n != r.chunkCount || i != len(r.chunks) {
-		// Part of a run that was never finished, or whose start was
-		// removed (by hand: compaction removes only what precedes a whole
-		// run): it holds no state. After a gap, what follows says whether
-		// the log holds any (a snapshot), none (nothing), or lost it (an
-		// update).
+		// Part of a run that was never finished, or whose start this
+		// reader is past: it holds no state. After a gap, its start was
+		// removed by hand (compaction removes only what precedes a whole
+		// run): the state the run held is gone.
 		r.chunks = nil
+		if r.gap {
+			return r.bad(seq, "%w", statesync.ErrStateGone)
+		}
 		return statesync.Entry{}, false, nil
 	}
 	r.chunks = append(r.chunks, data)
