@@ -297,9 +297,10 @@ func (l *Log) readConsumer(ctx context.Context, r *reader, upTo uint64, fn func(
 		if done || err != nil {
 			return err
 		}
-		if meta.NumPending == 0 && r.gap {
-			// The last message, stepped over (it held no state): no
-			// snapshot will come to end the gap unless someone writes one.
+		if meta.NumPending == 0 && r.gap && r.chunks == nil {
+			// The last message, stepped over (it held no state), and no
+			// snapshot under way: none will come to end the gap unless
+			// someone writes one.
 			if err := l.emptied(ctx, r, upTo); err != nil {
 				return err
 			}
