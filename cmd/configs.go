@@ -60,7 +60,11 @@ func failed(cmd *cobra.Command, f *rootFlags, command string, err error) error {
 // failedOn is failed for a command on the config s has open (nil: none),
 // whose copy's revision it gives.
 func failedOn(cmd *cobra.Command, f *rootFlags, command string, s *session, err error) error {
-	answer(cmd, f, command, false, nil, s.revision(), "!!!! Error: "+repl.DescribeError(err, f.timeout)+advice(err))
+	line := "!!!! Error: " + repl.DescribeError(err, f.timeout) + advice(err)
+	if gone, ok := repl.DescribeGone(f.scope+"/"+f.name, err); ok {
+		line = "!!!! " + repl.Shown(gone)
+	}
+	answer(cmd, f, command, false, nil, s.revision(), line)
 	return &exitError{code: exitFailures}
 }
 

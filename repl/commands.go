@@ -543,6 +543,15 @@ func runStatus(ctx context.Context, sh *Shell, _ []string) reply {
 		"entries_since_compaction": st.EntriesSinceCompaction, "properties": st.Properties, "bytes": st.Bytes,
 		"follow": on, "watching": on, "watch_prefix": prefix, "trace": sh.tracing.Load(), "pid": os.Getpid(),
 	}
+	if gone := sh.cfg.StateGone(); gone != nil {
+		// Nothing local to count: say so rather than show an empty state.
+		r.lines[3] = say("Revision:  none local, %d in the stream", st.LastRevision)
+		r.lines[5] = say("State:     unknown (purged by hand: see REFRESH)")
+		for _, k := range []string{"local_revision", "lag", "properties", "bytes"} {
+			delete(r.result, k)
+		}
+		r.result["state_unknown"] = true
+	}
 	return r
 }
 
