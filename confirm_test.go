@@ -82,3 +82,48 @@ func TestRepairAsksAndWritesNothingWhenTheLogMovedMeanwhile(t *testing.T) {
 		t.Fatalf("repair --yes: exit %d, %s%s; want %q", code, stdout, stderr, want)
 	}
 }
+
+// A repair agreed to on a terminal after the config was destroyed and
+// created again while it asked, up to the same revision and damaged at the
+// same entry, writes nothing into the new config.
+func TestRepairWritesNothingIntoAConfigCreatedAgainMeanwhile(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	args := []string{"--server", srv.ClientURL(), "-s", "again"}
+	damaged := func() uint64 {
+		if _, stderr, code := runShell(t, "PUT k, v\n", args...); code != 0 {
+			t.Fatalf("PUT: exit %d, %s", code, stderr)
+		}
+		js, err := natsjs.New(jstest.Connect(t, srv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := nats.NewMsg(jetstream.Subject("again", "someConfig"))
+		msg.Data = []byte("garbage")
+		msg.Header.Set(jetstream.HeaderFormat, "1")
+		msg.Header.Set(jetstream.HeaderKind, "update")
+		ack, err := js.PublishMsg(context.Background(), msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack.Sequence
+	}
+	damage := damaged()
+	p := startPTY(t, append(args, "repair")...)
+	p.waitFor("Repair? [y/N] ", 1)
+	if _, stderr, code := runShell(t, "", append(args, "destroy", "--yes")...); code != 0 {
+		t.Fatalf("destroy: exit %d, %s", code, stderr)
+	}
+	if again := damaged(); again != damage {
+		t.Fatalf("created again up to revision %d, want %d", again, damage)
+	}
+	p.typeKeys("y\r")
+	p.waitFor("nothing was written (the config was destroyed and created again): run repair again", 1)
+	if code := p.wait(); code != 1 {
+		t.Fatalf("the refused repair: exit %d, want 1", code)
+	}
+	stdout, stderr, code := runShell(t, "", append(args, "repair", "--yes", "-o", "json")...)
+	if want := fmt.Sprintf(`"revision":%d`, damage); code != 0 || !strings.Contains(stdout, want) || !strings.Contains(stdout, `"snapshot_revision":4`) {
+		t.Fatalf("repair --yes of the config created again: exit %d, %s%s; want it to find the stream at %d, untouched", code, stdout, stderr, damage)
+	}
+}

@@ -75,7 +75,7 @@ ordered consumers. With --cluster too, on R3 streams of the cluster.`,
 	fl.StringVar(&f.writers, "writers", "1,2,4,8,16", "writer counts for the contended figures")
 	fl.DurationVar(&f.o.Duration, "duration", f.o.Duration, "how long each contended figure runs")
 	fl.StringVarP(&f.output, "output", "o", "text", "`text` (a table) or json")
-	fl.BoolVar(&f.o.Combining, "combine", false, "open every config of ours with --combine (combining under contention)")
+	fl.BoolVar(&f.o.Combining, "combine", true, "open every config of ours with combining, as the shell does (--combine=false: turns only)")
 	fl.BoolVar(&f.cluster, "cluster", false, "measure on R3 streams of a 3-node cluster (its own, or the one --server names)")
 	fl.BoolVar(&f.scale, "scale", false, "measure many configs and many followers instead")
 	fl.IntVar(&f.o.Configs, "configs", f.o.Configs, "configs the --scale run creates")

@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -48,4 +50,34 @@ func (endless) Read(p []byte) (int, error) {
 		p[i] = ' '
 	}
 	return len(p), nil
+}
+
+// A hostile import file (nested millions deep, cut short in a character,
+// of an export format this program does not read) is refused in one line
+// on stderr, exit status 2, and nothing is written: the config it names is
+// not even created.
+func TestHostileImportFileIsOneLine(t *testing.T) {
+	newCacheEnv(t)
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"deep.json":    `{"k": ` + strings.Repeat("[", 20<<20),
+		"objects.json": strings.Repeat(`{"a":`, 4<<20),
+		"cut.json":     "{\"k\": \"\xc3",
+		"v2.json":      `{"format": "sharedconfig-export/2", "properties": {"k": {"value": "v"}}}`,
+	} {
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		code := Main([]string{"-s", "cache", "-n", "hostile", "import", file}, strings.NewReader(""), &stdout, &stderr)
+		lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+		if code != exitStartup || len(lines) != 1 || !strings.HasPrefix(lines[0], "sharedconfig: "+file+": ") || stdout.Len() != 0 {
+			t.Errorf("import %s: exit %d, stdout %q, stderr %.300q; want %d and one line naming the file", name, code, stdout.String(), stderr.String(), exitStartup)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"-s", "cache", "-n", "hostile", "get-all"}, strings.NewReader(""), &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "no config cache/hostile") {
+		t.Errorf("after the refused imports: exit %d, %s%s; want no config", code, stdout.String(), stderr.String())
+	}
 }

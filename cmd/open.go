@@ -29,7 +29,7 @@ func (f *rootFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Second, "how long one command may wait for the server")
 	fl.StringVarP(&f.output, "output", "o", "text", "answers as `text` or json (one JSON object per command)")
 	fl.BoolVar(&f.trace, "trace", false, "start with TRACE ON: show every try of every write")
-	fl.BoolVar(&f.combine, "combine", false, "under contention, hand PUTs to the writer under way, which commits them in its own entries, and commit those handed to this process (see docs/consistency.md, Combining)")
+	fl.BoolVar(&f.combine, "combine", true, "under contention, hand PUTs to the writer under way, which commits them in its own entries, and commit those handed to this process (see docs/consistency.md, Combining; --combine=false: neither)")
 	fl.BoolVar(&f.revisions, "revisions", false, "GET and GET_ALL show the revision that set each value")
 	fl.BoolVarP(&f.stopOnError, "stop-on-error", "e", false, "a script stops at its first failed line, exit status 1 (as sh -e)")
 	fl.IntVar(&f.replicas, "replicas", 0, "replicas of a config's stream when this creates it (default: 1 on a standalone server, 3 on a cluster)")

@@ -25,7 +25,8 @@ does not decode stops every write: nothing after it can be applied. repair
 lists the entries after the last good state (revision, time, writer, and what
 each holds where it reads), then writes that state as a snapshot after the
 stream's last entry, which drops them all. The snapshot is conditional: if
-anyone writes meanwhile, nothing changes. On a terminal it asks first;
+anyone writes meanwhile, or the config is destroyed and created again,
+nothing changes. On a terminal it asks first;
 otherwise it needs --yes. Export the config first to keep a copy.
 
 A config whose stream was purged by hand up to an update it kept has no
@@ -73,9 +74,12 @@ func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 	}
 	ctx, cancel = s.command(cmd.Context(), f.timeout)
 	defer cancel()
-	repaired, err := s.cfg.Repair(ctx, sharedconfig.IfLastRevision(plan.LastRevision))
-	if errors.Is(err, statesync.ErrConflict) {
+	repaired, err := s.cfg.Repair(ctx, sharedconfig.IfUnchanged(plan))
+	switch {
+	case errors.Is(err, statesync.ErrConflict):
 		err = fmt.Errorf("%w (someone wrote to the stream): run repair again to see the entries it would discard now", err)
+	case errors.Is(err, statesync.ErrReplaced):
+		err = fmt.Errorf("%w (the config was destroyed and created again): run repair again to see the entries it would discard now", err)
 	}
 	if err != nil {
 		return failedOn(cmd, f, "REPAIR", s, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -70,3 +71,49 @@ type noAnswerError struct{ cause error }
 
 func (e noAnswerError) Error() string { return "the server did not answer in time" }
 func (e noAnswerError) Unwrap() error { return e.cause }
+
+// pingTimeout bounds the ping that tells a silent server from time that
+// ran out on a request while the server answered (unanswered).
+const pingTimeout = 200 * time.Millisecond
+
+// unanswered is err, the error of a call under ctx, marked with
+// statesync.ErrNoAnswer if the call's time ran out because the server said
+// nothing: the connection is down, or the server does not answer a ping
+// either. A request cut off by the deadline of a write that kept losing to
+// other writers says nothing of the server by itself. A caller that
+// cancelled wants out at once, and is not kept for a ping.
+func (l *Log) unanswered(ctx context.Context, err error) error {
+	timedOut := errors.As(err, new(noAnswerError)) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, statesync.ErrUnknownOutcome) && errors.Is(ctx.Err(), context.DeadlineExceeded)
+	switch {
+	case err == nil, !timedOut, errors.Is(err, statesync.ErrNoAnswer), errors.Is(ctx.Err(), context.Canceled):
+		return err
+	case l.answers():
+		return err
+	}
+	return silentError{err}
+}
+
+// answers reports whether the server answers a ping within pingTimeout.
+// The ping runs beside: a reconnect under way holds the connection's lock
+// while it waits for a server (seconds, for one that hangs), and a
+// connection in that state is not answering.
+func (l *Log) answers() bool {
+	answered := make(chan bool, 1)
+	go func() { answered <- l.nc.IsConnected() && l.nc.FlushTimeout(pingTimeout) == nil }()
+	timer := time.NewTimer(pingTimeout)
+	defer timer.Stop()
+	select {
+	case ok := <-answered:
+		return ok
+	case <-timer.C:
+		return false
+	}
+}
+
+// silentError is a call's error when the server said nothing: it is
+// statesync.ErrNoAnswer, and reads as err does.
+type silentError struct{ error }
+
+func (e silentError) Unwrap() error        { return e.error }
+func (e silentError) Is(target error) bool { return target == statesync.ErrNoAnswer }

@@ -39,7 +39,7 @@ func (l *Log) LastPosition(ctx context.Context) (statesync.Position, error) {
 		last = statesync.Position{Revision: info.State.LastSeq}
 		return nil
 	})
-	return last, err
+	return last, l.unanswered(ctx, err)
 }
 
 // lastMessage returns the sequence and headers of the stream's last message

@@ -340,33 +340,47 @@ func (l *Log) Stream() jetstream.Stream { return l.stream }
 // config's subject: every message stored in the stream is published there.
 func (l *Log) Notify(fn func()) (stop func(), err error) {
 	pending := l.perms.followStarts(l.subject)
+	before := l.nc.LastError()
 	sub, err := l.nc.Subscribe(l.subject, func(*nats.Msg) { fn() })
 	if err != nil {
 		l.perms.followChecked(pending, nil)
 		return nil, fmt.Errorf("%s: watching for changes: %w", l.name, err)
 	}
-	if refused := l.perms.followChecked(pending, l.subscriptionRefused()); refused != nil {
+	if refused := l.perms.followChecked(pending, l.subscriptionRefused(pending, before)); refused != nil {
 		sub.Unsubscribe()
 		return nil, fmt.Errorf("%s: watching for changes: %w", l.name, refused)
 	}
 	return l.track(sub), nil
 }
 
-// subscriptionRefused is the server's refusal of a subscription to the
-// config's subject just made, or nil: it answers a subscription it refuses
-// before the round trip of a flush that follows, and nats.go keeps that as
-// the connection's last error. (A flush that fails is no refusal: follow
-// mode says when the server answers again; nor is one not asked while
-// the connection is down.)
-func (l *Log) subscriptionRefused() *PermissionError {
+// subscriptionRefused is the server's refusal of the subscription to the
+// config's subject that the Notify p just made, if the handler has not
+// heard it already, or nil. The server answers a subscription it refuses
+// before the round trip of a flush that follows, and nats.go keeps each
+// error it gets as the connection's last error (never cleared: before is
+// the one from before the subscription) and hands it to the handler. So a
+// refusal, if any, came between before and the last error after the flush,
+// and the handler is waited for until it has heard that one: an error
+// that came after the refusal and took its place as the last error does
+// not hide it. (A flush that fails is no refusal: follow mode says when
+// the server answers again; nor is one not asked while the connection is
+// down.)
+func (l *Log) subscriptionRefused(p *pendingFollow, before error) *PermissionError {
 	if !l.nc.IsConnected() || l.nc.FlushTimeout(attemptTimeout) != nil {
 		return nil
 	}
 	last := l.nc.LastError()
-	if !errors.Is(last, nats.ErrPermissionViolation) || !strings.Contains(last.Error(), `Subscription to "`+l.subject+`"`) {
-		return nil
+	if last == nil || sameError(last, before) {
+		return nil // no error since the subscription was made
 	}
-	return &PermissionError{Subject: l.subject, Subscribe: true, Err: last}
+	if l.perms.heardUpTo(p, last, attemptTimeout) {
+		return nil // followChecked says the refusal the handler heard
+	}
+	// The handler is held up: the last error is all there is to go by.
+	if refused := readRefusal(last); refused != nil && refused.Subscribe && refused.Subject == l.subject {
+		return refused
+	}
+	return nil
 }
 
 // track keeps sub for Close and returns the function that unsubscribes it.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"weak"
 
 	"github.com/nats-io/nats.go"
@@ -83,10 +85,13 @@ type permWatch struct {
 }
 
 // pendingFollow is a Notify under way; refused is set if the handler
-// heard its subscription refused first.
+// heard its subscription refused first. heard is every error the handler
+// heard while it was under way, in order; news says heard grew.
 type pendingFollow struct {
 	subject string
 	refused *PermissionError
+	heard   []error
+	news    chan struct{}
 }
 
 // permGuard is a request under way: cancel ends it when the server refuses
@@ -146,14 +151,13 @@ const directGetPrefix = "$JS.API.DIRECT.GET."
 // heard takes in an error the server reported on the connection, and
 // reports whether it dealt with it.
 func (w *permWatch) heard(err error) bool {
-	if !errors.Is(err, nats.ErrPermissionViolation) {
+	refused := readRefusal(err)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	defer w.followsHearLocked(err) // once what err means is marked
+	if refused == nil {
 		return false
 	}
-	m := violation.FindStringSubmatch(err.Error())
-	if m == nil {
-		return false
-	}
-	refused := &PermissionError{Subject: m[2], Subscribe: m[1] == "Subscription", Err: err}
 	handled := false
 	if stream, ok := strings.CutPrefix(refused.Subject, directGetPrefix); ok && !refused.Subscribe {
 		stream, _, _ = strings.Cut(stream, ".")
@@ -161,8 +165,6 @@ func (w *permWatch) heard(err error) bool {
 		handled = true
 	}
 	toInbox := refused.Subscribe && strings.HasPrefix(refused.Subject, w.inboxPrefix)
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	if refused.Subscribe && w.followHeardLocked(refused) {
 		handled = true
 	}
@@ -178,9 +180,67 @@ func (w *permWatch) heard(err error) bool {
 	return handled
 }
 
+// readRefusal is err as the refusal of a publish or a subscription, or nil
+// if it is none.
+func readRefusal(err error) *PermissionError {
+	if !errors.Is(err, nats.ErrPermissionViolation) {
+		return nil
+	}
+	m := violation.FindStringSubmatch(err.Error())
+	if m == nil {
+		return nil
+	}
+	return &PermissionError{Subject: m[2], Subscribe: m[1] == "Subscription", Err: err}
+}
+
+// followsHearLocked tells the Notifies under way that the handler heard err.
+func (w *permWatch) followsHearLocked(err error) {
+	for _, ps := range w.follows {
+		for _, p := range ps {
+			p.heard = append(p.heard, err)
+			select {
+			case p.news <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// heardUpTo waits, for up to d, until the handler has heard last while the
+// Notify p was under way, and reports whether it has. nats.go hands the
+// handler the errors in the order it got them, so by then the handler has
+// heard every error before last too.
+func (w *permWatch) heardUpTo(p *pendingFollow, last error, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		w.mu.Lock()
+		heard := slices.ContainsFunc(p.heard, func(e error) bool { return sameError(e, last) })
+		w.mu.Unlock()
+		if heard {
+			return true
+		}
+		select {
+		case <-p.news:
+		case <-timer.C:
+			return false
+		}
+	}
+}
+
+// sameError reports whether a and b are the same error value: nats.go
+// makes a new one for each error the server reports.
+func sameError(a, b error) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	t := reflect.TypeOf(a)
+	return t == reflect.TypeOf(b) && t.Comparable() && a == b
+}
+
 // followStarts marks a Notify on subject under way, before it subscribes.
 func (w *permWatch) followStarts(subject string) *pendingFollow {
-	p := &pendingFollow{subject: subject}
+	p := &pendingFollow{subject: subject, news: make(chan struct{}, 1)}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.follows == nil {

@@ -336,3 +336,107 @@ func TestRefusedFollowIsSaid(t *testing.T) {
 		t.Errorf("the handler heard %d errors, want %d", n, follows)
 	}
 }
+
+// A follow is refused when the server refuses its own subscription, and
+// only then: not for an earlier refusal, which nats.go keeps as the
+// connection's last error (of another config's subject, or of this one
+// before its user was granted it), and not missed when another error
+// comes after it, before the flush that follows the subscription returns.
+func TestFollowRefusalIsThisSubscriptions(t *testing.T) {
+	t.Parallel()
+	users := func(p *server.Permissions) []*server.User {
+		return []*server.User{{Username: "admin", Password: "p"}, {Username: "u", Password: "p", Permissions: p}}
+	}
+	o := &server.Options{JetStream: true, Users: users(deny([]string{"slow"}, []string{"sharedconfig.test.closed"}))}
+	srv := jstest.NATS(t, o)
+	proxy := jstest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	// The connection's own handler takes its time over a refusal of "slow",
+	// holding up those after it.
+	nc, err := localserver.Connect(localserver.ConnectOptions{URLs: strings.Replace(proxy.URL(), "nats://", "nats://u:p@", 1),
+		AsyncError: func(_ string, err error) {
+			if strings.Contains(err.Error(), `"slow"`) {
+				time.Sleep(500 * time.Millisecond)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	f := follower{t: t, nc: nc, admin: connectAs(t, strings.Replace(srv.ClientURL(), "nats://", "nats://admin:p@", 1), &heardErrors{})}
+	f.follow("closed", true)
+	f.follow("open", false) // after an unrelated refusal
+
+	// Granted at last: the refusal of before says nothing of this one.
+	granted := o.Clone()
+	granted.Users = users(deny(nil, nil))
+	if err := srv.ReloadOptions(granted); err != nil {
+		t.Fatal(err)
+	}
+	f.follow("closed", false)
+
+	// Refused again, and another error right after the refusal takes its
+	// place as the last error, while the handler has yet to hear either.
+	if err := srv.ReloadOptions(o); err != nil {
+		t.Fatal(err)
+	}
+	proxy.AfterServerSays(`Subscription to "sharedconfig.test.closed"`, "-ERR 'Permissions Violation for Publish to \"elsewhere\"'\r\n")
+	if err := nc.Publish("slow", nil); err != nil {
+		t.Fatal(err)
+	}
+	f.follow("closed", true)
+}
+
+// follower follows configs of scope test on nc, and publishes on their
+// subjects as admin.
+type follower struct {
+	t         *testing.T
+	nc, admin *nats.Conn
+	logs      map[string]*jetstream.Log
+}
+
+// follow starts a follow of the config name, which must be refused or
+// not; one that is not must hear a message on the config's subject.
+func (f *follower) follow(name string, wantRefused bool) {
+	t := f.t
+	t.Helper()
+	if f.logs[name] == nil {
+		l, err := openAs(t, f.nc, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.logs == nil {
+			f.logs = map[string]*jetstream.Log{}
+		}
+		f.logs[name] = l
+	}
+	heard := make(chan struct{}, 1)
+	stop, err := f.logs[name].Notify(func() {
+		select {
+		case heard <- struct{}{}:
+		default:
+		}
+	})
+	var refused *jetstream.PermissionError
+	switch {
+	case wantRefused && (!errors.As(err, &refused) || !refused.Subscribe || refused.Subject != "sharedconfig.test."+name):
+		t.Fatalf("Notify on %s = %v; want the refusal of its own subject", name, err)
+	case wantRefused:
+		return
+	case err != nil:
+		t.Fatalf("Notify on %s = %v; want it followed", name, err)
+	}
+	if err := f.admin.Publish("sharedconfig.test."+name, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-heard:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the follow on %s heard nothing of a message on its subject", name)
+	}
+	// Gone from the server before the test goes on: a permission taken
+	// away later would otherwise be refused to it too.
+	stop()
+	if err := f.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -38,10 +38,10 @@ func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []b
 	if carried := statesync.CarriedOf(ctx); len(carried) > 0 {
 		msg.Header.Set(HeaderCarried, carriedHeader(carried))
 	}
-	ctx, release := l.guard(ctx)
+	guarded, release := l.guard(ctx)
 	defer release()
-	at, err := l.publishOnce(ctx, last, msg)
-	return at, l.orRefused(ctx, err)
+	at, err := l.publishOnce(guarded, last, msg)
+	return at, l.unanswered(ctx, l.orRefused(guarded, err))
 }
 
 // MaxUpdateSize is the size, in bytes, of the largest update AppendAfter
@@ -70,10 +70,10 @@ func setPurged(msg *nats.Msg, purged uint64) {
 // chunks, each bound to the one before, and only then are older entries
 // purged.
 func (l *Log) CompactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
-	ctx, release := l.guard(ctx)
+	guarded, release := l.guard(ctx)
 	defer release()
-	at, err := l.compactAfter(ctx, last, snapshot)
-	return at, l.orRefused(ctx, err)
+	at, err := l.compactAfter(guarded, last, snapshot)
+	return at, l.unanswered(ctx, l.orRefused(guarded, err))
 }
 
 // compactAfter is CompactAfter.

@@ -33,15 +33,15 @@ const (
 // must be after.ID: that costs no request of its own, except when there is
 // nothing after it to read.
 func (l *Log) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
-	ctx, release := l.guard(ctx)
+	guarded, release := l.guard(ctx)
 	defer release()
-	err := l.orRefused(ctx, l.readAfter(ctx, after, upTo, fn))
-	if err != nil && err == ctx.Err() {
+	err := l.orRefused(guarded, l.readAfter(guarded, after, upTo, fn))
+	if err != nil && err == guarded.Err() {
 		// Said where the read stood, and in words: not Go's bare "context
 		// deadline exceeded".
-		return fmt.Errorf("%s: reading after %d: %w", l.name, after.Revision, describeJSError(err))
+		err = fmt.Errorf("%s: reading after %d: %w", l.name, after.Revision, describeJSError(err))
 	}
-	return err
+	return l.unanswered(ctx, err)
 }
 
 // readAfter is ReadAfter.

@@ -702,6 +702,9 @@ func DescribeError(err error, timeout time.Duration) string { return describeErr
 
 // describeError is an error as one line says it.
 func describeError(err error, timeout time.Duration) string {
+	if errors.Is(err, statesync.ErrNoAnswer) {
+		return describeNoAnswer(err, timeout)
+	}
 	if contended := (*turns.ContendedError)(nil); errors.As(err, &contended) {
 		lost := fmt.Sprintf("gave up after losing %d tries in a row to other writers", contended.Lost)
 		switch contended.Lost {
@@ -716,12 +719,24 @@ func describeError(err error, timeout time.Duration) string {
 		return fmt.Sprintf("%s (%v)", lost, contended.Err)
 	}
 	switch {
-	case errors.Is(err, statesync.ErrUnknownOutcome) && errors.Is(err, context.DeadlineExceeded) && timeout > 0:
-		return fmt.Sprintf("no answer from the server within %s: the change may or may not have been made; REFRESH, then look (%v)", timeout, err)
+	case errors.Is(err, context.DeadlineExceeded) && timeout > 0:
+		return describeNoAnswer(err, timeout)
 	case errors.Is(err, statesync.ErrUnknownOutcome):
 		return fmt.Sprintf("the change may or may not have been made; REFRESH, then look (%v)", err)
-	case errors.Is(err, context.DeadlineExceeded) && timeout > 0:
-		return fmt.Sprintf("no answer from the server within %s; is it running? (%v)", timeout, err)
 	}
 	return err.Error()
+}
+
+// describeNoAnswer says a command that got no answer from the server, read
+// or write, in the same words: whatever it lost to other writers before,
+// the server's silence is what stopped it.
+func describeNoAnswer(err error, timeout time.Duration) string {
+	within := ""
+	if timeout > 0 {
+		within = " within " + timeout.String()
+	}
+	if errors.Is(err, statesync.ErrUnknownOutcome) {
+		return fmt.Sprintf("no answer from the server%s: the change may or may not have been made; REFRESH, then look (%v)", within, err)
+	}
+	return fmt.Sprintf("no answer from the server%s; is it running? (%v)", within, err)
 }

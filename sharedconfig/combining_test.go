@@ -42,6 +42,9 @@ func TestCombinedPutsLandOnceEach(t *testing.T) {
 		configs[i] = openNamed(t, srv, "combined", fmt.Sprint("w", i), sharedconfig.Options{Combining: true, Trace: func(a statesync.Attempt) {
 			if a.Carried {
 				carried.Add(1)
+				if a.Updates != 1 || a.Revision == 0 {
+					t.Errorf("a carried PUT is traced with %d updates at revision %d, not its 1 update at the carrying entry's", a.Updates, a.Revision)
+				}
 			}
 		}})
 	}
@@ -144,4 +147,54 @@ func openNamed(t *testing.T, srv *localserver.Server, name, writer string, o sha
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// The entry-count compaction waits for a second with no entry carrying
+// handed calls, whose writers learn what became of them only by reading
+// it, and compacts anyway at 4 times its count.
+func TestCompactionWaitsForAQuietMomentAfterCarriedCalls(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	a := e.open(sharedconfig.CompactAt(sharedconfig.Options{Combining: true, CompactionFailed: func(err error) { t.Log(err) }}, 10))
+	b := e.open(sharedconfig.Options{})
+	first := func() uint64 {
+		info, err := a.Log().(*jetstream.Log).Stream().Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.FirstSeq
+	}
+	carrying := func() {
+		// An entry that says it carries a call another writer handed.
+		carried := statesync.CarriedContext(ctx, []statesync.Carried{{ID: fmt.Sprint("call", time.Now().UnixNano()), Start: 0, End: 1}})
+		put(t, b, "handed", "x")
+		if _, err := b.Put(carried, "handed", "y"); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Refresh(ctx); err != nil || a.LastCarried().IsZero() {
+			t.Fatalf("a read the carrying entry: %v, last carried %v", err, a.LastCarried())
+		}
+	}
+	carrying()
+	start := first()
+	for i := range 12 {
+		put(t, a, "k", fmt.Sprint(i))
+	}
+	if time.Since(a.LastCarried()) < time.Second && first() != start {
+		t.Fatalf("compacted within a second of an entry that carries a call (history starts at %d, was %d)", first(), start)
+	}
+	time.Sleep(time.Second)
+	put(t, a, "k", "quiet")
+	if first() == start {
+		t.Fatalf("not compacted after a quiet second, %d entries since the last snapshot", a.EntriesSinceCompaction())
+	}
+	carrying()
+	start = first()
+	for i := range 45 {
+		put(t, a, "k", fmt.Sprint(i))
+	}
+	if first() == start {
+		t.Fatalf("not compacted at %d entries, over 4 times the policy's 10", a.EntriesSinceCompaction())
+	}
 }

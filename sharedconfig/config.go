@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
@@ -270,12 +271,29 @@ func updateAt[R any](ctx context.Context, c *Config, fn func(State) ([]statesync
 	return r, after, nil
 }
 
-// compactIfDue compacts when the policy's entry count is reached.
+// compactIfDue compacts when compactionDue says so.
 func (c *Config) compactIfDue(ctx context.Context) {
-	if c.policy.maxEntries > 0 && c.sync.EntriesSinceCompaction() >= c.policy.maxEntries {
+	if c.compactionDue() {
 		c.compact(ctx)
 	}
 }
+
+// compactionDue: the policy's entry count is reached, and, up to 4 times
+// that count, no entry carrying handed calls has been seen for
+// carriedQuiet. The writers of those calls learn what became of them only
+// by reading that entry, and one paused for a moment (a loaded machine, a
+// stopped process) reads it late; a later write compacts in its place.
+func (c *Config) compactionDue() bool {
+	n := c.sync.EntriesSinceCompaction()
+	if c.policy.maxEntries == 0 || n < c.policy.maxEntries {
+		return false
+	}
+	return n >= 4*c.policy.maxEntries || time.Since(c.sync.LastCarried()) >= carriedQuiet
+}
+
+// carriedQuiet is how long compactIfDue waits after an entry that carries
+// handed calls.
+const carriedQuiet = time.Second
 
 func (c *Config) compact(ctx context.Context) {
 	c.mu.Lock()

@@ -163,7 +163,7 @@ func (c *Config) logHistory(ctx context.Context, n int) ([]Change, error) {
 		after = last - uint64(n)
 	}
 	var out []Change
-	err = c.readChanges(ctx, after, last, func(ch Change) { out = append(out, ch) })
+	err = c.readChanges(ctx, statesync.Position{Revision: after}, last, func(ch Change) { out = append(out, ch) })
 	if n > 0 && len(out) > n { // a snapshot that covered a gap may add one
 		out = out[len(out)-n:]
 	}
@@ -209,11 +209,13 @@ func (c *Config) addEnded(ctx context.Context, last uint64, changes []Change) er
 	})
 }
 
-// readChanges calls fn with each entry after after up to upTo, decoded, and
-// reads on past damage: an entry that does not read comes with Damage set.
-func (c *Config) readChanges(ctx context.Context, after, upTo uint64, fn func(Change)) error {
-	for after < upTo {
-		err := c.Log().ReadAfter(ctx, statesync.Position{Revision: after}, upTo, func(e statesync.Entry) error {
+// readChanges calls fn with each entry after the one at after up to upTo,
+// decoded, and reads on past damage: an entry that does not read comes
+// with Damage set. An after with an ID binds the read to that entry (see
+// statesync.Log).
+func (c *Config) readChanges(ctx context.Context, after statesync.Position, upTo uint64, fn func(Change)) error {
+	for after.Revision < upTo {
+		err := c.Log().ReadAfter(ctx, after, upTo, func(e statesync.Entry) error {
 			ch, err := c.decode(e)
 			var entryErr *statesync.EntryError
 			if errors.As(err, &entryErr) {
@@ -222,21 +224,21 @@ func (c *Config) readChanges(ctx context.Context, after, upTo uint64, fn func(Ch
 				return err
 			}
 			fn(ch)
-			after = e.Revision
+			after = e.Position
 			return nil
 		})
 		var entryErr *statesync.EntryError
 		switch {
 		case err == nil, errors.Is(err, statesync.ErrEmptied):
 			return nil // emptied: purged, and no entry left to read
-		case errors.As(err, &entryErr) && entryErr.Revision > after+1 && errors.Is(err, statesync.ErrStateGone):
+		case errors.As(err, &entryErr) && entryErr.Revision > after.Revision+1 && errors.Is(err, statesync.ErrStateGone):
 			// The entry reads; what went before it does not (a purge by
 			// hand): read it from just before, as its sequel.
-			after = entryErr.Revision - 1
-		case errors.As(err, &entryErr) && entryErr.Revision > after:
+			after = statesync.Position{Revision: entryErr.Revision - 1}
+		case errors.As(err, &entryErr) && entryErr.Revision > after.Revision:
 			// The log cannot read this one at all: say so and read on.
 			fn(Change{Revision: entryErr.Revision, Damage: entryErr.Err.Error()})
-			after = entryErr.Revision
+			after = statesync.Position{Revision: entryErr.Revision}
 		default:
 			return err
 		}

@@ -200,7 +200,7 @@ func (k *keeper) round(ctx context.Context) {
 // cut short among them, is tried again next round, and says nothing.
 func (k *keeper) compactIfDue(ctx context.Context) {
 	c := k.c
-	if c.policy.maxEntries <= 0 || c.sync.EntriesSinceCompaction() < c.policy.maxEntries {
+	if !c.compactionDue() {
 		return
 	}
 	limit, now := keeperOpTimeout, c.serverNow()

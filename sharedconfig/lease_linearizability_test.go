@@ -270,9 +270,9 @@ var llModel = porcupine.Model{
 		}
 		at := ""
 		if out.wrote {
-			at = fmt.Sprintf(" written at %d, %s", out.rev, time.Unix(0, out.at).Format("15:04:05.000"))
+			at = fmt.Sprintf(" written at %d.%d, %s", llRev(out.rev), out.rev&(1<<llPartBits-1), time.Unix(0, out.at).Format("15:04:05.000"))
 		} else {
-			at = fmt.Sprintf(" at %d", out.rev)
+			at = fmt.Sprintf(" at %d", llRev(out.rev))
 		}
 		res := fmt.Sprintf("%+v", out.res)
 		if out.unknown {
@@ -313,18 +313,50 @@ func llPick(rng *rand.Rand) string {
 	return "get"
 }
 
-// llEntry is an entry of the log as a client read it.
+// llEntry is one writer's part of an entry of the log, as a client read
+// it: the entry's own operations, or a call another writer handed the
+// entry's writer, which the entry carries after them (combining).
 type llEntry struct {
 	writer string
 	at     int64
 	ops    []sharedconfig.Op
 }
 
+// An operation's place in the log is a position: the revision of its
+// entry, and its part's index there, for a write; for a read at a
+// revision, after every part of that entry. The model orders operations
+// by position.
+const llPartBits = 5
+
+func llWritePos(rev uint64, part int) uint64 { return rev<<llPartBits | uint64(part) }
+func llReadPos(rev uint64) uint64            { return rev<<llPartBits | (1<<llPartBits - 1) }
+func llRev(pos uint64) uint64                { return pos >> llPartBits }
+
+// llParts splits an entry into its writers' parts, by position: each run
+// of operations of one writer is a part, at the index of its first.
+func llParts(ch sharedconfig.Change) map[uint64]llEntry {
+	parts := map[uint64]llEntry{}
+	start := 0
+	for i := range ch.Ops {
+		if i+1 < len(ch.Ops) && ch.Ops[i+1].HandedBy == ch.Ops[start].HandedBy {
+			continue
+		}
+		e := llEntry{writer: cmp.Or(ch.Ops[start].HandedBy, ch.Writer), at: ch.Time.UnixNano()}
+		for _, op := range ch.Ops[start : i+1] {
+			op.HandedBy = ""
+			e.ops = append(e.ops, op)
+		}
+		parts[llWritePos(ch.Revision, start)] = e
+		start = i + 1
+	}
+	return parts
+}
+
 // llLog gathers the entries every client reads from the log.
 type llLog struct {
 	t       *testing.T
 	mu      sync.Mutex
-	entries map[uint64]llEntry
+	entries map[uint64]llEntry // by position
 }
 
 func (g *llLog) changed(ch sharedconfig.Change) {
@@ -334,13 +366,14 @@ func (g *llLog) changed(ch sharedconfig.Change) {
 	if ch.Snapshot || ch.Foreign != "" || ch.Writer == "" || ch.Local && !timed {
 		return
 	}
-	e := llEntry{writer: ch.Writer, at: ch.Time.UnixNano(), ops: ch.Ops}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if old, ok := g.entries[ch.Revision]; ok && (old.writer != e.writer || old.at != e.at || !slices.Equal(old.ops, e.ops)) {
-		g.t.Errorf("two clients read revision %d differently: %+v and %+v", ch.Revision, old, e)
+	for pos, e := range llParts(ch) {
+		if old, ok := g.entries[pos]; ok && (old.writer != e.writer || old.at != e.at || !slices.Equal(old.ops, e.ops)) {
+			g.t.Errorf("two clients read revision %d differently: %+v and %+v", ch.Revision, old, e)
+		}
+		g.entries[pos] = e
 	}
-	g.entries[ch.Revision] = e
 }
 
 // llClient is one client: a Config on its own connection.
@@ -351,26 +384,27 @@ type llClient struct {
 	attempt atomic.Pointer[statesync.Attempt] // the last try of the last write
 }
 
-func (cl *llClient) open(connect func() (*nats.Conn, error), name string, g *llLog) error {
+func (cl *llClient) open(sh *llShared) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nc, err := connect()
+	nc, err := sh.connect()
 	if err != nil {
 		return err
 	}
 	writer := fmt.Sprintf("c%d", cl.id)
 	var c *sharedconfig.Config
-	l, err := jetstream.OpenLog(ctx, nc, "ll", name, jetstream.LogOptions{Writer: writer})
+	l, err := jetstream.OpenLog(ctx, nc, "ll", sh.name, jetstream.LogOptions{Writer: writer})
 	if err == nil {
 		c, err = sharedconfig.Open(ctx, l, sharedconfig.Options{
 			Compaction: true,
+			Combining:  sh.combining,
 			Holder:     writer,
 			Trace:      func(a statesync.Attempt) { cl.attempt.Store(&a) },
 		})
 	}
 	if err == nil {
 		// Following too: every client reads every entry soon after it lands.
-		if _, err = c.Watch("", g.changed, nil); err != nil {
+		if _, err = c.Watch("", sh.log.changed, nil); err != nil {
 			c.Close()
 		}
 	}
@@ -509,14 +543,18 @@ func llOpsPerClient() int {
 // llRun runs the clients against a config named name, calls fault once a
 // third of the operations are done, and checks the history.
 func llRun(t *testing.T, connect func() (*nats.Conn, error), name string, fault func()) {
-	sh := &llShared{t: t, connect: connect, name: name, fault: fault, perClient: llOpsPerClient(),
-		log: &llLog{t: t, entries: map[uint64]llEntry{}}, start: time.Now()}
+	llRunWith(t, &llShared{connect: connect, name: name, fault: fault})
+}
+
+// llRunWith is llRun with the clients' options in sh: sh.combining.
+func llRunWith(t *testing.T, sh *llShared) {
+	sh.t, sh.perClient, sh.log, sh.start = t, llOpsPerClient(), &llLog{t: t, entries: map[uint64]llEntry{}}, time.Now()
 	records := make([][]llRecord, llClients)
 	clients := make([]*llClient, llClients)
 	var wg sync.WaitGroup
 	for id := range llClients {
 		cl := &llClient{id: id}
-		if err := cl.open(connect, name, sh.log); err != nil {
+		if err := cl.open(sh); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(cl.close)
@@ -528,6 +566,13 @@ func llRun(t *testing.T, connect func() (*nats.Conn, error), name string, fault 
 		cl.close() // their watches add no entry to the log's record after this
 	}
 	history, unknown := llHistory(t, sh.log, records)
+	if sh.combining {
+		carried := llCarried(sh.log)
+		t.Logf("%d writes carried by other writers' entries", carried)
+		if carried == 0 {
+			t.Error("no write was carried by another writer's entry: the run checked no combining")
+		}
+	}
 	t.Logf("%d operations over %s, %d with an unknown outcome; %s",
 		len(history), time.Since(sh.start).Round(time.Millisecond), unknown, llStats(history))
 	checked := time.Now()
@@ -540,6 +585,9 @@ func llRun(t *testing.T, connect func() (*nats.Conn, error), name string, fault 
 
 // llShared is what the clients of a run share.
 type llShared struct {
+	combining bool // the clients hand their plain puts to the writer under way
+	pauses    int  // the longest pause between a client's operations, in ms; 60 if 0
+	puts      int  // the percentage of operations made plain puts, before the mix picks
 	t         *testing.T
 	connect   func() (*nats.Conn, error)
 	name      string
@@ -572,15 +620,18 @@ func (cl *llClient) run(sh *llShared) []llRecord {
 			// Close and reopen: the new Config reads the leases back from
 			// the snapshot and the log. While the server is down it
 			// cannot: the client keeps its copy.
-			if err := cl.open(sh.connect, sh.name, sh.log); err != nil {
+			if err := cl.open(sh); err != nil {
 				sh.t.Logf("c%d did not reopen: %v", cl.id, err)
 			}
 		}
 		in := llInputFor(rng, cl, n)
+		if rng.IntN(100) < sh.puts {
+			in.op = "put"
+		}
 		// A pause, so that the run lasts longer than the ttls; now and
 		// then a long one, as a stalled process takes, after which the
 		// client refreshes its lease, maybe too late.
-		pause := time.Duration(rng.IntN(60)) * time.Millisecond
+		pause := time.Duration(rng.IntN(cmp.Or(sh.pauses, 60))) * time.Millisecond
 		if rng.IntN(50) == 0 {
 			pause = llTTLs[rng.IntN(len(llTTLs))]
 			in.op, in.lease = "refresh", cl.id
@@ -695,6 +746,7 @@ func llHistory(t *testing.T, g *llLog, records [][]llRecord) ([]porcupine.Operat
 	unknown := 0
 	for id, ops := range records {
 		writer := fmt.Sprintf("c%d", id)
+		llPlace(g, writer, ops)
 		mine, used := g.written(writer), llAcknowledged(ops)
 		low := uint64(0) // the revision the client's last known operation wrote or read at
 		for i := range ops {
@@ -720,11 +772,11 @@ func llHistory(t *testing.T, g *llLog, records [][]llRecord) ([]porcupine.Operat
 			if out.wrote {
 				e, seen := g.entries[out.rev]
 				if seen && !llMatches(in, e) {
-					t.Errorf("c%d's %s landed at revision %d, which holds %+v", id, in.op, out.rev, e)
+					t.Errorf("c%d's %s landed at revision %d, which holds %+v", id, in.op, llRev(out.rev), e)
 				}
 				if in.op != "put" && in.op != "putIfAbsent" && in.op != "remove" {
 					if !seen {
-						t.Errorf("no client read back entry %d, c%d's %s", out.rev, id, in.op)
+						t.Errorf("no client read back entry %d, c%d's %s", llRev(out.rev), id, in.op)
 					}
 					out.at = e.at
 				}
@@ -734,7 +786,7 @@ func llHistory(t *testing.T, g *llLog, records [][]llRecord) ([]porcupine.Operat
 		}
 		for _, rev := range mine {
 			if !used[rev] {
-				t.Errorf("entry %d by %s (%+v) is no operation's", rev, writer, g.entries[rev])
+				t.Errorf("entry %d by %s (%+v) is no operation's", llRev(rev), writer, g.entries[rev])
 			}
 		}
 	}
@@ -742,7 +794,33 @@ func llHistory(t *testing.T, g *llLog, records [][]llRecord) ([]porcupine.Operat
 	return history, unknown
 }
 
-// written returns the entries writer wrote, oldest first.
+// llPlace turns the revisions the operations of writer were told they
+// wrote or read at into positions: a write's is that of the part of its
+// entry that is writer's and matches it (the first part if no client read
+// the entry back), a read's after every part of its entry.
+func llPlace(g *llLog, writer string, ops []llRecord) {
+	for i := range ops {
+		out, in := ops[i].Output.(llOutput), ops[i].Input.(llInput)
+		if ops[i].unknown {
+			continue
+		}
+		rev := out.rev
+		out.rev = llReadPos(rev)
+		if out.wrote {
+			out.rev = llWritePos(rev, 0)
+			for part := range 1<<llPartBits - 1 {
+				if e, ok := g.entries[llWritePos(rev, part)]; ok && e.writer == writer && llMatches(in, e) {
+					out.rev = llWritePos(rev, part)
+					break
+				}
+			}
+		}
+		ops[i].Output = out
+	}
+}
+
+// written returns the positions of the entries' parts writer wrote, oldest
+// first.
 func (g *llLog) written(writer string) []uint64 {
 	var mine []uint64
 	for rev, e := range g.entries {
@@ -786,6 +864,28 @@ func TestLeasesLinearizableOneServer(t *testing.T) {
 	llRun(t, func() (*nats.Conn, error) {
 		return localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
 	}, "one", nil)
+}
+
+// The clients combine: a plain put may land in another client's entry,
+// after its own operation, and the model takes it at its place there.
+func TestLeasesLinearizableCombining(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	llRunWith(t, &llShared{combining: true, pauses: 1, puts: 70, name: "combining", connect: func() (*nats.Conn, error) {
+		return localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
+	}})
+}
+
+// llCarried counts the parts of entries that are not their entry's
+// writer's own.
+func llCarried(g *llLog) int {
+	n := 0
+	for pos := range g.entries {
+		if pos&(1<<llPartBits-1) != 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // The server stops for longer than every ttl: deadlines pass while the log
@@ -842,10 +942,10 @@ var lmT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 func lmMs(n int64) int64 { return lmT0 + n*int64(time.Millisecond) }
 
 func lmWrote(rev uint64, at int64, res llResult) llOutput {
-	return llOutput{wrote: true, rev: rev, at: at, res: res}
+	return llOutput{wrote: true, rev: llWritePos(rev, 0), at: at, res: res}
 }
 
-func lmRead(rev uint64, res llResult) llOutput { return llOutput{rev: rev, res: res} }
+func lmRead(rev uint64, res llResult) llOutput { return llOutput{rev: llReadPos(rev), res: res} }
 
 func lmLease(deadline int64, watched bool) llLease {
 	return llLease{present: true, holder: 0, ttl: time.Second, deadline: deadline, watched: watched}

@@ -53,6 +53,9 @@ type RepairReport struct {
 	// Snapshot is the revision of the snapshot written; 0 when nothing
 	// was written.
 	Snapshot uint64
+
+	good, last statesync.Position // the entries at GoodRevision and LastRevision
+	state      State              // what the repair writes: the state at good, or Left
 }
 
 // Damaged reports whether an entry after the good state does not read, or
@@ -75,17 +78,21 @@ func (r RepairReport) Damaged() bool {
 type RepairOption func(*repairOptions)
 
 type repairOptions struct {
-	dryRun       bool
-	expectedLast uint64 // 0: whatever the log's last revision is
+	dryRun bool
+	plan   *RepairReport // nil: whatever the log holds now
 }
 
 // DryRun: Repair only lists what it would discard, and writes nothing.
 func DryRun() RepairOption { return func(o *repairOptions) { o.dryRun = true } }
 
-// IfLastRevision: Repair writes only if the log still ends at revision
-// last (what a dry run reported and someone agreed to discard).
-func IfLastRevision(last uint64) RepairOption {
-	return func(o *repairOptions) { o.expectedLast = last }
+// IfUnchanged: Repair writes only if the log and the local copy are still
+// as the dry run plan found them (what someone agreed to discard): the
+// log's last entry the same, by revision and by ID, and the good state the
+// same. An entry written meanwhile fails it with statesync.ErrConflict; a
+// config destroyed and created again meanwhile, even up to the same
+// revision, with statesync.ErrReplaced.
+func IfUnchanged(plan RepairReport) RepairOption {
+	return func(o *repairOptions) { o.plan = &plan }
 }
 
 // errNothingToRepair: the log reads to its end.
@@ -93,9 +100,12 @@ var errNothingToRepair = errors.New("every entry reads: nothing to repair")
 
 // Repair lists the entries after the local copy's revision, decoded where
 // they decode, and, if one of them does not read, writes the local state
-// as a snapshot after the last of them, which drops them all. The snapshot
-// is conditional on the log's last revision, so a write that lands
-// meanwhile makes Repair fail with statesync.ErrConflict, having changed
+// as a snapshot after the last of them, which drops them all (when the
+// log's state is gone, what the entries left set: RepairReport.Left). The reading
+// is bound to the ID of the local copy's entry, and the snapshot to the
+// revision and ID of the last entry, as writes are, so a write that lands
+// meanwhile makes Repair fail with statesync.ErrConflict, and a config
+// destroyed and created again with statesync.ErrReplaced, having changed
 // nothing.
 func (c *Config) Repair(ctx context.Context, opts ...RepairOption) (RepairReport, error) {
 	var o repairOptions
@@ -103,46 +113,72 @@ func (c *Config) Repair(ctx context.Context, opts ...RepairOption) (RepairReport
 		opt(&o)
 	}
 	r, err := c.planRepair(ctx)
+	if err == nil && o.plan != nil {
+		err = r.unchangedSince(*o.plan)
+	}
 	switch {
-	case err != nil || o.dryRun:
+	case o.dryRun:
 		return r, err
-	case o.expectedLast != 0 && r.LastRevision != o.expectedLast:
-		return r, fmt.Errorf("%w: the log ends at revision %d, not %d; nothing was written", statesync.ErrConflict, r.LastRevision, o.expectedLast)
+	case err != nil:
+		return r, nothingWritten(err)
 	case !r.Damaged():
 		return r, errNothingToRepair
 	}
-	st := c.State()
-	if r.Purged > 0 {
-		st = r.Left
-	}
-	data, err := codec{}.EncodeInitial(snapshotUpdate{st})
+	data, err := codec{}.EncodeInitial(snapshotUpdate{r.state})
 	if err != nil {
 		return r, err
 	}
-	at, err := c.Log().CompactAfter(statesync.PurgedContext(ctx, r.Purged), statesync.Position{Revision: r.LastRevision}, data)
+	at, err := c.Log().CompactAfter(statesync.PurgedContext(ctx, r.Purged), r.last, data)
 	if errors.Is(err, statesync.ErrConflict) {
-		return r, fmt.Errorf("%w %d while repairing; nothing was written", statesync.ErrConflict, r.LastRevision)
+		err = fmt.Errorf("%w %d while repairing", statesync.ErrConflict, r.LastRevision)
 	}
 	if err != nil {
-		return r, err
+		return r, nothingWritten(err)
 	}
 	r.Snapshot = at.Revision
 	return r, c.Refresh(ctx)
 }
 
-// planRepair lists the entries after the local copy's revision; when the
-// log's state is gone, every entry left, and the state they set.
+// nothingWritten is err, of a repair that wrote nothing, saying so where
+// the log's answer leaves it in doubt: a conflict, another incarnation.
+func nothingWritten(err error) error {
+	if errors.Is(err, statesync.ErrConflict) || errors.Is(err, statesync.ErrReplaced) {
+		return fmt.Errorf("%w; nothing was written", err)
+	}
+	return err
+}
+
+// unchangedSince refuses r, a plan made now, unless it is plan: the log
+// ends at the same entry, and the good state is the same.
+func (r RepairReport) unchangedSince(plan RepairReport) error {
+	switch {
+	case r.last.Revision != plan.last.Revision:
+		return fmt.Errorf("%w: the log ends at revision %d, not %d", statesync.ErrConflict, r.LastRevision, plan.LastRevision)
+	case r.last.ID != plan.last.ID:
+		return fmt.Errorf("%w: its entry %d is not the one listed", statesync.ErrReplaced, r.LastRevision)
+	case r.good != plan.good:
+		return fmt.Errorf("%w: the last good state is not the one listed (revision %d, now %d)", statesync.ErrReplaced, plan.GoodRevision, r.GoodRevision)
+	}
+	return nil
+}
+
+// planRepair lists the entries after the local copy's revision, reading
+// them bound to the local copy's entry; when the log's state is gone,
+// every entry left, and the state they set.
 func (c *Config) planRepair(ctx context.Context) (RepairReport, error) {
-	r := RepairReport{GoodRevision: c.State().Revision()}
+	st, good := c.sync.StatePosition()
+	st.revision = good.Revision
+	r := RepairReport{GoodRevision: good.Revision, good: good, state: st}
 	var err error
-	if r.LastRevision, err = lastRevision(ctx, c.Log()); err != nil {
+	if r.last, err = c.Log().LastPosition(ctx); err != nil {
 		return r, err
 	}
+	r.LastRevision = r.last.Revision
 	var gone *statesync.EntryError
 	if errors.As(c.sync.Gone(), &gone) {
 		return c.planLeft(ctx, r, gone.Revision)
 	}
-	err = c.readChanges(ctx, r.GoodRevision, r.LastRevision, func(ch Change) { r.Discarded = append(r.Discarded, ch) })
+	err = c.readChanges(ctx, good, r.LastRevision, func(ch Change) { r.Discarded = append(r.Discarded, ch) })
 	return r, err
 }
 
@@ -153,7 +189,7 @@ func (c *Config) planRepair(ctx context.Context) (RepairReport, error) {
 func (c *Config) planLeft(ctx context.Context, r RepairReport, first uint64) (RepairReport, error) {
 	r.Purged = first - 1
 	stop := r.LastRevision
-	err := c.readChanges(ctx, r.Purged, r.LastRevision, func(ch Change) {
+	err := c.readChanges(ctx, statesync.Position{Revision: r.Purged}, r.LastRevision, func(ch Change) {
 		if ch.Damage != "" && stop == r.LastRevision {
 			stop = ch.Revision - 1
 		}
@@ -167,6 +203,7 @@ func (c *Config) planLeft(ctx context.Context, r RepairReport, first uint64) (Re
 		return r, err
 	}
 	r.Left, err = c.stateLeft(ctx, r.Purged, stop)
+	r.state = r.Left
 	return r, err
 }
 

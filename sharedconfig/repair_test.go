@@ -118,10 +118,14 @@ func TestDamagedEntryOpensReadOnlyAndRepairs(t *testing.T) {
 		t.Fatalf("a dry run wrote: the log ends at %d, want %d", last, later)
 	}
 	// A write after the dry run: the repair it agreed to changes nothing.
-	if _, err := d.Repair(ctx, sharedconfig.IfLastRevision(plan.LastRevision-1)); !errors.Is(err, statesync.ErrConflict) || !strings.Contains(err.Error(), "nothing was written") {
+	earlier := must[sharedconfig.RepairReport](t)(d.Repair(ctx, sharedconfig.DryRun()))
+	publishRaw(t, e, `{"ops":[{"op":"put","key":"k","value":"meanwhile"}]}`, jetstream.HeaderFormat, "1", jetstream.HeaderKind, "update")
+	if _, err := d.Repair(ctx, sharedconfig.IfUnchanged(earlier)); !errors.Is(err, statesync.ErrConflict) || !strings.Contains(err.Error(), "nothing was written") {
 		t.Fatalf("a repair after the log moved: %v", err)
 	}
-	repaired := must[sharedconfig.RepairReport](t)(d.Repair(ctx, sharedconfig.IfLastRevision(plan.LastRevision)))
+	plan = must[sharedconfig.RepairReport](t)(d.Repair(ctx, sharedconfig.DryRun()))
+	later = plan.LastRevision
+	repaired := must[sharedconfig.RepairReport](t)(d.Repair(ctx, sharedconfig.IfUnchanged(plan)))
 	if rev := repaired.Snapshot; rev != later+1 || d.State().Revision() != rev {
 		t.Fatalf("repaired at %d, local copy at %d; want %d", rev, d.State().Revision(), later+1)
 	}
@@ -134,6 +138,45 @@ func TestDamagedEntryOpensReadOnlyAndRepairs(t *testing.T) {
 	}
 	if _, err := d.Repair(ctx); !errors.Is(err, sharedconfig.ErrNothingToRepair) {
 		t.Fatalf("a second repair: %v", err)
+	}
+}
+
+// A repair agreed to on a config that is then destroyed and created again,
+// up to the same revision and damaged at the same entry, writes nothing:
+// the old config's good state never lands in the new one.
+func TestRepairDoesNotLandOnAConfigCreatedAgain(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	damage := func() uint64 {
+		c := e.open(sharedconfig.Options{})
+		put(t, c, "k", "old")
+		return publishRaw(t, e, "garbage", jetstream.HeaderFormat, "1", jetstream.HeaderKind, "update")
+	}
+	bad := damage()
+	l, err := jetstream.OpenLog(ctx, jstest.Connect(t, e.srv), "test", e.name, jetstream.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := sharedconfig.Open(ctx, l, sharedconfig.Options{})
+	if d == nil {
+		t.Fatalf("Open over damage: %v", err)
+	}
+	plan := must[sharedconfig.RepairReport](t)(d.Repair(ctx, sharedconfig.DryRun()))
+	if !plan.Damaged() || plan.LastRevision != bad {
+		t.Fatalf("plan: %+v", plan)
+	}
+
+	if err := jetstream.DeleteConfig(ctx, jstest.Connect(t, e.srv), "test", e.name); err != nil {
+		t.Fatal(err)
+	}
+	if again := damage(); again != bad {
+		t.Fatalf("created again up to revision %d, want %d as before", again, bad)
+	}
+	if _, err := d.Repair(ctx, sharedconfig.IfUnchanged(plan)); !errors.Is(err, statesync.ErrReplaced) || !strings.Contains(err.Error(), "nothing was written") {
+		t.Fatalf("the repair agreed to before the config was created again: %v; want ErrReplaced, nothing written", err)
+	}
+	if last := must[uint64](t)(logtest.LastRevision(l, ctx)); last != bad {
+		t.Fatalf("the config created again ends at %d, want %d: the repair wrote into it", last, bad)
 	}
 }
 

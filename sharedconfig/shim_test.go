@@ -1,5 +1,7 @@
 package sharedconfig
 
+import "time"
+
 // Unexported names the external tests (package sharedconfig_test) check.
 var (
 	ErrNothingToRepair = errNothingToRepair
@@ -18,3 +20,9 @@ func CompactAt(o Options, maxEntries uint64) Options {
 	o.policy = &compactionPolicy{maxEntries: maxEntries}
 	return o
 }
+
+// EntriesSinceCompaction is the history a new reader of c would replay.
+func (c *Config) EntriesSinceCompaction() uint64 { return c.sync.EntriesSinceCompaction() }
+
+// LastCarried is when c last read or wrote an entry carrying handed calls.
+func (c *Config) LastCarried() time.Time { return c.sync.LastCarried() }

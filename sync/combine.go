@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
@@ -121,6 +122,22 @@ type handed struct {
 	writer string       // the name its writer's writes go by, if given
 }
 
+// validOpID: id is what newOpID makes, 16 hex digits. The entry that
+// carries a call names its ID in a header where a comma, a colon or
+// white space would make it name no call at all, the other writers' calls
+// it carries included, and those could then land again.
+func validOpID(id string) bool {
+	if len(id) != 16 {
+		return false
+	}
+	for i := range len(id) {
+		if c := id[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // newOpID names a call's op.
 func newOpID() string {
 	b := make([]byte, 8)
@@ -145,8 +162,8 @@ type combining[S any] struct {
 	took        chan struct{}
 
 	// carryingAt is when this writer last appended or read an entry that
-	// carries calls: under the synchronizer's mu.
-	carryingAt time.Time
+	// carries calls, in Unix nanoseconds (0: never).
+	carryingAt atomic.Int64
 }
 
 // carriedIDs remembers which calls the entries of (after, upTo] carried,
@@ -248,13 +265,15 @@ func (s *Synchronizer[S]) takeHanded(data []byte, writer string, answer func([]b
 		return
 	}
 	var h handed
-	if err := json.Unmarshal(data, &h); err != nil || h.ID == "" || len(h.ID) > 16 || len(h.By) > 64 || len(h.Op) > maxOpBytes ||
+	if err := json.Unmarshal(data, &h); err != nil || !validOpID(h.ID) || len(h.By) > 64 || len(h.Op) > maxOpBytes ||
 		h.Until <= h.From || h.Until-h.From > opWindow {
 		answer(nil)
 		return
 	}
 	h.answer, h.writer = answer, writer
-	if len(h.writer) > maxWriterName {
+	if len(h.writer) > maxWriterName || !utf8.ValidString(h.writer) {
+		// The entry could not name it: a header that does not read
+		// names none of the calls it carries.
 		h.writer = ""
 	}
 	c := &s.combine
@@ -365,11 +384,24 @@ func (s *Synchronizer[S]) awaitHandsLocked(ctx context.Context) {
 // compaction can no longer tell whether its call landed.
 const handersRead = 50 * time.Millisecond
 
+// LastCarried is when this synchronizer last appended an entry that
+// carries calls other writers handed it (combining), or read one that names
+// handed calls, or the zero time. A compaction drops such an entry's
+// writers' only way to learn what became of their calls: a compaction
+// policy may wait for a quiet moment.
+func (s *Synchronizer[S]) LastCarried() time.Time {
+	if at := s.combine.carryingAt.Load(); at != 0 {
+		return time.Unix(0, at)
+	}
+	return time.Time{}
+}
+
 // letHandersReadLocked waits, with the lock released, until handersRead
 // after the newest entry this writer knows of that carries calls.
 func (s *Synchronizer[S]) letHandersReadLocked(ctx context.Context) {
-	wait := handersRead - time.Since(s.combine.carryingAt)
-	if s.combine.carryingAt.IsZero() || wait <= 0 {
+	at := s.LastCarried()
+	wait := handersRead - time.Since(at)
+	if at.IsZero() || wait <= 0 {
 		return
 	}
 	s.mu.Unlock()
@@ -394,7 +426,7 @@ func (c *combining[S]) anyTaken() bool {
 // carried; any notes when one carried calls, for its compactions.
 func (s *Synchronizer[S]) readCombinedLocked(e Entry) {
 	if len(e.Carried) > 0 {
-		s.combine.carryingAt = time.Now()
+		s.combine.carryingAt.Store(time.Now().UnixNano())
 	}
 	if s.ops != nil {
 		s.combine.carried.saw(e.Revision, e.ID, e.Carried)
@@ -402,11 +434,11 @@ func (s *Synchronizer[S]) readCombinedLocked(e Entry) {
 }
 
 // wroteCombinedLocked records this writer's entry at at, appended on cur,
-// which carries the calls carried, and answers the writers that handed
-// them.
-func (s *Synchronizer[S]) wroteCombinedLocked(cur local[S], at Position, carried []Carried) {
-	if len(carried) > 0 {
-		s.combine.carryingAt = time.Now()
+// which carries the calls carried (theirs: some of them other writers'),
+// and answers the writers that handed them.
+func (s *Synchronizer[S]) wroteCombinedLocked(cur local[S], at Position, carried []Carried, theirs bool) {
+	if theirs {
+		s.combine.carryingAt.Store(time.Now().UnixNano())
 	}
 	if s.ops == nil {
 		return
@@ -704,7 +736,7 @@ func (s *Synchronizer[S]) settleLocked(before S, e Entry) {
 		for _, u := range mine {
 			state = applyOne(state, u, e.Revision, e.Time)
 		}
-		r.committed, r.after = true, revisioned[S]{Value: state, Revision: e.Revision}
+		r.committed, r.carriedUpdates, r.after = true, len(mine), revisioned[S]{Value: state, Revision: e.Revision}
 	}
 }
 

@@ -35,9 +35,10 @@ type request[S any] struct {
 	// other writers handed (carrySoon).
 	carryOnly bool
 	// committed: another writer's entry carried the call (settleLocked),
-	// and after is the state just after its updates there. Under the
-	// synchronizer's mu.
-	committed bool
+	// with carriedUpdates of its updates, and after is the state just
+	// after them there. Under the synchronizer's mu.
+	committed      bool
+	carriedUpdates int
 
 	// Guarded by the queue's mu.
 	promoted bool // turn is closed
@@ -212,7 +213,7 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 	case errors.Is(err, turns.ErrCommitted):
 		m := members[0]
 		delete(s.combine.mine, m.op.id)
-		s.traceAttempt(Attempt{N: lost + 1, Base: m.op.from, Revision: m.after.Revision, Carried: true})
+		s.traceAttempt(Attempt{N: lost + 1, Base: m.op.from, Updates: m.carriedUpdates, Revision: m.after.Revision, Carried: true})
 		close(m.done)
 		return
 	case err == nil && batch[0].carryOnly:
@@ -278,11 +279,11 @@ func (b *batchTry[S]) try(ctx context.Context, attempt int, heldBack time.Durati
 		return s.confirmCurrentLocked(ctx, cur)
 	}
 	var err error
-	b.attempt.Revision, err = s.commitLocked(ctx, cur, slices.Concat(b.updates, more), slices.Concat(carried, others))
+	b.attempt.Revision, err = s.commitLocked(ctx, cur, slices.Concat(b.updates, more), slices.Concat(carried, others), len(others) > 0)
 	if errors.Is(err, ErrTooLarge) && len(others) > 0 {
 		// Too large with the calls of others: without them.
 		b.attempt.Updates = len(b.updates)
-		b.attempt.Revision, err = s.commitLocked(ctx, cur, b.updates, carried)
+		b.attempt.Revision, err = s.commitLocked(ctx, cur, b.updates, carried, false)
 		others = nil
 	}
 	b.theirs = len(others) > 0

@@ -18,7 +18,9 @@ import (
 // read from one incarnation is never written into another: if the log's
 // entry at that revision is another, they do nothing and return an error
 // wrapping ErrReplaced. A Position with no ID binds nothing (the first
-// write to a log, or a log that gives its entries no IDs).
+// write to a log, or a log that gives its entries no IDs). A method whose
+// context ended while the log said nothing returns an error wrapping
+// ErrNoAnswer, where the log can tell.
 type Log interface {
 	// Name identifies the log in error messages.
 	Name() string
@@ -204,6 +206,12 @@ var (
 	// Log.ReadAfter): the state it changes is gone, and so is every state
 	// after it. Logs wrap it in an *EntryError for that update.
 	ErrStateGone = errors.New("the entries before it were removed, with no snapshot in their place: the state it changes is gone")
+	// ErrNoAnswer: the context ended while the log did not answer (it
+	// could not be reached, or said nothing). A log wraps it only where it
+	// can tell that from time that ran out on a request while the log
+	// answered, so that a write that kept losing to other writers is not
+	// taken for one cut off, nor the reverse.
+	ErrNoAnswer = errors.New("no answer from the log")
 )
 
 // ConflictError reports a conditional append that found the log elsewhere

@@ -244,6 +244,18 @@ func (s *Synchronizer[S]) Revision() (rev uint64, ok bool) {
 	return l.Revision, !l.dropped && l.gone == nil
 }
 
+// StatePosition is State with the position the state is as of: its
+// revision and the ID of the entry there, read together, so that a write
+// of that state elsewhere than through UpdateState can be bound to that
+// entry as the synchronizer's own writes are.
+func (s *Synchronizer[S]) StatePosition() (state S, at Position) {
+	l := s.local.Load()
+	if !l.initialized {
+		return state, Position{}
+	}
+	return l.Value, l.position()
+}
+
 // EntriesSinceCompaction is how many entries the local copy has applied since
 // the newest snapshot it knows of: the history a new reader would replay.
 func (s *Synchronizer[S]) EntriesSinceCompaction() uint64 {
@@ -566,8 +578,9 @@ func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(stat
 
 // commitLocked appends updates on the condition that the log is still at
 // cur's revision and, once they land, applies them to the local copy. It
-// returns the revision they landed at.
-func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], updates []Update[S], carried []Carried) (uint64, error) {
+// returns the revision they landed at. carried names the calls handed out
+// that the entry carries, theirs whether some are other writers'.
+func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], updates []Update[S], carried []Carried, theirs bool) (uint64, error) {
 	data, err := s.codec.EncodeUpdates(updates)
 	if err != nil {
 		return 0, err
@@ -577,7 +590,7 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 		return 0, s.replacedLocked(ctx, err)
 	}
 	rev := at.Revision
-	s.wroteCombinedLocked(cur, at, carried)
+	s.wroteCombinedLocked(cur, at, carried, theirs)
 	if anyTimed(updates) {
 		// Only the log knows the time it stored the entry at: read it back.
 		return rev, s.readBackLocked(ctx, rev)
@@ -692,10 +705,11 @@ func (s *Synchronizer[S]) traceAttempt(a Attempt) {
 // gaveUp is the error of a write that stopped on err after losing lost
 // tries in a row: when the context ended it, the write was starved by other
 // writers, and a *turns.ContendedError says so rather than blaming the log. An
-// append whose outcome is unknown stays that.
+// append whose outcome is unknown stays that, and so does a log that did
+// not answer (ErrNoAnswer): the write was cut off, not starved.
 func gaveUp(ctx context.Context, lost int, err error) error {
 	ended := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
-	if lost == 0 || ctx.Err() == nil || !ended || errors.Is(err, ErrUnknownOutcome) {
+	if lost == 0 || ctx.Err() == nil || !ended || errors.Is(err, ErrUnknownOutcome) || errors.Is(err, ErrNoAnswer) {
 		return err
 	}
 	return &turns.ContendedError{Lost: lost, Err: err}

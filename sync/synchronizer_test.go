@@ -3,9 +3,11 @@ package statesync_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/sharedconfig/sharedconfig/internal/testmain"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -273,6 +275,47 @@ func TestStarvedWriteSaysHowManyTriesItLost(t *testing.T) {
 	err = s.Compact(ctx, func(c counter) statesync.InitialUpdate[counter] { return start(int64(c)) })
 	if !errors.As(err, &contended) || contended.Lost < 1 || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a compaction that lost every try gave %v; want a ContendedError wrapping the deadline", err)
+	}
+}
+
+// silentAfterLoss is a log where a rival appends just before the first
+// conditional append, and which then answers nothing: the catch-up after
+// that lost try waits until its context ends, as on a server gone.
+type silentAfterLoss struct {
+	*memlog.Log
+	rival  *statesync.Synchronizer[counter]
+	silent atomic.Bool
+}
+
+func (l *silentAfterLoss) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
+	if _, err := increment(ctx, l.rival); err != nil {
+		return statesync.Position{}, err
+	}
+	defer l.silent.Store(true)
+	return l.Log.AppendAfter(ctx, last, data)
+}
+
+func (l *silentAfterLoss) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
+	if l.silent.Load() {
+		<-ctx.Done()
+		return fmt.Errorf("t: %w (%w)", statesync.ErrNoAnswer, ctx.Err())
+	}
+	return l.Log.ReadAfter(ctx, after, upTo, fn)
+}
+
+// A write that lost a try and then heard nothing from the log until its
+// time ran out was cut off, not starved: it says the log's silence, not a
+// ContendedError, which would say the log was answering.
+func TestWriteCutOffAfterALostTryIsNotContended(t *testing.T) {
+	mem := memlog.New("t")
+	log := &silentAfterLoss{Log: mem, rival: newCounter(t, mem)}
+	s := newCounter(t, log)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := increment(ctx, s)
+	var contended *turns.ContendedError
+	if !errors.Is(err, statesync.ErrNoAnswer) || !errors.Is(err, context.DeadlineExceeded) || errors.As(err, &contended) {
+		t.Fatalf("a write cut off after losing its one try gave %v; want ErrNoAnswer and the deadline, not a ContendedError", err)
 	}
 }
 

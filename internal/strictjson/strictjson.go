@@ -104,7 +104,14 @@ type checker struct {
 	dec           *json.Decoder
 	data          []byte
 	ignoreUnknown bool
+	depth         int // the objects and arrays it is inside
 }
+
+// maxDepth is how deep the checker follows objects and arrays, as
+// encoding/json does: it walks them by recursion, and text that nests
+// millions deep (a file of "[" alone) would take its stack past Go's limit,
+// which kills the process.
+const maxDepth = 10000
 
 func (c *checker) line() int {
 	return 1 + bytes.Count(c.data[:c.dec.InputOffset()], []byte("\n"))
@@ -127,6 +134,12 @@ func (c *checker) value(t reflect.Type) error {
 	tok, err := c.token()
 	if err != nil {
 		return err
+	}
+	if tok == json.Delim('{') || tok == json.Delim('[') {
+		if c.depth++; c.depth > maxDepth {
+			return fmt.Errorf("line %d: nested more than %d deep", c.line(), maxDepth)
+		}
+		defer func() { c.depth-- }()
 	}
 	switch tok {
 	case json.Delim('{'):

@@ -107,3 +107,28 @@ func TestTwinsInMaps(t *testing.T) {
 		t.Fatalf("CheckDuplicates of 101 members with a twin: %v", err)
 	}
 }
+
+// Text nested deeper than encoding/json reads is refused in one error,
+// without following it down: followed, a file of "[" alone, millions deep,
+// would take the checker's stack past Go's limit, which kills the process.
+func TestRefusesNestingDeeperThanJSONReads(t *testing.T) {
+	for _, in := range []string{
+		strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
+		`{"format": "x", "properties": ` + strings.Repeat(`{"k":`, 10001) + "1" + strings.Repeat("}", 10002),
+		strings.Repeat("[", 4<<20),
+		strings.Repeat(`{"a":`, 3<<20),
+	} {
+		show := in[:20]
+		if err := strictjson.CheckDuplicates([]byte(in)); err == nil || !strings.Contains(err.Error(), "nested more than 10000 deep") {
+			t.Errorf("CheckDuplicates(%s... of %d bytes) = %v; want it refused as nested too deep", show, len(in), err)
+		}
+		var f file
+		if err := strictjson.Unmarshal([]byte(in), &f); err == nil {
+			t.Errorf("Unmarshal(%s... of %d bytes) read it", show, len(in))
+		}
+	}
+	ok := strings.Repeat("[", 9999) + strings.Repeat("]", 9999)
+	if err := strictjson.CheckDuplicates([]byte(ok)); err != nil {
+		t.Errorf("CheckDuplicates of arrays 9999 deep = %v; want nil, as encoding/json reads them", err)
+	}
+}

@@ -17,8 +17,9 @@ type Proxy struct {
 	ln      net.Listener
 	target  string
 	frozen  atomic.Bool
-	trigger atomic.Pointer[[]byte] // FreezeOn's pattern
-	dropped atomic.Int64           // bytes dropped while frozen
+	trigger atomic.Pointer[[]byte]    // FreezeOn's pattern
+	insert  atomic.Pointer[[2][]byte] // AfterServerSays's pattern and what follows it
+	dropped atomic.Int64              // bytes dropped while frozen
 	mu      sync.Mutex
 	conns   []net.Conn
 	wg      sync.WaitGroup
@@ -58,6 +59,31 @@ func (p *Proxy) Freeze() { p.frozen.Store(true) }
 func (p *Proxy) FreezeOn(pattern string) {
 	b := []byte(pattern)
 	p.trigger.Store(&b)
+}
+
+// AfterServerSays makes the proxy add extra after each line the server
+// sends that holds pattern, as if the server had sent it next: an error
+// of its own, say. (A line split between two reads is not seen; a short
+// one, such as an error, in practice is.)
+func (p *Proxy) AfterServerSays(pattern, extra string) {
+	p.insert.Store(&[2][]byte{[]byte(pattern), []byte(extra)})
+}
+
+// inserted is what the server sent, with AfterServerSays's extra after
+// each line that holds its pattern.
+func (p *Proxy) inserted(b []byte) []byte {
+	in := p.insert.Load()
+	if in == nil || !bytes.Contains(b, in[0]) {
+		return b
+	}
+	var out []byte
+	for line := range bytes.Lines(b) {
+		out = append(out, line...)
+		if bytes.Contains(line, in[0]) {
+			out = append(out, in[1]...)
+		}
+	}
+	return out
 }
 
 // Dropped is how many bytes the proxy has dropped while frozen, in both
@@ -128,7 +154,11 @@ func (p *Proxy) pipe(dst, src net.Conn, fromClient bool) {
 		if n > 0 && p.frozen.Load() {
 			p.dropped.Add(int64(n))
 		} else if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			out := buf[:n]
+			if !fromClient {
+				out = p.inserted(out)
+			}
+			if _, werr := dst.Write(out); werr != nil {
 				return
 			}
 		}

@@ -100,3 +100,32 @@ func TestParseRefusesLoneSurrogates(t *testing.T) {
 		}
 	}
 }
+
+// Every file import cannot take is refused in one line that says what is
+// wrong and where, in the file's terms: nested millions deep (followed
+// down, the process would die of a stack overflow), cut short, of an
+// export format this program does not read, or holding a value of the
+// wrong kind.
+func TestParseSaysWhatIsWrongInOneLine(t *testing.T) {
+	deepExport := `{"format": "sharedconfig-export/1", "properties": {"k": {"value": "v", "x": ` + strings.Repeat("[", 8<<20)
+	for _, c := range []struct{ in, want string }{
+		{`{"k": ` + strings.Repeat("[", 8<<20), "line 1: nested more than 10000 deep"},
+		{`{"k": ` + strings.Repeat("[", 8<<20) + strings.Repeat("]", 8<<20) + "}", "line 1: nested more than 10000 deep"},
+		{strings.Repeat(`{"a":`, 3<<20), "line 1: nested more than 10000 deep"},
+		{deepExport, "line 1: nested more than 10000 deep"},
+		{"{\"k\": \"v\",\n\"é\": \"\xc3", "the file ends in the middle of a character at line 2 (a file cut short?)"},
+		{"{\"k\": \"v\xff\"}", "line 1 holds the byte 0xff, which starts no UTF-8 character"},
+		{`{"format": "sharedconfig-export/2", "properties": {"k": {"value": "v"}}}`, `a file of format "sharedconfig-export/2", which this program does not read (it reads sharedconfig-export/1)`},
+		{"{\"format\": \"sharedconfig-export/1\",\n\"properties\": {\"k\": {\"value\": 5}}}", `line 2: "properties.value" holds a number, where a string belongs`},
+		{`{"format": "sharedconfig-export/1", "properties": {"k": {"value": "v", "revision": -1}}}`, `"properties.revision" holds -1, where a whole number`},
+		{`{"format": "sharedconfig-export/1", "properties": {"k": {"value": "v", "revision": 1e400}}}`, `the number 1e400 is out of range`},
+		{`{"format": "sharedconfig-export/1", "exported": "yesterday", "properties": {}}`, `"yesterday" is not a time as export writes one`},
+		{`{"format": "sharedconfig-export/1", "properties": {"k": "v"}}`, `"properties" holds a string, where an object belongs`},
+	} {
+		show := c.in[:min(len(c.in), 60)]
+		got, err := exportfile.Parse([]byte(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "Go ") {
+			t.Errorf("Parse(%q... of %d bytes) = %v, %v; want one line with %q", show, len(c.in), got, err, c.want)
+		}
+	}
+}

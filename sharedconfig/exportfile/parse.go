@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -28,7 +30,7 @@ import (
 // the caller's to decide on: importing them makes them plain keys.
 func Parse(data []byte) (Import, error) {
 	if !utf8.Valid(data) {
-		return Import{}, errors.New("not UTF-8 text, as JSON must be")
+		return Import{}, notUTF8(data)
 	}
 	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a byte order mark, as Windows editors write
 	var twice *strictjson.NameError
@@ -44,14 +46,40 @@ func Parse(data []byte) (Import, error) {
 		return parseExport(data, probe)
 	}
 	props, err := parsePlain(probe)
+	if err != nil && strings.HasPrefix(format, exportPrefix) {
+		// Not a plain object either: an export this program cannot read.
+		return Import{}, fmt.Errorf("a file of format %q, which this program does not read (it reads %s)", format, Format)
+	}
 	return Import{Props: props}, err
+}
+
+// exportPrefix starts the format of every export file, of this version or
+// another.
+const exportPrefix = "sharedconfig-export/"
+
+// notUTF8 says where data stops being UTF-8: a file cut short in the
+// middle of a character says so.
+func notUTF8(data []byte) error {
+	valid := 0
+	for valid < len(data) {
+		r, size := utf8.DecodeRune(data[valid:])
+		if r == utf8.RuneError && size <= 1 {
+			break
+		}
+		valid += size
+	}
+	line := 1 + bytes.Count(data[:valid], []byte("\n"))
+	if rest := data[valid:]; len(rest) < utf8.UTFMax && !utf8.FullRune(rest) {
+		return fmt.Errorf("not UTF-8 text, as JSON must be: the file ends in the middle of a character at line %d (a file cut short?)", line)
+	}
+	return fmt.Errorf("not UTF-8 text, as JSON must be: line %d holds the byte 0x%02x, which starts no UTF-8 character", line, data[valid])
 }
 
 // parseExport reads a file export wrote; probe is its members.
 func parseExport(data []byte, probe members) (Import, error) {
 	var e File
 	if err := strictjson.Unmarshal(data, &e); err != nil {
-		return Import{}, fmt.Errorf("a %s file that does not read: %w", Format, err)
+		return Import{}, fmt.Errorf("a %s file that does not read: %w", Format, typeError(data, err))
 	}
 	m, ok := probe["properties"]
 	if !ok {
@@ -158,8 +186,63 @@ func jsonError(data []byte, offset int64, err error) error {
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		line = 1 + bytes.Count(bytes.TrimRight(data, " \t\r\n"), []byte("\n"))
 		return fmt.Errorf("unexpected end of file at line %d: the JSON object is not closed (a file cut short?)", line)
+	case syntax != nil && strings.HasSuffix(syntax.Error(), "exceeded max depth"):
+		return fmt.Errorf("not a JSON object as import reads one: line %d: nested more than 10000 deep", line)
 	}
 	return fmt.Errorf("not a JSON object: line %d: %w", line, err)
+}
+
+// typeError is err, but a value of the wrong type is said in the file's
+// terms, where it is and what belongs there, rather than in Go's.
+func typeError(data []byte, err error) error {
+	var badTime *time.ParseError
+	if errors.As(err, &badTime) {
+		return fmt.Errorf("%q is not a time as export writes one (RFC 3339: 2026-12-01T09:30:00Z)", badTime.Value)
+	}
+	var wrong *json.UnmarshalTypeError
+	if !errors.As(err, &wrong) {
+		return err
+	}
+	line := 1 + bytes.Count(data[:min(max(wrong.Offset, 0), int64(len(data)))], []byte("\n"))
+	kind, number, _ := strings.Cut(wrong.Value, " ")
+	switch {
+	case number != "" && wrong.Field == "":
+		return fmt.Errorf("line %d: the number %s is out of range", line, number)
+	case number != "":
+		return fmt.Errorf("line %d: %q holds %s, where %s belongs", line, wrong.Field, number, kindText(wrong.Type))
+	}
+	return fmt.Errorf("line %d: %q holds %s, where %s belongs", line, wrong.Field, kindText(jsonKinds[kind]), kindText(wrong.Type))
+}
+
+// jsonKinds are Go types that stand for the kinds of JSON value that
+// encoding/json names in its errors.
+var jsonKinds = map[string]reflect.Type{
+	"string": reflect.TypeFor[string](), "number": reflect.TypeFor[float64](), "bool": reflect.TypeFor[bool](),
+	"array": reflect.TypeFor[[]any](), "object": reflect.TypeFor[map[string]any](),
+}
+
+// kindText names what a Go type of the file's takes, as JSON says it.
+func kindText(t reflect.Type) string {
+	if t == nil {
+		return "a value of another kind"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number from 0 to 18446744073709551615"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "a value of another kind"
 }
 
 func tokenText(tok json.Token) string {
