@@ -56,6 +56,21 @@ func (s *Synchronizer[S]) Checkpoint(snapshot func(state S) InitialUpdate[S]) (d
 	return data, true, nil
 }
 
+// CheckpointBase returns the revision of the snapshot the state in a
+// checkpoint stems from. A log whose first entry is past it no longer
+// holds what the copy was read from: compaction never does that to a copy
+// that read past its snapshot, but a purge by hand that keeps the newest
+// entries does, and the copy would then read on as if nothing were gone.
+func CheckpointBase(data []byte) (uint64, error) {
+	rest, ok := bytes.CutPrefix(data, []byte(checkpointMagic))
+	line, _, cut := bytes.Cut(rest, []byte{'\n'})
+	var h checkpointHeader
+	if !ok || !cut || json.Unmarshal(line, &h) != nil {
+		return 0, errBadCheckpoint
+	}
+	return h.CompactedAt, nil
+}
+
 // errBadCheckpoint: Resume was given bytes that are not a checkpoint.
 var errBadCheckpoint = errors.New("not a checkpoint")
 
