@@ -13,6 +13,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream"
 	"github.com/sharedconfig/sharedconfig/repl"
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
+	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
@@ -118,14 +119,23 @@ func (r *replica) load(log *jetstream.Log) []byte {
 		return nil
 	}
 	checkpoint, revision, err := replicacache.Load(r.path, r.stamp)
-	if err != nil || revision < log.Stream().CachedInfo().State.FirstSeq {
-		// Missing, not to be trusted, or compacted past: the config is
-		// read from the server, and the file replaced when the session
-		// ends.
+	if err != nil || revision < log.Stream().CachedInfo().State.FirstSeq || !heldBy(log, checkpoint) {
+		// Missing, not to be trusted, compacted past, or purged under:
+		// the config is read from the server, and the file replaced when
+		// the session ends.
 		return nil
 	}
 	r.revision = revision
 	return checkpoint
+}
+
+// heldBy: the stream still holds the snapshot the checkpoint's state
+// stems from, so that reading on from the copy reads what any reader
+// would; after a purge by hand that kept the newest entries it does not,
+// and the copy would answer what no one else can read.
+func heldBy(log *jetstream.Log, checkpoint []byte) bool {
+	base, err := statesync.CheckpointBase(checkpoint)
+	return err == nil && base >= log.Stream().CachedInfo().State.FirstSeq
 }
 
 // oneKeyMostEntries bounds the entries a one-shot get reads after the
@@ -146,7 +156,7 @@ func (r *replica) openOneKey(ctx context.Context, log *jetstream.Log, key string
 		return nil
 	}
 	state := log.Stream().CachedInfo().State
-	if state.LastSeq < revision || state.LastSeq-revision > oneKeyMostEntries || state.FirstSeq > revision {
+	if state.LastSeq < revision || state.LastSeq-revision > oneKeyMostEntries || state.FirstSeq > revision || !heldBy(log, checkpoint) {
 		return nil
 	}
 	// A config that holds one key must never write a snapshot of itself.

@@ -26,11 +26,15 @@ import (
 // Configs as things to list, save, move and delete.
 
 // answer prints a command's answer: its lines as text, or with -o json one
-// object as the shell prints one per command.
-func answer(cmd *cobra.Command, f *rootFlags, command string, ok bool, result map[string]any, revision uint64, lines ...string) {
+// object as the shell prints one per command, with the revision the
+// config's copy stands at (none: nil, and no field).
+func answer(cmd *cobra.Command, f *rootFlags, command string, ok bool, result map[string]any, revision *uint64, lines ...string) {
 	out := cmd.OutOrStdout()
 	if f.output == "json" {
-		r := map[string]any{"command": command, "ok": ok, "revision": revision}
+		r := map[string]any{"command": command, "ok": ok}
+		if revision != nil {
+			r["revision"] = *revision
+		}
 		if result != nil {
 			r["result"] = result
 		}
@@ -50,9 +54,22 @@ func answer(cmd *cobra.Command, f *rootFlags, command string, ok bool, result ma
 
 // failed reports a command that ran into an error, with exit status 1.
 func failed(cmd *cobra.Command, f *rootFlags, command string, err error) error {
-	answer(cmd, f, command, false, nil, 0, "!!!! Error: "+repl.DescribeError(err, f.timeout)+advice(err))
+	return failedOn(cmd, f, command, nil, err)
+}
+
+// failedOn is failed for a command on the config s has open (nil: none),
+// whose copy's revision it gives.
+func failedOn(cmd *cobra.Command, f *rootFlags, command string, s *session, err error) error {
+	line := "!!!! Error: " + repl.DescribeError(err, f.timeout) + advice(err)
+	if gone, ok := repl.DescribeGone(f.scope+"/"+f.name, err); ok {
+		line = "!!!! " + repl.Shown(gone)
+	}
+	answer(cmd, f, command, false, nil, s.revision(), line)
 	return &exitError{code: exitFailures}
 }
+
+// at is rev, for answer.
+func at(rev uint64) *uint64 { return &rev }
 
 func newListCmd(f *rootFlags) *cobra.Command {
 	return &cobra.Command{
@@ -111,7 +128,7 @@ func listCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 		}
 		list = append(list, item)
 	}
-	answer(cmd, f, "LIST", true, map[string]any{"configs": list}, 0,
+	answer(cmd, f, "LIST", true, map[string]any{"configs": list}, nil,
 		fmt.Sprintf("**** %s%s on %s", repl.Counted(len(configs), "config", "configs"), which, nc.ConnectedUrlRedacted()))
 	if f.output == "text" && len(rows) > 0 {
 		repl.PrintTable(cmd.OutOrStdout(), []string{"Scope", "Name", "Properties", "Revision", "Last change"}, rows)
@@ -155,6 +172,9 @@ func countProperties(ctx context.Context, f *rootFlags, nc *nats.Conn, c jetstre
 		defer cfg.Close()
 	}
 	var damaged *sharedconfig.DamagedError
+	if errors.As(err, &damaged) && damaged.StateGone() {
+		return -1, fmt.Sprintf("unknown: purged by hand up to %d, then entry %d changes what went", damaged.Entry.Revision-1, damaged.Entry.Revision)
+	}
 	if errors.As(err, &damaged) {
 		return -1, fmt.Sprintf("damaged at entry %d", damaged.Entry.Revision)
 	}
@@ -196,7 +216,7 @@ func openExistingOn(cmd *cobra.Command, f *rootFlags, command string, nc *nats.C
 	f.stream, err = jetstream.LookUpConfig(ctx, nc, f.scope, f.name)
 	cancel()
 	if errors.Is(err, jetstream.ErrNoConfig) {
-		answer(cmd, f, command, false, nil, 0, "!!!! "+noConfigLine(cmd.Context(), f, nc))
+		answer(cmd, f, command, false, nil, nil, "!!!! "+noConfigLine(cmd.Context(), f, nc))
 		nc.Close()
 		return nil, &exitError{code: exitFailures}
 	}
@@ -209,6 +229,13 @@ func openExistingOn(cmd *cobra.Command, f *rootFlags, command string, nc *nats.C
 	// failure as one that stops before, at the look-up: one line, status 1.
 	if opening := (*exitError)(nil); errors.As(err, &opening) && errors.Is(opening.err, context.DeadlineExceeded) {
 		return nil, failed(cmd, f, command, opening.err)
+	}
+	// A config whose state is gone has nothing to read: one line, status
+	// 1. Repair is what mends it.
+	if line, gone := repl.DescribeGone(f.scope+"/"+f.name, s.stateGone()); gone && command != "REPAIR" {
+		s.Close()
+		answer(cmd, f, command, false, nil, nil, "!!!! "+repl.Shown(line))
+		return nil, &exitError{code: exitFailures}
 	}
 	return s, err
 }
@@ -252,7 +279,7 @@ func exportCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 		b, err = json.Marshal(exported)
 	}
 	if err != nil {
-		return failed(cmd, f, "EXPORT", err)
+		return failedOn(cmd, f, "EXPORT", s, err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "%s\n", repl.SafeJSON(b))
 	if s.damaged != nil {
@@ -317,7 +344,7 @@ func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bo
 	defer cancel()
 	r, err := s.cfg.Import(ctx, props, replace)
 	if err != nil {
-		return failed(cmd, f, "IMPORT", err)
+		return failedOn(cmd, f, "IMPORT", s, err)
 	}
 	rev := s.cfg.State().Revision()
 	result := map[string]any{"added": r.Added, "updated": r.Updated, "unchanged": r.Unchanged, "removed": r.Removed}
@@ -328,7 +355,7 @@ func importCommandFunc(cmd *cobra.Command, f *rootFlags, file string, replace bo
 		result["snapshot"] = true
 		note += "; too large for one update, so written as one snapshot, which drops the history before it (LOG starts there)"
 	}
-	answer(cmd, f, "IMPORT", true, result, rev,
+	answer(cmd, f, "IMPORT", true, result, at(rev),
 		fmt.Sprintf("**** Imported %s into %s/%s: %d added, %d updated, %d unchanged, %d removed; now at revision %d%s",
 			repl.Counted(len(props), "property", "properties"), f.scope, f.name, r.Added, r.Updated, r.Unchanged, r.Removed, rev, note))
 	return nil
@@ -391,7 +418,7 @@ func destroyCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 	}
 	what := fmt.Sprintf("%s/%s (stream %s: %s, last revision %d)", f.scope, f.name, info.Stream, repl.Counted(info.Entries, "entry", "entries"), info.LastRevision)
 	if !yes && !confirm(cmd, "Destroy "+what+"? This cannot be undone.") {
-		answer(cmd, f, "DESTROY", true, map[string]any{"destroyed": false}, info.LastRevision, "**** Not destroyed")
+		answer(cmd, f, "DESTROY", true, map[string]any{"destroyed": false}, at(info.LastRevision), "**** Not destroyed")
 		return nil
 	}
 	ctx, cancel = context.WithTimeout(cmd.Context(), f.timeout)
@@ -399,7 +426,7 @@ func destroyCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 	if err := jetstream.DeleteConfig(ctx, nc, f.scope, f.name); err != nil {
 		return failed(cmd, f, "DESTROY", err)
 	}
-	answer(cmd, f, "DESTROY", true, map[string]any{"destroyed": true, "stream": info.Stream}, info.LastRevision, "**** Destroyed "+what)
+	answer(cmd, f, "DESTROY", true, map[string]any{"destroyed": true, "stream": info.Stream}, at(info.LastRevision), "**** Destroyed "+what)
 	return nil
 }
 

@@ -16,7 +16,7 @@ func TestAnswerJSONEscapesWhatCouldDriveATerminal(t *testing.T) {
 	var out bytes.Buffer
 	cmd := &cobra.Command{}
 	cmd.SetOut(&out)
-	answer(cmd, &rootFlags{output: "json"}, "REPAIR", true, map[string]any{"writer": "\u202eevil\u009b2J"}, 7)
+	answer(cmd, &rootFlags{output: "json"}, "REPAIR", true, map[string]any{"writer": "\u202eevil\u009b2J"}, at(7))
 	got := out.String()
 	if !strings.Contains(got, `\u202eevil\u009b2J`) || strings.ContainsAny(got, "\u202e\u009b") {
 		t.Fatalf("answer printed %q", got)

@@ -220,7 +220,7 @@ func keysCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
 		keys = append(keys, k)
 	}
 	if f.output == "json" {
-		answer(cmd, f, "KEYS", true, map[string]any{"keys": keys}, s.cfg.State().Revision())
+		answer(cmd, f, "KEYS", true, map[string]any{"keys": keys}, s.revision())
 		return nil
 	}
 	for _, k := range keys {
@@ -314,14 +314,15 @@ func watchCommandFunc(cmd *cobra.Command, f *rootFlags, args []string) error {
 	stopKeeper := s.cfg.Leases().Keep(nil)
 	// Say where watching starts, so that a reader knows every change after
 	// that revision will show.
+	from, _ := s.cfg.Revision() // with no state there too (a purge)
 	if f.output == "json" {
-		repl.WriteJSON(cmd.OutOrStdout(), map[string]any{"event": "watching", "scope": f.scope, "name": f.name, "prefix": prefix, "revision": s.cfg.State().Revision()})
+		repl.WriteJSON(cmd.OutOrStdout(), map[string]any{"event": "watching", "scope": f.scope, "name": f.name, "prefix": prefix, "revision": from})
 	} else {
 		what := "every key"
 		if prefix != "" {
 			what = fmt.Sprintf("keys starting '%s'", repl.Shown(prefix))
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "**** Watching %s of %s/%s from revision %d (Ctrl-C to stop)\n", what, f.scope, f.name, s.cfg.State().Revision())
+		fmt.Fprintf(cmd.OutOrStdout(), "**** Watching %s of %s/%s from revision %d (Ctrl-C to stop)\n", what, f.scope, f.name, from)
 	}
 	<-cmd.Context().Done()
 	// Leaving takes ExitBudget at most, whatever the server does: then the

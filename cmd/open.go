@@ -109,6 +109,27 @@ func (s *session) Close() {
 	s.nc.Close()
 }
 
+// revision is the revision the session's copy of the config stands at,
+// or nil when it stands nowhere (or there is no session).
+func (s *session) revision() *uint64 {
+	if s == nil || s.cfg == nil {
+		return nil
+	}
+	if rev, ok := s.cfg.Revision(); ok {
+		return &rev
+	}
+	return nil
+}
+
+// stateGone is why the session's config holds no state to read (its
+// state is gone), or nil.
+func (s *session) stateGone() error {
+	if s == nil || s.damaged == nil || !s.damaged.StateGone() {
+		return nil
+	}
+	return s.damaged
+}
+
 // starts marks the start of a command that may take timeout, such as a
 // shell line (the shell gives each --timeout).
 func (s *session) starts(timeout time.Duration) { s.due = time.Now().Add(timeout) }
@@ -230,17 +251,37 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 	})
 	var damaged *sharedconfig.DamagedError
 	if errors.As(err, &damaged) && s.cfg != nil {
-		// Readable up to the damage: open read-only there, and say so.
 		s.damaged = damaged
-		fmt.Fprintf(cmd.ErrOrStderr(), "!!!! %s/%s is damaged at entry %d (%s): read-only at revision %d, its last good state; writes fail until 'sharedconfig repair'\n",
-			f.scope, f.name, damaged.Entry.Revision, repl.Shown(damaged.Entry.Err.Error()), damaged.GoodRevision)
 	} else if err != nil {
 		s.Close()
 		return nil, &exitError{exitStartup, fmt.Errorf("opening %s/%s: %w", f.scope, f.name, err)}
 	}
+	f.sayOpened(cmd, s)
 	opened.Store(true)
 	sh.Attach(s.cfg)
 	return s, nil
+}
+
+// sayOpened says on stderr what opening the config found wrong with it. A
+// damaged one is readable up to the damage: it opens read-only there. With
+// its state gone there is nothing to read: a shell says so here, a command
+// when it fails (openExistingOn, or its write). A purge met at open (a
+// copy in the cache from before it, or a config that holds nothing since)
+// is said here; later ones by the command that meets them.
+func (f *rootFlags) sayOpened(cmd *cobra.Command, s *session) {
+	stderr := cmd.ErrOrStderr()
+	if damaged := s.damaged; damaged != nil {
+		if line, gone := repl.DescribeGone(f.scope+"/"+f.name, damaged); !gone {
+			fmt.Fprintf(stderr, "!!!! %s/%s is damaged at entry %d (%s): read-only at revision %d, its last good state; writes fail until 'sharedconfig repair'\n",
+				f.scope, f.name, damaged.Entry.Revision, repl.Shown(damaged.Entry.Err.Error()), damaged.GoodRevision)
+		} else if f.shell {
+			fmt.Fprintln(stderr, "!!!! "+repl.Shown(line))
+		}
+		return
+	}
+	if n := s.cfg.Purged(); n > 0 {
+		fmt.Fprintf(stderr, "!!!! %s/%s was purged by hand up to revision %d (its entries removed, with no snapshot in their place): what it held before is gone\n", f.scope, f.name, n)
+	}
 }
 
 // logOptions are the options of the log openOn opens. A shell opened

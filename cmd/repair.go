@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -26,7 +27,11 @@ each holds where it reads), then writes that state as a snapshot after the
 stream's last entry, which drops them all. The snapshot is conditional: if
 anyone writes meanwhile, or the config is destroyed and created again,
 nothing changes. On a terminal it asks first;
-otherwise it needs --yes. Export the config first to keep a copy.`,
+otherwise it needs --yes. Export the config first to keep a copy.
+
+A config whose stream was purged by hand up to an update it kept has no
+state left before that update: repair then lists the entries left and writes
+what they set as the config's state.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return repairCommandFunc(cmd, f, yes) },
 	}
@@ -44,10 +49,10 @@ func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 	defer cancel()
 	plan, err := s.cfg.Repair(ctx, sharedconfig.DryRun())
 	if err != nil {
-		return failed(cmd, f, "REPAIR", err)
+		return failedOn(cmd, f, "REPAIR", s, err)
 	}
 	if !plan.Damaged() {
-		answer(cmd, f, "REPAIR", true, map[string]any{"repaired": false}, plan.LastRevision,
+		answer(cmd, f, "REPAIR", true, map[string]any{"repaired": false}, s.revision(),
 			fmt.Sprintf("**** %s/%s reads to its end (revision %d): nothing to repair", f.scope, f.name, plan.LastRevision))
 		return nil
 	}
@@ -56,10 +61,14 @@ func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 	}
 	if !yes {
 		if !isTerminal(cmd.InOrStdin()) {
-			return &exitError{exitStartup, errors.New("repair discards entries for good: give --yes to confirm when the input is not a terminal")}
+			what := "repair discards entries for good"
+			if plan.Purged > 0 {
+				what = "repair writes a state for good"
+			}
+			return &exitError{exitStartup, errors.New(what + ": give --yes to confirm when the input is not a terminal")}
 		}
 		if !confirm(cmd, "Repair?") {
-			answer(cmd, f, "REPAIR", true, map[string]any{"repaired": false}, plan.LastRevision, "**** Not repaired")
+			answer(cmd, f, "REPAIR", true, map[string]any{"repaired": false}, s.revision(), "**** Not repaired")
 			return nil
 		}
 	}
@@ -73,30 +82,57 @@ func repairCommandFunc(cmd *cobra.Command, f *rootFlags, yes bool) error {
 		err = fmt.Errorf("%w (the config was destroyed and created again): run repair again to see the entries it would discard now", err)
 	}
 	if err != nil {
-		return failed(cmd, f, "REPAIR", err)
+		return failedOn(cmd, f, "REPAIR", s, err)
 	}
 	rev := repaired.Snapshot
-	discarded := []map[string]any{}
-	for _, d := range plan.Discarded {
+	result := map[string]any{"repaired": true, "snapshot_revision": rev, "good_revision": plan.GoodRevision, "discarded": entryItems(plan.Discarded)}
+	line := fmt.Sprintf("**** Repaired %s/%s: the snapshot at revision %d holds the state of revision %d; entries %d to %d are discarded",
+		f.scope, f.name, rev, plan.GoodRevision, plan.GoodRevision+1, plan.LastRevision)
+	if plan.Purged > 0 {
+		delete(result, "good_revision")
+		result["purged_up_to"], result["kept"], result["properties"] = plan.Purged, entryItems(plan.Kept), plan.Left.Len()
+		line = fmt.Sprintf("**** Repaired %s/%s: the snapshot at revision %d holds what the entries after revision %d set (%s); what was set before them is gone",
+			f.scope, f.name, rev, plan.Purged, repl.Counted(plan.Left.Len(), "property", "properties"))
+	}
+	answer(cmd, f, "REPAIR", true, result, at(rev), line)
+	return nil
+}
+
+// entryItems are the entries repair keeps or discards, for -o json.
+func entryItems(changes []sharedconfig.Change) []map[string]any {
+	items := []map[string]any{}
+	for _, d := range changes {
 		item := map[string]any{"revision": d.Revision, "writer": d.Writer, "entry": describeDiscarded(d)}
 		if d.Damage != "" {
 			item["damage"] = d.Damage
 		}
-		discarded = append(discarded, item)
+		items = append(items, item)
 	}
-	answer(cmd, f, "REPAIR", true, map[string]any{"repaired": true, "snapshot_revision": rev, "good_revision": plan.GoodRevision, "discarded": discarded}, rev,
-		fmt.Sprintf("**** Repaired %s/%s: the snapshot at revision %d holds the state of revision %d; entries %d to %d are discarded",
-			f.scope, f.name, rev, plan.GoodRevision, plan.GoodRevision+1, plan.LastRevision))
-	return nil
+	return items
 }
 
 // printRepairPlan shows what repair would write and discard.
 func printRepairPlan(cmd *cobra.Command, f *rootFlags, plan sharedconfig.RepairReport, properties int) {
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "**** Repair writes the last good state of %s/%s (revision %d, %s) as a snapshot after revision %d, discarding these entries:\n",
-		f.scope, f.name, plan.GoodRevision, repl.Counted(properties, "property", "properties"), plan.LastRevision)
+	if plan.Purged > 0 {
+		fmt.Fprintf(out, "**** %s/%s was purged by hand up to revision %d, and what the entries left changed is gone. Repair writes what they set (%s) as its state, in a snapshot after revision %d; these entries are kept so:\n",
+			f.scope, f.name, plan.Purged, repl.Counted(plan.Left.Len(), "property", "properties"), plan.LastRevision)
+		printEntries(out, plan.Kept)
+		if len(plan.Discarded) == 0 {
+			return
+		}
+		fmt.Fprintln(out, "**** and these, from the first that does not read, are discarded:")
+	} else {
+		fmt.Fprintf(out, "**** Repair writes the last good state of %s/%s (revision %d, %s) as a snapshot after revision %d, discarding these entries:\n",
+			f.scope, f.name, plan.GoodRevision, repl.Counted(properties, "property", "properties"), plan.LastRevision)
+	}
+	printEntries(out, plan.Discarded)
+}
+
+// printEntries is the table of the entries a repair keeps or discards.
+func printEntries(out io.Writer, changes []sharedconfig.Change) {
 	rows := [][]string{}
-	for _, d := range plan.Discarded {
+	for _, d := range changes {
 		rows = append(rows, []string{strconv.FormatUint(d.Revision, 10), formatTime(d.Time), repl.Previewed(d.Writer), describeDiscarded(d)})
 	}
 	repl.PrintTable(out, []string{"Revision", "Time", "Writer", "Entry"}, rows)

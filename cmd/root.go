@@ -194,6 +194,7 @@ type rootFlags struct {
 	// missingKeyFails: a GET of an undefined key fails (the one-shot get).
 	missingKeyFails bool
 	interactive     bool // the shell reads a terminal
+	shell           bool // the shell runs, not a one-shot command
 	writer          string
 	replicas        int
 	mostlyReads     bool // a read-only command: join the writers' turns only if it writes
@@ -271,7 +272,7 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 	}
 	defer closeInput()
 	interactive := in == nil
-	f.interactive = interactive
+	f.interactive, f.shell = interactive, true
 	sess, err := f.open(cmd)
 	if err != nil {
 		return err

@@ -30,6 +30,11 @@ func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []b
 	}
 	msg := l.newMsg(KindUpdate, data)
 	setSpeaker(msg, turns.Speaker(ctx))
+	if last.Revision == statesync.AnyRevision {
+		// Landed after a purge, it must not read as an update whose state
+		// went with the entries purged (statesync.Entry.Unconditional).
+		msg.Header.Set(HeaderUnconditional, "1")
+	}
 	if carried := statesync.CarriedOf(ctx); len(carried) > 0 {
 		msg.Header.Set(HeaderCarried, carriedHeader(carried))
 	}
@@ -52,6 +57,14 @@ func setSpeaker(msg *nats.Msg, speaker string) {
 	}
 }
 
+// setPurged records, on a snapshot or each of its chunks, the purge its
+// writer knew of (statesync.PurgedContext), if any.
+func setPurged(msg *nats.Msg, purged uint64) {
+	if purged != 0 {
+		msg.Header.Set(HeaderPurged, strconv.FormatUint(purged, 10))
+	}
+}
+
 // CompactAfter implements statesync.Log. A snapshot that fits in one
 // message is one conditional rollup: atomic. A larger one is written in
 // chunks, each bound to the one before, and only then are older entries
@@ -66,11 +79,12 @@ func (l *Log) CompactAfter(ctx context.Context, last statesync.Position, snapsho
 // compactAfter is CompactAfter.
 func (l *Log) compactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
 	limit := l.maxPayload - headerRoom
-	speaker := turns.Speaker(ctx)
+	speaker, purged := turns.Speaker(ctx), statesync.PurgedOf(ctx)
 	if len(snapshot) <= limit {
 		msg := l.newMsg(KindSnapshot, snapshot)
 		msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupAll)
 		setSpeaker(msg, speaker)
+		setPurged(msg, purged)
 		return l.publishOnce(ctx, last, msg)
 	}
 	// A purge cannot be bound to an entry: it is bound to the stream's
@@ -89,6 +103,7 @@ func (l *Log) compactAfter(ctx context.Context, last statesync.Position, snapsho
 		msg.Header.Set(HeaderSnapshot, id)
 		msg.Header.Set(HeaderChunk, fmt.Sprintf("%d/%d", i, n))
 		setSpeaker(msg, speaker)
+		setPurged(msg, purged)
 		if at, err = l.publishOnce(ctx, at, msg); err != nil {
 			return statesync.Position{}, chunkFailed(last.Revision, i, n, err)
 		}

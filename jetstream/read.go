@@ -117,6 +117,9 @@ func (l *Log) deliver(r *reader, seq uint64, h nats.Header, data []byte, at time
 		entry.Writer = h.Get(HeaderWriter)
 		entry.Speaker = h.Get(HeaderSpeaker)
 		entry.Carried = parseCarried(h.Get(HeaderCarried))
+		if entry.Snapshot {
+			entry.Purged, _ = strconv.ParseUint(h.Get(HeaderPurged), 10, 64)
+		}
 		entry.Time = at
 		if err := fn(entry); err != nil {
 			return false, err
@@ -294,6 +297,14 @@ func (l *Log) readConsumer(ctx context.Context, r *reader, upTo uint64, fn func(
 		if done || err != nil {
 			return err
 		}
+		if meta.NumPending == 0 && r.gap && r.chunks == nil {
+			// The last message, stepped over (it held no state), and no
+			// snapshot under way: none will come to end the gap unless
+			// someone writes one.
+			if err := l.emptied(ctx, r, upTo); err != nil {
+				return err
+			}
+		}
 		stall.Reset(readStall)
 	}
 }
@@ -380,10 +391,14 @@ func (r *reader) add(seq uint64, h nats.Header, data []byte) (e statesync.Entry,
 	}
 	switch kind {
 	case KindUpdate:
-		if r.gap {
-			return r.bad(seq, "entries before it were dropped and no snapshot covers them")
+		unconditional := h.Get(HeaderUnconditional) != ""
+		switch {
+		case r.gap && unconditional:
+			return statesync.Entry{}, false, nil // no state of its own: what follows decides
+		case r.gap:
+			return r.bad(seq, "%w", statesync.ErrStateGone)
 		}
-		return statesync.Entry{Position: statesync.Position{Revision: seq}, Data: data}, true, nil
+		return statesync.Entry{Position: statesync.Position{Revision: seq}, Data: data, Unconditional: unconditional}, true, nil
 	case KindSnapshot:
 		r.gap = false
 		return statesync.Entry{Position: statesync.Position{Revision: seq}, Snapshot: true, Data: data}, true, nil
@@ -415,10 +430,12 @@ func (r *reader) addChunk(seq uint64, h nats.Header, data []byte) (statesync.Ent
 	}
 	if id != r.chunkID || n != r.chunkCount || i != len(r.chunks) {
 		// Part of a run that was never finished, or whose start this
-		// reader is past: it holds no state.
+		// reader is past: it holds no state. After a gap, its start was
+		// removed by hand (compaction removes only what precedes a whole
+		// run): the state the run held is gone.
 		r.chunks = nil
 		if r.gap {
-			return r.bad(seq, "entries before it were dropped and no whole snapshot covers them")
+			return r.bad(seq, "%w", statesync.ErrStateGone)
 		}
 		return statesync.Entry{}, false, nil
 	}
@@ -433,12 +450,15 @@ func (r *reader) addChunk(seq uint64, h nats.Header, data []byte) (statesync.Ent
 
 // checkFirst looks at the first message of a ReadAfter. If it is the entry
 // to check (checked), it must have its id; it is not delivered. If that
-// entry was compacted away, the read goes on as a Read after it would.
+// entry is gone, the read goes on as across a gap: a snapshot must come
+// before any update.
 func (r *reader) checkFirst(seq uint64, h nats.Header, upTo uint64) (done, checked bool, err error) {
 	want := *r.check
 	r.check = nil
 	if seq != want.Revision {
-		r.next = want.Revision + 1
+		// The entry went: compaction leaves a snapshot first, so an update
+		// first means a purge by hand removed the state it changes.
+		r.next, r.gap = want.Revision+1, true
 		return want.Revision >= upTo, want.Revision >= upTo, nil
 	}
 	r.next = seq + 1

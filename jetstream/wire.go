@@ -20,6 +20,9 @@ const (
 	HeaderWriter   = "Sharedconfig-Writer"
 	HeaderSpeaker  = "Sharedconfig-Speaker"
 	HeaderCarried  = "Sharedconfig-Carried"
+	HeaderPurged   = "Sharedconfig-Purged"
+	// HeaderUnconditional marks an update appended with no condition.
+	HeaderUnconditional = "Sharedconfig-Unconditional"
 
 	FormatVersion     = "1"
 	KindUpdate        = "update"

@@ -123,7 +123,19 @@ func propertyFields(key string, p sharedconfig.Property) fields {
 	return f
 }
 
+// unknown is the failure of a read of a config whose state is gone: it
+// has nothing true to answer.
+func (sh *Shell) unknown() (reply, bool) {
+	if err := sh.cfg.StateGone(); err != nil {
+		return sh.failure(err), true
+	}
+	return reply{}, false
+}
+
 func runGetAll(_ context.Context, sh *Shell, args []string) reply {
+	if r, gone := sh.unknown(); gone {
+		return r
+	}
 	prefix := ""
 	if len(args) == 1 {
 		prefix = args[0]
@@ -155,6 +167,9 @@ func runGetAll(_ context.Context, sh *Shell, args []string) reply {
 }
 
 func runGet(_ context.Context, sh *Shell, args []string) reply {
+	if r, gone := sh.unknown(); gone {
+		return r
+	}
 	key := args[0]
 	p, found := sh.cfg.State().Lookup(key)
 	if !found {
@@ -528,6 +543,15 @@ func runStatus(ctx context.Context, sh *Shell, _ []string) reply {
 		"entries_since_compaction": st.EntriesSinceCompaction, "properties": st.Properties, "bytes": st.Bytes,
 		"follow": on, "watching": on, "watch_prefix": prefix, "trace": sh.tracing.Load(), "pid": os.Getpid(),
 	}
+	if gone := sh.cfg.StateGone(); gone != nil {
+		// Nothing local to count: say so rather than show an empty state.
+		r.lines[3] = say("Revision:  none local, %d in the stream", st.LastRevision)
+		r.lines[5] = say("State:     unknown (purged by hand: see REFRESH)")
+		for _, k := range []string{"local_revision", "lag", "properties", "bytes"} {
+			delete(r.result, k)
+		}
+		r.result["state_unknown"] = true
+	}
 	return r
 }
 
@@ -564,7 +588,7 @@ func runWatch(_ context.Context, sh *Shell, args []string) reply {
 	if err := sh.setWatch(true, prefix); err != nil {
 		return sh.failure(err)
 	}
-	rev := sh.cfg.State().Revision()
+	rev, _ := sh.cfg.Revision() // with no state there too (a purge)
 	f := fields{"watching": true, "prefix": prefix, "from_revision": rev}
 	if prefix == "" {
 		return answer(say("Watching every key from revision %d (FOLLOW ON)", rev), f)

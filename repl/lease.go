@@ -92,6 +92,9 @@ func runRevokeLease(ctx context.Context, sh *Shell, args []string) reply {
 }
 
 func runLeases(_ context.Context, sh *Shell, _ []string) reply {
+	if r, gone := sh.unknown(); gone {
+		return r
+	}
 	leases := sh.cfg.Leases().List()
 	list := []fields{}
 	if len(leases) == 0 {

@@ -83,7 +83,7 @@ type jsonReply struct {
 	Error    string      `json:"error,omitempty"`
 	Line     int         `json:"line,omitempty"`     // a script's failed line
 	Argument int         `json:"argument,omitempty"` // exec's failed argument
-	Revision uint64      `json:"revision"`
+	Revision *uint64     `json:"revision,omitempty"` // nil: the copy stands nowhere
 	Attempts []jsonTrace `json:"attempts,omitempty"`
 }
 

@@ -359,7 +359,9 @@ func (sh *Shell) renderAt(command string, r reply, what string, n int) outcome {
 	if sh.json {
 		jr := jsonReply{Command: command, OK: r.outcome != failed, Result: r.result, Error: r.err, Line: line, Argument: argument, Attempts: sh.attempts}
 		if sh.cfg != nil {
-			jr.Revision = sh.cfg.State().Revision()
+			if rev, ok := sh.cfg.Revision(); ok {
+				jr.Revision = &rev
+			}
 		}
 		sh.attempts = nil
 		writeJSON(sh.out, jr)
@@ -650,9 +652,18 @@ func (sh *Shell) waitForServer() {
 }
 
 // describeLost says, in one line, that the config was destroyed under the
-// shell (and whether it stands again), if err says so.
+// shell (and whether it stands again), or that its state is gone, if err
+// says so.
 func (sh *Shell) describeLost(err error) (string, bool) {
+	if line, ok := DescribeGone(sh.name, err); ok {
+		return line, true
+	}
+	var purged *statesync.PurgedError
 	switch {
+	case errors.As(err, &purged) && purged.Again != 0:
+		return fmt.Sprintf("%s was purged by hand up to revision %d, and started again at %d: what it held is gone; reloaded", sh.name, purged.UpTo, purged.Again), true
+	case errors.As(err, &purged):
+		return fmt.Sprintf("%s was purged by hand up to revision %d: what it held is gone, and it is empty now", sh.name, purged.UpTo), true
 	case errors.Is(err, statesync.ErrReplaced):
 		return fmt.Sprintf("%s was destroyed and created again; reloaded", sh.name), true
 	case errors.Is(err, statesync.ErrDeleted) && !sh.reading.Load():
@@ -661,6 +672,18 @@ func (sh *Shell) describeLost(err error) (string, bool) {
 		return fmt.Sprintf("%s was destroyed (by another process); QUIT, or PUT to create it again", sh.name), true
 	}
 	return "", false
+}
+
+// DescribeGone says, in one line, that the state of config is gone and
+// what to do, if err says so (statesync.ErrStateGone).
+func DescribeGone(config string, err error) (string, bool) {
+	var entryErr *statesync.EntryError
+	if !errors.Is(err, statesync.ErrStateGone) || !errors.As(err, &entryErr) {
+		return "", false
+	}
+	return fmt.Sprintf("%s was purged by hand up to revision %d, and entry %d, the first left, changes the state that went: "+
+		"its state is unknown; writes fail until 'sharedconfig repair', which keeps what the entries left set",
+		config, entryErr.Revision-1, entryErr.Revision), true
 }
 
 // explain is describeError with what the shell's Advice adds.

@@ -14,11 +14,12 @@ import (
 func (c *Config) load(ctx context.Context, resume []byte) error {
 	if len(resume) > 0 && c.sync.Resume(resume) == nil {
 		err := c.sync.Fetch(ctx)
-		// Replaced: the copy was dropped and the log loaded afresh (or, if
-		// that failed, Initialize below tries again); deleted or emptied:
-		// the copy was dropped, and the log is loaded as opening it
-		// without the checkpoint would.
-		if err == nil || !errors.Is(err, statesync.ErrReplaced) && !errors.Is(err, statesync.ErrDeleted) && !errors.Is(err, statesync.ErrEmptied) {
+		// Replaced, or purged and started again: the copy was dropped and
+		// the log loaded afresh (or, if that failed, Initialize below
+		// tries again); deleted or emptied: the copy was dropped, and the
+		// log is loaded as opening it without the checkpoint would.
+		var purged *statesync.PurgedError
+		if err == nil || !errors.Is(err, statesync.ErrReplaced) && !errors.Is(err, statesync.ErrDeleted) && !errors.Is(err, statesync.ErrEmptied) && !errors.As(err, &purged) {
 			return err
 		}
 	}

@@ -129,7 +129,9 @@ var ErrNotUTF8 = errors.New("keys, values and lease names must be UTF-8 text")
 // Open opens the shared config held in log, initialising it as empty if the
 // log holds no state (unless Options.MostlyReads) and loading it otherwise. When the log holds an entry that
 // cannot be read, Open returns the config at its last good state together
-// with a *DamagedError: reads work, writes fail, Repair mends it.
+// with a *DamagedError: reads work, writes fail, Repair mends it. When the
+// log's state is gone (statesync.ErrStateGone), it holds no state to read
+// (StateGone says so), and the DamagedError's GoodRevision is 0.
 func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	var syncOpts []statesync.Option
 	if o.Trace != nil {
@@ -155,8 +157,8 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	c.sync = statesync.New[State](log, codec{}, syncOpts...)
 	if err := c.load(ctx, o.Resume); err != nil {
 		var entryErr *statesync.EntryError
-		if _, rev := c.sync.State(); rev != 0 && errors.As(err, &entryErr) {
-			return c, &DamagedError{Entry: entryErr, GoodRevision: c.State().Revision(), log: log.Name()}
+		if _, rev := c.sync.State(); (rev != 0 || c.sync.Gone() != nil) && errors.As(err, &entryErr) {
+			return c, &DamagedError{Entry: entryErr, GoodRevision: rev, log: log.Name()}
 		}
 		c.Close()
 		return nil, err
@@ -193,6 +195,23 @@ func (c *Config) Close() {
 	}
 	c.sync.Close()
 }
+
+// StateGone returns the error that said so while the log's state is gone
+// (it wraps statesync.ErrStateGone: entries purged by hand, then an update
+// kept): State is then empty and means nothing, and writes fail until
+// Repair. Nil otherwise.
+func (c *Config) StateGone() error { return c.sync.Gone() }
+
+// Revision returns the revision the local copy stands at, with or without
+// a state (statesync.Synchronizer.Revision); ok is false when it stands
+// nowhere (the config was destroyed under it, or its state is gone).
+func (c *Config) Revision() (rev uint64, ok bool) { return c.sync.Revision() }
+
+// Purged returns the revision up to which this config last found its log
+// purged by hand (statesync.Synchronizer.Purged): opening it, or a
+// command, read it emptied there, or read that it started again after such
+// a purge when the copy held a state from before. 0 if it never did.
+func (c *Config) Purged() uint64 { return c.sync.Purged() }
 
 // State is the local copy, at its revision (State.Revision): no I/O.
 func (c *Config) State() State {
@@ -240,14 +259,9 @@ func updateAt[R any](ctx context.Context, c *Config, fn func(State) ([]statesync
 			return zero, State{}, fmt.Errorf("%q: %w", s, ErrNotUTF8)
 		}
 	}
-	if _, rev := c.sync.State(); rev == 0 {
-		// The log was deleted or emptied under this process, which said
-		// so, or it held no state when a process that mostly reads opened
-		// it: a write creates the config, empty, as opening it would.
-		if err := c.sync.Initialize(ctx, snapshotUpdate{State{}}); err != nil {
-			var zero R
-			return zero, State{}, err
-		}
+	if err := c.initialize(ctx); err != nil {
+		var zero R
+		return zero, State{}, err
 	}
 	r, after, err := statesync.UpdateOp(ctx, c.sync, fn, op)
 	if err != nil {
@@ -309,7 +323,21 @@ func (c *Config) countRemove(ctx context.Context) {
 
 // Compact writes a snapshot of the config and drops the history before it.
 func (c *Config) Compact(ctx context.Context) error {
+	if err := c.initialize(ctx); err != nil {
+		return err
+	}
 	return c.sync.Compact(ctx, snapshotOf)
+}
+
+// initialize gives the copy a state if it holds none: the log was deleted
+// or emptied under this process, which said so, or it held no state when a
+// process that mostly reads opened it. A write creates the config, empty,
+// as opening it would.
+func (c *Config) initialize(ctx context.Context) error {
+	if _, rev := c.sync.State(); rev != 0 {
+		return nil
+	}
+	return c.sync.Initialize(ctx, snapshotUpdate{State{}})
 }
 
 type updates = []statesync.Update[State]

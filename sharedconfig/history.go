@@ -229,8 +229,12 @@ func (c *Config) readChanges(ctx context.Context, after statesync.Position, upTo
 		})
 		var entryErr *statesync.EntryError
 		switch {
-		case err == nil:
-			return nil
+		case err == nil, errors.Is(err, statesync.ErrEmptied):
+			return nil // emptied: purged, and no entry left to read
+		case errors.As(err, &entryErr) && entryErr.Revision > after.Revision+1 && errors.Is(err, statesync.ErrStateGone):
+			// The entry reads; what went before it does not (a purge by
+			// hand): read it from just before, as its sequel.
+			after = statesync.Position{Revision: entryErr.Revision - 1}
 		case errors.As(err, &entryErr) && entryErr.Revision > after.Revision:
 			// The log cannot read this one at all: say so and read on.
 			fn(Change{Revision: entryErr.Revision, Damage: entryErr.Err.Error()})
@@ -333,7 +337,8 @@ type Status struct {
 // Status reads the log's last revision and describes the local copy.
 func (c *Config) Status(ctx context.Context) (Status, error) {
 	state := c.State()
-	st := Status{Revision: state.Revision(), EntriesSinceCompaction: c.entriesSinceCompaction()}
+	rev, _ := c.Revision() // with no state there too (a purge)
+	st := Status{Revision: rev, EntriesSinceCompaction: c.entriesSinceCompaction()}
 	st.Properties = state.Len()
 	for k, p := range state.All() {
 		st.Bytes += len(k) + len(p.Value)

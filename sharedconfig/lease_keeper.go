@@ -256,6 +256,9 @@ func (k *keeper) refresh(ctx context.Context, name string, l leaseRecord) bool {
 	case errors.Is(err, statesync.ErrReplaced), errors.Is(err, statesync.ErrDeleted):
 		// The lease went with the config, whose copy was dropped.
 		k.tell(name, l, fmt.Sprintf("Lease '%s' has ended: its config was destroyed (%v)", name, err))
+	case purgedUpTo(err) > 0:
+		// Or with the config's entries, purged by hand.
+		k.tell(name, l, fmt.Sprintf("Lease '%s' has ended: its config was purged by hand up to revision %d; it is no longer held", name, purgedUpTo(err)))
 	case lostBy(err):
 		// The registration ended: keptIn says so, with why, next round.
 	case errors.Is(err, lease.ErrExpired) && (kept.lapsed || k.lapsed(l, k.c.serverNow())):
@@ -267,6 +270,21 @@ func (k *keeper) refresh(ctx context.Context, name string, l leaseRecord) bool {
 		k.say(fmt.Sprintf("Lease '%s' could not be refreshed for more than its ttl of %s: it may have expired (%v)", name, l.TTL, err))
 	}
 	return true
+}
+
+// purgedUpTo is the revision up to which err says the config was purged
+// by hand, taking what this process held (statesync.PurgedError, or
+// ErrStateGone at the entry after it), or 0.
+func purgedUpTo(err error) uint64 {
+	var purged *statesync.PurgedError
+	var entryErr *statesync.EntryError
+	switch {
+	case errors.As(err, &purged):
+		return purged.UpTo
+	case errors.Is(err, statesync.ErrStateGone) && errors.As(err, &entryErr):
+		return entryErr.Revision - 1
+	}
+	return 0
 }
 
 // backOff puts off lease name's next refresh after a failed one.

@@ -28,6 +28,7 @@ type checkpointHeader struct {
 	ID          string    `json:"id"`
 	CompactedAt uint64    `json:"compacted_at"`
 	Time        time.Time `json:"time"`
+	PurgedAt    uint64    `json:"purged_at,omitempty"`
 }
 
 // Checkpoint encodes the local copy, made into a snapshot by snapshot, for
@@ -43,7 +44,7 @@ func (s *Synchronizer[S]) Checkpoint(snapshot func(state S) InitialUpdate[S]) (d
 	if !cur.initialized || cur.id == "" || lt == nil || lt.revision != cur.Revision || lt.stored.IsZero() {
 		return nil, false, nil
 	}
-	head, err := json.Marshal(checkpointHeader{Revision: cur.Revision, ID: cur.id, CompactedAt: cur.compactedAt, Time: lt.stored})
+	head, err := json.Marshal(checkpointHeader{Revision: cur.Revision, ID: cur.id, CompactedAt: cur.compactedAt, Time: lt.stored, PurgedAt: cur.purgedAt})
 	if err != nil {
 		return nil, false, err
 	}
@@ -53,6 +54,21 @@ func (s *Synchronizer[S]) Checkpoint(snapshot func(state S) InitialUpdate[S]) (d
 	}
 	data = append(append(append([]byte(checkpointMagic), head...), '\n'), body...)
 	return data, true, nil
+}
+
+// CheckpointBase returns the revision of the snapshot the state in a
+// checkpoint stems from. A log whose first entry is past it no longer
+// holds what the copy was read from: compaction never does that to a copy
+// that read past its snapshot, but a purge by hand that keeps the newest
+// entries does, and the copy would then read on as if nothing were gone.
+func CheckpointBase(data []byte) (uint64, error) {
+	rest, ok := bytes.CutPrefix(data, []byte(checkpointMagic))
+	line, _, cut := bytes.Cut(rest, []byte{'\n'})
+	var h checkpointHeader
+	if !ok || !cut || json.Unmarshal(line, &h) != nil {
+		return 0, errBadCheckpoint
+	}
+	return h.CompactedAt, nil
 }
 
 // errBadCheckpoint: Resume was given bytes that are not a checkpoint.
@@ -88,7 +104,7 @@ func (s *Synchronizer[S]) Resume(data []byte) error {
 	if s.local.Load().initialized {
 		return errors.New("resuming a synchronizer that holds a state already")
 	}
-	s.local.Store(&local[S]{revisioned: revisioned[S]{Value: init.Create(h.Revision), Revision: h.Revision}, initialized: true, compactedAt: h.CompactedAt, id: h.ID})
+	s.local.Store(&local[S]{revisioned: revisioned[S]{Value: init.Create(h.Revision), Revision: h.Revision}, initialized: true, compactedAt: h.CompactedAt, id: h.ID, purgedAt: h.PurgedAt})
 	// The log stored the entry at h.Time, so its clock stands there or later.
 	s.logTime.Store(&logTime{stored: h.Time, seen: time.Now(), revision: h.Revision})
 	return nil

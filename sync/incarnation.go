@@ -42,7 +42,7 @@ func (s *Synchronizer[S]) replacedLocked(ctx context.Context, err error) error {
 // dropLocked drops the local copy of a log deleted or replaced, and says
 // so (WithDropped).
 func (s *Synchronizer[S]) dropLocked() {
-	s.local.Store(&local[S]{})
+	s.local.Store(&local[S]{dropped: true})
 	s.dropTaken()
 	if s.dropped != nil {
 		s.dropped()
@@ -76,6 +76,9 @@ func (s *Synchronizer[S]) sameLengthLocked(ctx context.Context, cur local[S]) (u
 	}
 	if errors.Is(err, ErrEmptied) { // its entry went, and nothing came after
 		return s.emptiedLocked(cur.initialized, cur.Revision, err)
+	}
+	if errors.Is(err, ErrStateGone) {
+		return s.goneLocked(err)
 	}
 	return cur.Revision, err
 }

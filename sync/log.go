@@ -46,7 +46,13 @@ type Log interface {
 	// after.Revision, if the log still holds it, is after. Where compaction
 	// has removed entries in that range, reading resumes at the snapshot
 	// that covers them, so the first entry fn sees after a gap is a
-	// snapshot; a gap followed by anything else is an error. A gap
+	// snapshot. A gap followed by an update (entries removed with no
+	// snapshot in their place, and newer ones kept, as a purge by hand that
+	// keeps some does) is an *EntryError for that update wrapping
+	// ErrStateGone; so is an update first after after, when after has an ID
+	// and the log no longer holds that entry (compaction would have left a
+	// snapshot first). An Unconditional update there holds no state, and is
+	// skipped, as what follows it decides. A gap
 	// followed by nothing (every entry from there to the log's end was
 	// removed, with no snapshot in their place, as a purge by hand does)
 	// holds no state: the read returns an error wrapping ErrEmptied, at
@@ -108,6 +114,36 @@ type Entry struct {
 	// Carried names the calls (UpdateOp) whose updates the entry carries,
 	// if the log records them: see CarriedContext.
 	Carried []Carried
+	// Unconditional: the entry was appended with no condition
+	// (AnyRevision), if the log records it. Such an entry decides nothing
+	// from the state it lands on, so where the entries before it were
+	// removed with no snapshot in their place it holds no state of its own:
+	// readers step over it there, rather than take the state as gone.
+	Unconditional bool
+	// Purged, on a snapshot, is the newest revision up to which its writer
+	// knew the log's entries were removed by hand with no snapshot in their
+	// place (ErrEmptied), if the log records it: see PurgedContext. 0: none.
+	Purged uint64
+}
+
+type purgedKey struct{}
+
+// PurgedContext is ctx carrying the newest revision up to which the log's
+// entries were purged by hand, as far as a snapshot appended under it
+// knows: a log records it with the entry (Entry.Purged), so that a copy
+// older than that purge, reading the snapshot, learns that its state was
+// purged rather than compacted.
+func PurgedContext(ctx context.Context, upTo uint64) context.Context {
+	if upTo == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, purgedKey{}, upTo)
+}
+
+// PurgedOf is what PurgedContext put in ctx.
+func PurgedOf(ctx context.Context) uint64 {
+	n, _ := ctx.Value(purgedKey{}).(uint64)
+	return n
 }
 
 // Carried is one call an entry carries: its op's ID, and where its updates
@@ -165,6 +201,11 @@ var (
 	// snapshot after them (see Log.ReadAfter): the log holds no state, as an
 	// empty log, but its revisions go on from where they were.
 	ErrEmptied = errors.New("the log's entries were removed, with no snapshot in their place")
+	// ErrStateGone: an update follows entries that were removed with no
+	// snapshot in their place, and newer entries were kept (see
+	// Log.ReadAfter): the state it changes is gone, and so is every state
+	// after it. Logs wrap it in an *EntryError for that update.
+	ErrStateGone = errors.New("the entries before it were removed, with no snapshot in their place: the state it changes is gone")
 	// ErrNoAnswer: the context ended while the log did not answer (it
 	// could not be reached, or said nothing). A log wraps it only where it
 	// can tell that from time that ran out on a request while the log

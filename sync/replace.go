@@ -43,13 +43,13 @@ func (s *Synchronizer[S]) replaceLocked(ctx context.Context, cur local[S], init 
 	if err != nil {
 		return revisioned[S]{}, err
 	}
-	at, err := s.log.CompactAfter(turns.SpeakerContext(ctx, s.cm.ID()), cur.position(), data)
+	at, err := s.log.CompactAfter(PurgedContext(turns.SpeakerContext(ctx, s.cm.ID()), cur.purgedAt), cur.position(), data)
 	if err != nil {
 		return revisioned[S]{}, s.replacedLocked(ctx, err)
 	}
 	s.combine.carried.appended(cur.Revision, at.Revision, at.ID)
 	st := init.Create(at.Revision)
-	next := local[S]{revisioned: revisioned[S]{Value: st, Revision: at.Revision}, initialized: true, compactedAt: at.Revision, id: at.ID}
+	next := local[S]{revisioned: revisioned[S]{Value: st, Revision: at.Revision}, initialized: true, compactedAt: at.Revision, id: at.ID, purgedAt: cur.purgedAt}
 	s.local.Store(&next)
 	s.notifyApplied(Applied[S]{
 		Entry: Entry{Position: at, Snapshot: true, Data: data, Time: time.Now()},

@@ -48,6 +48,8 @@ type Synchronizer[S any] struct {
 
 	ops     OpCodec[S] // the codec, if it decodes ops (UpdateOp)
 	combine combining[S]
+
+	purgeMet atomic.Uint64 // see Purged
 }
 
 // logTime is what a read told of the log's clock.
@@ -74,6 +76,16 @@ type local[S any] struct {
 	initialized bool
 	compactedAt uint64 // revision of the newest snapshot applied or written
 	id          string // the ID of the entry at Revision, if known (see incarnation.go)
+	// emptied: the copy holds no state because the log holds none up to
+	// Revision (ErrEmptied); gone: because the log's state is gone
+	// (ErrStateGone), which it says (see emptied.go).
+	emptied bool
+	gone    error
+	dropped bool // the log was deleted under it: it stands nowhere
+	// purgedAt is the newest revision up to which the log was purged by
+	// hand, as known from its snapshots or found here: every compaction
+	// carries it on (Entry.Purged), for copies older than the purge.
+	purgedAt uint64
 }
 
 // Attempt describes one try of a write, for tracing.
@@ -223,6 +235,15 @@ func (s *Synchronizer[S]) State() (state S, revision uint64) {
 	return l.Value, l.Revision
 }
 
+// Revision returns the revision the local copy stands at, whether or not
+// it holds a state there (a log emptied up to it holds none; one never
+// written stands at 0). ok is false when it stands nowhere: the log was
+// deleted under it, or its state is gone (Gone).
+func (s *Synchronizer[S]) Revision() (rev uint64, ok bool) {
+	l := s.local.Load()
+	return l.Revision, !l.dropped && l.gone == nil
+}
+
 // StatePosition is State with the position the state is as of: its
 // revision and the ID of the entry there, read together, so that a write
 // of that state elsewhere than through UpdateState can be bound to that
@@ -279,7 +300,7 @@ func (s *Synchronizer[S]) fetchLocked(ctx context.Context, target uint64) (uint6
 // no state, and the copy is at target; a target nobody vouches for (an
 // answer, see combine.go) leaves the copy at the last entry delivered.
 func (s *Synchronizer[S]) readToLocked(ctx context.Context, cur local[S], target uint64, known bool) (uint64, error) {
-	c := &catchUp[S]{s: s, cur: cur, start: cur.Revision, total: target - cur.Revision}
+	c := &catchUp[S]{s: s, cur: cur, start: cur.Revision, total: target - cur.Revision, held: cur.initialized, base: cur.compactedAt}
 	err := s.log.ReadAfter(ctx, cur.position(), target, c.take)
 	c.finish()
 	if !c.newest.IsZero() {
@@ -291,12 +312,21 @@ func (s *Synchronizer[S]) readToLocked(ctx context.Context, cur local[S], target
 		// may have taken it further.)
 		c.cur.Revision, c.cur.id = target, ""
 	}
+	if err == nil {
+		c.cur.dropped = false // it stands where the read took it
+	}
 	c.deliver()
 	if errors.Is(err, ErrReplaced) {
 		return s.reloadedLocked(ctx, err)
 	}
 	if errors.Is(err, ErrEmptied) {
 		return s.emptiedLocked(cur.initialized, target, err)
+	}
+	if errors.Is(err, ErrStateGone) {
+		return s.goneLocked(err)
+	}
+	if c.purged != 0 {
+		return c.cur.Revision, s.purgedAcrossLocked(c.purged, c.again, err)
 	}
 	return c.cur.Revision, err
 }
@@ -320,6 +350,11 @@ type catchUp[S any] struct {
 	start, total uint64    // where the read began, and how many entries it covers
 	newest       time.Time // the log's time on the newest entry read that had one
 	newestAt     uint64    // that entry's revision
+	// purged and again: a snapshot at again says the log was purged up to
+	// purged, at or after the snapshot the copy's state stems from (base):
+	// the copy, which held a state (held), read entries the purge removed.
+	purged, again, base uint64
+	held                bool
 }
 
 // take is the Log.Read callback: it takes in one entry.
@@ -330,6 +365,9 @@ func (c *catchUp[S]) take(e Entry) error {
 	if len(e.Carried) > 0 && len(c.s.combine.mine) > 0 {
 		c.flush()
 		c.s.settleLocked(c.cur.Value, e)
+	}
+	if e.Snapshot && e.Purged >= c.base && e.Purged > 0 && c.held && c.purged == 0 {
+		c.purged, c.again = e.Purged, e.Revision
 	}
 	a, err := c.takeEntry(e)
 	if err != nil {
@@ -449,13 +487,25 @@ func (s *Synchronizer[S]) apply(cur local[S], e Entry) (local[S], Applied[S], er
 		cur.Revision = e.Revision // nothing to apply: step over it
 		return cur, Applied[S]{Entry: e}, nil
 	}
+	if e.Unconditional && !cur.initialized && cur.emptied {
+		// On an emptied log it holds no state of its own: stepped over,
+		// and told as what it is, with no states.
+		a, err := s.decode(e)
+		if err == nil {
+			cur.Revision = e.Revision
+		}
+		return cur, a, err
+	}
 	if e.Snapshot {
 		init, err := s.codec.DecodeInitial(e.Data)
 		if err != nil {
 			return bad(err)
 		}
 		st := init.Create(e.Revision)
-		return local[S]{revisioned: revisioned[S]{Value: st, Revision: e.Revision}, initialized: true, compactedAt: e.Revision}, Applied[S]{Entry: e, After: st, HasStates: true}, nil
+		return local[S]{revisioned: revisioned[S]{Value: st, Revision: e.Revision}, initialized: true, compactedAt: e.Revision, purgedAt: e.Purged}, Applied[S]{Entry: e, After: st, HasStates: true}, nil
+	}
+	if !cur.initialized && cur.emptied {
+		return bad(ErrStateGone) // a log emptied, then an update
 	}
 	if !cur.initialized {
 		return bad(errors.New("an update comes before any initial state"))
@@ -770,13 +820,17 @@ func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S])
 		}
 		// Read to its end, the log holds no initial state (its entries
 		// were removed, see ErrEmptied): as an empty log, it takes init
-		// after them.
+		// after them, saying so to copies older than the purge.
 		last = s.local.Load().position()
 	}
-	at, err := s.log.CompactAfter(ctx, last, data)
+	purged := s.local.Load().purgedAt
+	if last.Revision == 0 {
+		purged = 0 // a new log (or one created again): no purge of its own
+	}
+	at, err := s.log.CompactAfter(PurgedContext(ctx, purged), last, data)
 	if err == nil {
 		rev := at.Revision
-		s.local.Store(&local[S]{revisioned: revisioned[S]{Value: init.Create(rev), Revision: rev}, initialized: true, compactedAt: rev, id: at.ID})
+		s.local.Store(&local[S]{revisioned: revisioned[S]{Value: init.Create(rev), Revision: rev}, initialized: true, compactedAt: rev, id: at.ID, purgedAt: purged})
 		return nil
 	}
 	if !errors.Is(err, ErrConflict) {
@@ -848,7 +902,7 @@ func (s *Synchronizer[S]) CompactIf(ctx context.Context, snapshot func(state S) 
 		if err != nil {
 			return err
 		}
-		at, err := s.log.CompactAfter(turns.SpeakerContext(ctx, s.cm.ID()), cur.position(), data)
+		at, err := s.log.CompactAfter(PurgedContext(turns.SpeakerContext(ctx, s.cm.ID()), cur.purgedAt), cur.position(), data)
 		if err != nil {
 			return s.replacedLocked(ctx, err)
 		}

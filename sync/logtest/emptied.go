@@ -25,6 +25,8 @@ func RunEmptied(t *testing.T, newLog func(t *testing.T) (l statesync.Log, empty 
 	run("SnapshotAfterEmptied", testSnapshotAfterEmptied)
 	run("UpdateAfterEmptied", testUpdateAfterEmptied)
 	run("AppendAfterPurgedEntry", testAppendAfterPurgedEntry)
+	run("UpdateAfterPurgedEntry", testUpdateAfterPurgedEntry)
+	run("UnconditionalAfterEmptied", testUnconditionalAfterEmptied)
 }
 
 // emptiedWithin bounds a read of an emptied log: it must learn that the
@@ -90,16 +92,37 @@ func testSnapshotAfterEmptied(t *testing.T, l statesync.Log, empty func()) {
 }
 
 // An update after the emptied revisions follows a gap no snapshot covers:
-// an error, and not ErrEmptied (the log holds an entry there).
+// the state it changes is gone, and the log says so of that entry (not
+// ErrEmptied: the log holds an entry there).
 func testUpdateAfterEmptied(t *testing.T, l statesync.Log, empty func()) {
 	appendN(t, l, statesync.Position{}, 3)
 	empty()
 	if _, err := Append(l, ctx(t), 3, []byte("u")); err != nil {
 		t.Fatal(err)
 	}
-	err := readEmptied(t, l, statesync.Position{}, 4)
-	if err == nil || errors.Is(err, statesync.ErrEmptied) {
-		t.Fatalf("ReadAfter(0, 4) with an update after a gap: %v; want an error other than ErrEmptied", err)
+	expectStateGone(t, readEmptied(t, l, statesync.Position{}, 4), 4)
+}
+
+// An update first after a read's own entry, which is gone, follows a gap
+// too: compaction would have left a snapshot there. Only a read with no
+// entry to check takes the update as the sequel.
+func testUpdateAfterPurgedEntry(t *testing.T, l statesync.Log, empty func()) {
+	last := appendN(t, l, statesync.Position{}, 2)
+	empty()
+	if _, err := Append(l, ctx(t), 2, []byte("u")); err != nil {
+		t.Fatal(err)
+	}
+	expectStateGone(t, readEmptied(t, l, last, 3), 3)
+	expectEntries(t, readAll(t, l, 2, 3), "3u:u ")
+}
+
+// expectStateGone fails the test unless err is an *EntryError for the
+// update at rev wrapping ErrStateGone.
+func expectStateGone(t *testing.T, err error, rev uint64) {
+	t.Helper()
+	var entryErr *statesync.EntryError
+	if !errors.As(err, &entryErr) || entryErr.Revision != rev || !errors.Is(err, statesync.ErrStateGone) || errors.Is(err, statesync.ErrEmptied) {
+		t.Fatalf("reading an update after removed entries: %v; want an EntryError for entry %d wrapping ErrStateGone", err, rev)
 	}
 }
 
@@ -117,4 +140,30 @@ func testAppendAfterPurgedEntry(t *testing.T, l statesync.Log, empty func()) {
 	if got := lastRevision(t, l); got != 2 {
 		t.Fatalf("LastRevision = %d after refused appends, want 2", got)
 	}
+}
+
+// An unconditional append after the emptied revisions (a lease refresh
+// sent as the purge happened) holds no state of its own: the log still
+// reads as emptied, to a reader from before the gap or bound to a purged
+// entry; a reader right after the purge gets it, marked unconditional. A
+// conditional update after it still finds the state gone.
+func testUnconditionalAfterEmptied(t *testing.T, l statesync.Log, empty func()) {
+	last := appendN(t, l, statesync.Position{}, 2)
+	empty()
+	if _, err := l.AppendAfter(ctx(t), statesync.Position{Revision: statesync.AnyRevision}, []byte("r")); err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []statesync.Position{{}, last} {
+		if err := readEmptied(t, l, after, 3); !errors.Is(err, statesync.ErrEmptied) {
+			t.Fatalf("ReadAfter(%+v, 3) with an unconditional update after a gap: %v; want ErrEmptied", after, err)
+		}
+	}
+	got := readAll(t, l, 2, 3)
+	if len(got) != 1 || got[0].Revision != 3 || !got[0].Unconditional {
+		t.Fatalf("ReadAfter(2, 3): %+v; want the update at 3, marked unconditional", got)
+	}
+	if _, err := Append(l, ctx(t), 3, []byte("u")); err != nil {
+		t.Fatal(err)
+	}
+	expectStateGone(t, readEmptied(t, l, statesync.Position{}, 4), 4)
 }

@@ -51,6 +51,15 @@ func (l *Log) Purge() {
 	l.entries = nil
 }
 
+// PurgeBefore models a JetStream stream purged by hand of the entries
+// before revision seq (nats stream purge --seq), which keeps the rest as
+// they are, with no snapshot in place of those removed.
+func (l *Log) PurgeBefore(seq uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entries = slices.DeleteFunc(slices.Clone(l.entries), func(e statesync.Entry) bool { return e.Revision < seq })
+}
+
 // SetClock makes now the log's clock, the time it stamps on entries (by
 // default time.Now): tests of time-dependent updates (statesync.TimedUpdate) drive it.
 func (l *Log) SetClock(now func() time.Time) {
@@ -64,12 +73,12 @@ func (l *Log) Name() string { return l.name }
 
 // AppendAfter implements statesync.Log.
 func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
-	return l.addAfter(ctx, last, statesync.Entry{Data: slices.Clone(data), Speaker: turns.Speaker(ctx), Carried: slices.Clone(statesync.CarriedOf(ctx))})
+	return l.addAfter(ctx, last, statesync.Entry{Data: slices.Clone(data), Speaker: turns.Speaker(ctx), Carried: slices.Clone(statesync.CarriedOf(ctx)), Unconditional: last.Revision == statesync.AnyRevision})
 }
 
 // CompactAfter implements statesync.Log.
 func (l *Log) CompactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
-	return l.addAfter(ctx, last, statesync.Entry{Snapshot: true, Data: slices.Clone(snapshot), Speaker: turns.Speaker(ctx)})
+	return l.addAfter(ctx, last, statesync.Entry{Snapshot: true, Data: slices.Clone(snapshot), Speaker: turns.Speaker(ctx), Purged: statesync.PurgedOf(ctx)})
 }
 
 func (l *Log) addAfter(ctx context.Context, last statesync.Position, e statesync.Entry) (statesync.Position, error) {
@@ -134,8 +143,9 @@ func (l *Log) Notify(fn func()) (stop func(), err error) {
 	}, nil
 }
 
-// read is ReadAfter without the check of after's ID.
-func (l *Log) read(ctx context.Context, after, upTo uint64, fn func(statesync.Entry) error) error {
+// read is ReadAfter without the check of after's ID; gone: the entry at
+// after is gone, so the first entry read follows a gap.
+func (l *Log) read(ctx context.Context, after, upTo uint64, gone bool, fn func(statesync.Entry) error) error {
 	if upTo < after {
 		return fmt.Errorf("%s: reading entries after %d up to %d: the end is before the start", l.name, after, upTo)
 	}
@@ -149,15 +159,19 @@ func (l *Log) read(ctx context.Context, after, upTo uint64, fn func(statesync.En
 		if e.Revision <= after {
 			continue
 		}
-		gap := e.Revision != next
+		gap := e.Revision != next || gone
 		if e.Revision > upTo && !gap {
 			break
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if gap && e.Unconditional {
+			continue // no state of its own: what follows decides
+		}
+		gone = false
 		if gap && !e.Snapshot {
-			return fmt.Errorf("%s: after revision %d the next entry is %d, and no snapshot covers the entries between", l.name, next-1, e.Revision)
+			return fmt.Errorf("%s: %w", l.name, &statesync.EntryError{Revision: e.Revision, Err: statesync.ErrStateGone})
 		}
 		next = e.Revision + 1
 		if err := fn(e); err != nil {
@@ -184,6 +198,8 @@ func (l *Log) ReadAfter(ctx context.Context, after statesync.Position, upTo uint
 		}
 		// Neither that entry nor any after it is left (Purge).
 		gone := i < 0 && after.Revision <= l.last && (len(l.entries) == 0 || l.entries[len(l.entries)-1].Revision < after.Revision)
+		// Compacted away or purged: what follows must start with a snapshot.
+		missing := i < 0 && after.Revision <= l.last
 		l.mu.Unlock()
 		if i >= 0 && found != after.ID {
 			return fmt.Errorf("%s: its entry %d is not the one read (%s but %s): %w", l.name, after.Revision, after.ID, found, statesync.ErrReplaced)
@@ -191,8 +207,9 @@ func (l *Log) ReadAfter(ctx context.Context, after statesync.Position, upTo uint
 		if gone && upTo >= after.Revision {
 			return fmt.Errorf("%s: its entries from %d on were removed, and no snapshot follows them: %w", l.name, after.Revision, statesync.ErrEmptied)
 		}
+		return l.read(ctx, after.Revision, upTo, missing, fn)
 	}
-	return l.read(ctx, after.Revision, upTo, fn)
+	return l.read(ctx, after.Revision, upTo, false, fn)
 }
 
 // Announce implements turns.Announcer: it calls every listener
