@@ -1132,3 +1132,47 @@ func TestMadeUpAgePastTheLogIsNotTakenUp(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// fixedCopy is a copy that stands at one revision and is always current.
+type fixedCopy struct {
+	sync.Mutex
+	rev uint64
+}
+
+func (c *fixedCopy) Revision() uint64                  { return c.rev }
+func (c *fixedCopy) CatchUp(ctx context.Context) error { return nil }
+
+// A one-off write that another writer committed (combining) says done at
+// once: the writes it goes before would otherwise wait for an entry of its
+// own that never comes, for a claim's grace. A looping one keeps its word
+// for its next write, for BackToBack.
+func TestOneOffWriteCommittedByAnotherSaysDoneAtOnce(t *testing.T) {
+	t.Parallel()
+	hour := time.Hour
+	for _, looping := range []bool{false, true} {
+		log := memlog.New("t")
+		h := listen(t, log)
+		m := turns.New(turns.Options{ClaimGrace: hour, StaleAfter: hour, Heartbeat: hour, MaxHoldBack: 10 * time.Millisecond, BackToBack: hour, AnnounceAfter: 1})
+		cp := &fixedCopy{rev: 1}
+		if looping {
+			w := m.Start(context.Background(), log, cp)
+			w.End(true) // a write just landed: the next one loops
+		}
+		log.Announce([]byte("wait looper 0"))
+		waitFor(t, "the writer to hear the looper", func() bool { return h.saw("wait looper 0") })
+		cp.Lock()
+		w := m.Start(context.Background(), log, cp)
+		_ = w.HoldBack(context.Background())
+		w.Lost(2)
+		_ = w.HoldBack(context.Background())
+		cp.Unlock()
+		waitFor(t, "the write to say it waits", func() bool { return len(h.from(m.ID())) > 0 })
+		w.EndCommitted()
+		time.Sleep(50 * time.Millisecond)
+		said := h.from(m.ID())
+		done := strings.Fields(said[len(said)-1])[0] == "done"
+		if done == looping {
+			t.Errorf("looping %v: after the write was committed by another, it said %q; want done %v", looping, said, !looping)
+		}
+	}
+}

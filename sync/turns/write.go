@@ -166,13 +166,22 @@ func (w *Write) End(landed bool) {
 // (ErrCommitted): it landed, but this writer holds no turn for it. Its
 // next back-to-back write is handed at once (handToLatest); a wait it said
 // stays said for that write, and with no such write within BackToBack it
-// says done.
+// says done. A write that said `once` says done at once: the word was for
+// this write alone, and the writers it goes before would wait for an entry
+// of its own that never comes, for a claim's grace.
 func (w *Write) EndCommitted() {
 	c := w.c
 	c.mu.Lock()
 	c.carried = true
 	c.landed = time.Now()
 	gen := c.own.gen
+	if w.once && !w.said.IsZero() && !w.noTurns {
+		c.own = ownTurn{gen: gen}
+		c.mine = nil
+		c.mu.Unlock()
+		c.sayDoneIf(true)
+		return
+	}
 	c.mu.Unlock()
 	time.AfterFunc(c.opt.BackToBack, func() {
 		c.mu.Lock()
