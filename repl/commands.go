@@ -326,6 +326,10 @@ func changeFields(ch sharedconfig.Change) fields {
 	if !ch.Time.IsZero() {
 		f["time"] = ch.Time.UTC().Format(time.RFC3339Nano)
 	}
+	if ch.Damage != "" { // a snapshot's too: what it holds did not read
+		f["damage"] = ch.Damage
+		return f
+	}
 	if ch.Snapshot {
 		f["snapshot"] = true
 		f["properties"] = ch.Properties
@@ -336,10 +340,6 @@ func changeFields(ch sharedconfig.Change) fields {
 	}
 	if ch.Foreign != "" {
 		f["foreign"] = ch.Foreign
-		return f
-	}
-	if ch.Damage != "" {
-		f["damage"] = ch.Damage
 		return f
 	}
 	f["ops"] = opsFields(ch.Ops)
@@ -370,6 +370,9 @@ func opsFields(ops []sharedconfig.Op) []fields {
 
 // describeChange is a change as LOG, follow mode and WATCH show it.
 func describeChange(ch sharedconfig.Change) (operation, arguments string) {
+	if ch.Damage != "" { // a snapshot's too: what it holds did not read
+		return "DAMAGED", shown(ch.Damage) // it may quote what the entry holds
+	}
 	if ch.Snapshot && len(ch.Ops) > 0 { // a watch's: what it implies under the prefix
 		implied := make([]string, len(ch.Ops))
 		for i, op := range ch.Ops {
@@ -383,9 +386,6 @@ func describeChange(ch sharedconfig.Change) (operation, arguments string) {
 	}
 	if ch.Foreign != "" {
 		return "FOREIGN", "skipped: " + ch.Foreign
-	}
-	if ch.Damage != "" {
-		return "DAMAGED", shown(ch.Damage) // it may quote what the entry holds
 	}
 	var ops, args []string
 	for _, op := range ch.Ops {
