@@ -176,8 +176,7 @@ func (w *Write) EndCommitted() {
 	c.landed = time.Now()
 	gen := c.own.gen
 	if w.once && !w.said.IsZero() && !w.noTurns {
-		c.own = ownTurn{gen: gen}
-		c.mine = nil
+		c.withdrawLocked()
 		c.mu.Unlock()
 		c.sayDoneIf(true)
 		return
@@ -270,8 +269,7 @@ func (c *Manager) endWrite(w *Write, landed bool) {
 	}
 	t := &c.own
 	if !landed || !w.looping {
-		*t = ownTurn{gen: t.gen}
-		c.mine = nil
+		c.withdrawLocked()
 		c.mu.Unlock()
 		c.sayDoneIf(true)
 		return
@@ -296,6 +294,13 @@ func (c *Manager) endWrite(w *Write, landed bool) {
 		c.mu.Unlock()
 		c.sayDoneIf(ended)
 	})
+}
+
+// withdrawLocked forgets this synchronizer's turn and word: the caller
+// then says done, once c.mu is free.
+func (c *Manager) withdrawLocked() {
+	c.own = ownTurn{gen: c.own.gen}
+	c.mine = nil
 }
 
 // endTurnLocked gives up this synchronizer's turn, if it holds one, and
