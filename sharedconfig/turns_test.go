@@ -167,8 +167,12 @@ func TestForgedWaitsDoNotHoldBackAPut(t *testing.T) {
 	t.Logf("puts under forged words took %v", took)
 }
 
-// A killed holder's lease expires within two ttls while someone forges
-// words: expiries and the witnesses before them wait for no turns.
+// A killed holder's lease expires while someone forges words: expiries
+// and the witnesses before them wait for no turns. It ends about 2.1 s
+// after registration here (a ttl of 2 s); forged words that held the
+// expiry back kept it for as long as they came. The bound is three ttls,
+// not two: on a machine loaded past its cores (a CI runner, the race
+// detector) it once ended 4.5 s after.
 func TestKilledHoldersLeaseExpiresUnderForgedWaits(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -185,7 +189,7 @@ func TestKilledHoldersLeaseExpiresUnderForgedWaits(t *testing.T) {
 	// from then on.
 	forgeWaits(t, e)
 	defer watcher.Leases().Keep(nil)()
-	for time.Since(start) < 2*ttl {
+	for time.Since(start) < 3*ttl {
 		if err := watcher.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
