@@ -28,9 +28,7 @@ func (r *runner) groupCommit(ctx context.Context) ([]Row, error) {
 	}
 	r.progress("group commit", 1, 3)
 	combining := r.o.Combining
-	r.o.Combining = false
-	separate, err := r.contendedOurs(ctx, groupWriters)
-	r.o.Combining = combining
+	separate, err := r.withoutCombining().contendedOurs(ctx, groupWriters)
 	if err != nil {
 		return nil, err
 	}
@@ -51,6 +49,14 @@ func (r *runner) groupCommit(ctx context.Context) ([]Row, error) {
 			groupWriters, combined.rate(r.o.Duration), shared.rate(r.o.Duration)/combined.rate(r.o.Duration))
 	}
 	return []Row{x}, nil
+}
+
+// withoutCombining is a runner with r's options but Combining off, and
+// connections of its own.
+func (r *runner) withoutCombining() *runner {
+	o := r.o
+	o.Combining = false
+	return &runner{o: o}
 }
 
 // sharedWriters runs w goroutines putting one key through one config and
