@@ -48,11 +48,42 @@ func TestCombinedPutsLandOnceEach(t *testing.T) {
 			}
 		}})
 	}
+	told := loopPuts(configs, &carried)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	seen := valuesHandedBy(t, ctx, configs[0])
+	keysHandedBy(t, ctx, configs[0], writers)
+	counts := map[putOutcome]int{}
+	for value, outcome := range told {
+		counts[outcome]++
+		switch n := seen[value]; {
+		case n > 1:
+			t.Errorf("PUT %s is in the log %d times", value, n)
+		case outcome == putLanded && n == 0:
+			t.Errorf("PUT %s was acknowledged, but is not in the log", value)
+		case outcome == putFailed && n == 1:
+			t.Errorf("PUT %s failed, but is in the log", value)
+		}
+	}
+	for value := range seen {
+		if _, ok := told[value]; !ok {
+			t.Errorf("the log holds %q, which no PUT wrote", value)
+		}
+	}
+	t.Logf("%d PUTs: %d acknowledged (%d carried by another writer), %d unknown, %d failed", len(told), counts[putLanded], carried.Load(), counts[putUnknown], counts[putFailed])
+	if carried.Load() == 0 {
+		t.Error("no PUT was carried by another writer: combining did not happen")
+	}
+}
+
+// loopPuts has each config PUT its own key ("k" and its index) in a closed
+// loop, values "index:n", one PUT in eight with 1 µs to 3 ms to go, for
+// 1.5 s, and on (up to 15 s) until some PUT was carried: a loaded machine
+// (-race, other packages' tests) can keep writers from meeting for a
+// while. It returns what each PUT was told.
+func loopPuts(configs []*sharedconfig.Config, carried *atomic.Int64) map[string]putOutcome {
 	var mu sync.Mutex
 	told := map[string]putOutcome{}
-	// 1.5 s, and on (up to 15 s) until some PUT was carried: a loaded
-	// machine (-race, other packages' tests) can keep writers from
-	// meeting for a while.
 	stop, giveUp := time.Now().Add(1500*time.Millisecond), time.Now().Add(15*time.Second)
 	var wg sync.WaitGroup
 	for i, c := range configs {
@@ -80,9 +111,14 @@ func TestCombinedPutsLandOnceEach(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	changes, err := configs[0].History(ctx, "", 0)
+	return told
+}
+
+// valuesHandedBy counts each value loopPuts wrote in c's log, and checks
+// that a PUT in another writer's entry names the writer that handed it.
+func valuesHandedBy(t *testing.T, ctx context.Context, c *sharedconfig.Config) map[string]int {
+	t.Helper()
+	changes, err := c.History(ctx, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,17 +126,21 @@ func TestCombinedPutsLandOnceEach(t *testing.T) {
 	for _, ch := range changes {
 		for _, op := range ch.Ops {
 			seen[op.Value]++
-			// A PUT in another writer's entry names the writer that
-			// handed it (values are "writer:n").
 			if by := "w" + strings.Split(op.Value, ":")[0]; op.Kind == "put" && by != ch.Writer && op.HandedBy != by {
 				t.Errorf("PUT %s, in %s's entry %d, says it was handed by %q", op.Value, ch.Writer, ch.Revision, op.HandedBy)
 			}
 		}
 	}
-	// And a key's history says so too.
+	return seen
+}
+
+// keysHandedBy checks that each key's history names, for a PUT in another
+// writer's entry, the writer that handed it.
+func keysHandedBy(t *testing.T, ctx context.Context, c *sharedconfig.Config, writers int) {
+	t.Helper()
 	for i := range writers {
 		key, by := fmt.Sprint("k", i), fmt.Sprint("w", i)
-		keyChanges, err := configs[0].History(ctx, key, 0)
+		keyChanges, err := c.History(ctx, key, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,27 +149,6 @@ func TestCombinedPutsLandOnceEach(t *testing.T) {
 				t.Errorf("%s's change at %d, in %s's entry, says it was handed by %q", key, ch.Revision, ch.Writer, op[0].HandedBy)
 			}
 		}
-	}
-	counts := map[putOutcome]int{}
-	for value, outcome := range told {
-		counts[outcome]++
-		switch n := seen[value]; {
-		case n > 1:
-			t.Errorf("PUT %s is in the log %d times", value, n)
-		case outcome == putLanded && n == 0:
-			t.Errorf("PUT %s was acknowledged, but is not in the log", value)
-		case outcome == putFailed && n == 1:
-			t.Errorf("PUT %s failed, but is in the log", value)
-		}
-	}
-	for value := range seen {
-		if _, ok := told[value]; !ok {
-			t.Errorf("the log holds %q, which no PUT wrote", value)
-		}
-	}
-	t.Logf("%d PUTs: %d acknowledged (%d carried by another writer), %d unknown, %d failed", len(told), counts[putLanded], carried.Load(), counts[putUnknown], counts[putFailed])
-	if carried.Load() == 0 {
-		t.Error("no PUT was carried by another writer: combining did not happen")
 	}
 }
 
