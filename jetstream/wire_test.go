@@ -32,3 +32,30 @@ func TestCarriedHeaderRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseCarried: a header anyone may have forged never panics the
+// reader; what it reads names only calls with IDs and spans it can hold,
+// and writes back to a header that reads the same.
+func FuzzParseCarried(f *testing.F) {
+	f.Add("0123456789abcdef:0:1")
+	f.Add("0123456789abcdef:0:1,fedcba9876543210:1:3:Ym9i")
+	f.Add("id:2:1")
+	f.Add(",,,")
+	f.Fuzz(func(t *testing.T, v string) {
+		got := parseCarried(v)
+		if len(got) > maxCarriedRead {
+			t.Fatalf("%q: %d calls read, past %d", v, len(got), maxCarriedRead)
+		}
+		for _, c := range got {
+			if c.ID == "" || c.Start < 0 || c.Start > c.End {
+				t.Fatalf("%q: read %+v", v, c)
+			}
+		}
+		if got == nil {
+			return
+		}
+		if again := parseCarried(carriedHeader(got)); !slices.Equal(again, got) {
+			t.Fatalf("%q read as %v, written as %q, read back as %v", v, got, carriedHeader(got), again)
+		}
+	})
+}

@@ -228,3 +228,28 @@ func TestRegistrationOnTheWire(t *testing.T) {
 		t.Fatalf("a snapshot kept registration %d, want 7: %s", l.Registration, snap)
 	}
 }
+
+// FuzzDecodeOp: a handed call, which anyone can forge, never panics the
+// writer it is handed to, and what it decodes to writes updates that
+// encode, on a state with its key and on one without.
+func FuzzDecodeOp(f *testing.F) {
+	f.Add([]byte(`{"call":"Put","key":"k","value":"v"}`))
+	f.Add([]byte(`{"call":"Put","key":"","value":"v"}`))
+	f.Add([]byte(`{"call":"Remove","key":"k"}`))
+	f.Add([]byte(`{"call":"Put","key":"k","value":"v","extra":1}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fn, err := codec{}.DecodeOp(data)
+		if err != nil {
+			return
+		}
+		for _, s := range []State{{}, State{}.Set("k", "old", 1)} {
+			updates := fn(s)
+			if len(updates) == 0 {
+				t.Fatalf("%q wrote nothing: a carried call must write", data)
+			}
+			if _, err := (codec{}).EncodeUpdates(updates); err != nil {
+				t.Fatalf("%q: its updates do not encode: %v", data, err)
+			}
+		}
+	})
+}

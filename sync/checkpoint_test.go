@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/memlog"
@@ -174,4 +175,44 @@ func TestNoCheckpointWithoutTheLogTimeOfTheLastEntry(t *testing.T) {
 	if _, ok, err := w.Checkpoint(counterSnapshot); ok || err != nil {
 		t.Fatalf("Checkpoint after an own write: ok %v, %v; want none", ok, err)
 	}
+}
+
+// FuzzResume: bytes given as a checkpoint (a cache file anyone with the
+// user's rights could have changed) never panic the synchronizer, neither
+// when it resumes from them nor when it reads on from there.
+func FuzzResume(f *testing.F) {
+	ctx := context.Background()
+	log := memlog.New("t")
+	w := statesync.New[counter](log, counterCodec)
+	if err := w.Initialize(ctx, start(0)); err != nil {
+		f.Fatal(err)
+	}
+	for range 3 {
+		if _, err := increment(ctx, w); err != nil {
+			f.Fatal(err)
+		}
+	}
+	w.Close()
+	reader := statesync.New[counter](log, counterCodec)
+	if err := reader.Fetch(ctx); err != nil {
+		f.Fatal(err)
+	}
+	good, ok, err := reader.Checkpoint(counterSnapshot)
+	reader.Close()
+	if err != nil || !ok {
+		f.Fatalf("Checkpoint: ok %v, %v", ok, err)
+	}
+	f.Add(good)
+	f.Add([]byte("not a checkpoint"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := statesync.New[counter](log, counterCodec)
+		defer r.Close()
+		_, _ = statesync.CheckpointBase(data)
+		if r.Resume(data) != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_ = r.Fetch(ctx)
+	})
 }

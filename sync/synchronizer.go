@@ -107,8 +107,11 @@ type Attempt struct {
 	// writers' turns (see package turns).
 	HeldBack time.Duration
 	// Carried: another writer's entry, at Revision, carried the write
-	// (UpdateOp), handed to it when the copy stood at Base; this try was
-	// not made.
+	// (UpdateOp); this try was not made. Base is then where the call's
+	// window starts (the revision its copy stood at when the call got the
+	// ID it was carried under: its first try's base as a rule, which may
+	// be before tries it lost), not where the copy stood when it was
+	// handed.
 	Carried bool
 }
 

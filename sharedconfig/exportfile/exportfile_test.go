@@ -6,6 +6,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/sharedconfig/sharedconfig/sharedconfig"
 	"github.com/sharedconfig/sharedconfig/sharedconfig/exportfile"
@@ -128,4 +129,25 @@ func TestParseSaysWhatIsWrongInOneLine(t *testing.T) {
 			t.Errorf("Parse(%q... of %d bytes) = %v, %v; want one line with %q", show, len(c.in), got, err, c.want)
 		}
 	}
+}
+
+// FuzzParse: no file makes Parse panic, and what it accepts holds only
+// UTF-8 keys, none of them empty.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"k": "v"}`))
+	f.Add([]byte(`{"format": "sharedconfig-export/1", "properties": {"a": {"value": "1", "revision": 3}}}`))
+	f.Add([]byte(`{"format": "sharedconfig-export/9"}`))
+	f.Add([]byte("\ufeff{\"k\": \"v\", \"k\": \"w\"}"))
+	f.Add([]byte(`[[[[`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := exportfile.Parse(data)
+		if err != nil {
+			return
+		}
+		for k, v := range got.Props {
+			if k == "" || !utf8.ValidString(k) || !utf8.ValidString(v) {
+				t.Fatalf("%q: accepted the property %q = %q", data, k, v)
+			}
+		}
+	})
 }

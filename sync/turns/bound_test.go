@@ -98,3 +98,26 @@ func TestClaimsPastTheDisplacedBoundCostTrust(t *testing.T) {
 		t.Error("the made-up first past the bound is still waited for")
 	}
 }
+
+// FuzzHear: no word, which anyone can say, panics a manager, and none
+// makes it remember more than maxRemembered waiters or a wait longer than
+// MaxClaimGrace.
+func FuzzHear(f *testing.F) {
+	for _, w := range []string{"wait a 1", "once a 1 20", "done a", "hello a", "wait a 18446744073709551615 4294967295", "wait  a\t1"} {
+		f.Add([]byte(w))
+	}
+	f.Fuzz(func(t *testing.T, word []byte) {
+		c := New(Options{})
+		c.hear(word)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.waiting) > maxRemembered {
+			t.Fatalf("%q: %d waiters", word, len(c.waiting))
+		}
+		for id, w := range c.waiting {
+			if w.try > c.opt.MaxClaimGrace || w.try < 0 {
+				t.Fatalf("%q: waiter %q says its tries take %v, past %v", word, id, w.try, c.opt.MaxClaimGrace)
+			}
+		}
+	})
+}
