@@ -43,7 +43,8 @@ revision it was based on, and the stream revision by revision.
   stale    the original's two-process walkthrough, step 8's stale copy
   lease    members register under /servers/; one dies; its lease expires
   turns    writers in tight loops, without and with turns
-  compact  a compaction racing a writer`,
+  compact  a compaction racing a writer
+  combine  writers in tight loops hand PUTs to the writer under way (the default), then without`,
 		Example: `  sharedconfig demo race
   sharedconfig demo race --writers 4 --html race.html
   sharedconfig demo stale --step`,
@@ -53,7 +54,7 @@ revision it was based on, and the stream revision by revision.
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&d.scope, "scope", "s", "demo", "the scope of the fresh configs the demo makes")
-	fl.IntVar(&d.writers, "writers", 2, fmt.Sprintf("how many writers race (race, turns; 2 to %d)", demo.MaxWriters))
+	fl.IntVar(&d.writers, "writers", 2, fmt.Sprintf("how many writers race (race, turns, combine; 2 to %d)", demo.MaxWriters))
 	fl.Float64Var(&d.speed, "speed", 1, "how fast the steps go: 2 is twice as fast, 0.5 half")
 	fl.BoolVar(&d.step, "step", false, "wait for Enter before each step")
 	fl.BoolVar(&d.keep, "keep", false, "keep the demo's configs on the server (to look at them after)")

@@ -3,10 +3,12 @@ package demo_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,16 +49,7 @@ func TestRacePageInABrowser(t *testing.T) {
 		t.Skip("!!!!!!!! NO BROWSER: chromium is not installed, so the HTML timeline is NOT checked in a browser. Install it: apt-get install -y chromium")
 	}
 	res, _ := runScenario(t, "race", 3)
-	page := filepath.Join(t.TempDir(), "race.html")
-	f, err := os.Create(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := timeline.WriteHTML(f, res.Timeline); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	facts, shot, problems := openInBrowser(t, browser, page)
+	facts, shot, problems := openInBrowser(t, browser, writePage(t, res.Timeline))
 	for _, p := range problems {
 		t.Errorf("the page logged: %s", p)
 	}
@@ -75,21 +68,42 @@ func TestRacePageInABrowser(t *testing.T) {
 	}
 }
 
-func openInBrowser(t *testing.T, browser, page string) (pageFacts, []byte, []string) {
+// writePage writes tl as a page in a file of its own, and names the file.
+func writePage(t *testing.T, tl *timeline.Timeline) string {
+	page := filepath.Join(t.TempDir(), "timeline.html")
+	f, err := os.Create(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := timeline.WriteHTML(f, tl); err != nil {
+		t.Fatal(err)
+	}
+	return page
+}
+
+// openPage opens page in headless browser, once its script has run, for
+// the rest of the test; problems gives what the page logged.
+func openPage(t *testing.T, browser, page string) (ctx context.Context, problems func() []string) {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1100, 420))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
+	t.Cleanup(cancelAlloc)
 	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
+	t.Cleanup(cancel)
 	ctx, cancelTime := context.WithTimeout(ctx, 90*time.Second)
-	defer cancelTime()
-	problems := listenForProblems(ctx, t, browser)
+	t.Cleanup(cancelTime)
+	problems = listenForProblems(ctx, t, browser)
 	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+page), chromedp.WaitVisible(`body[data-ready="yes"]`)); err != nil {
 		t.Fatalf("driving %s: %v", browser, err)
 	}
+	return ctx, problems
+}
+
+func openInBrowser(t *testing.T, browser, page string) (pageFacts, []byte, []string) {
+	ctx, problems := openPage(t, browser, page)
 	count := func(js string) int {
 		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](js))
 		if err != nil {
@@ -162,5 +176,61 @@ func checkNotBlank(t *testing.T, shot []byte) {
 	}
 	if len(colours) < 8 || b.Dx() < 400 {
 		t.Errorf("the screenshot (%v) has %d colours: blank", b, len(colours))
+	}
+}
+
+// TestCombinePageInABrowser draws a real combine run and opens the page in
+// headless Chromium: each carried try is a box of its own colour and
+// dashed outline, joined by a dashed line to the entry on the tape that
+// carried it, under which the handing writer is named.
+func TestCombinePageInABrowser(t *testing.T) {
+	t.Parallel()
+	browser := findBrowser()
+	if browser == "" {
+		t.Skip("!!!!!!!! NO BROWSER: chromium is not installed, so the HTML timeline is NOT checked in a browser. Install it: apt-get install -y chromium")
+	}
+	res, _ := runScenarioAt(t, "combine", 3, 2)
+	tl := res.Timeline
+	var carried, lines, names int
+	for _, tr := range tl.Tries {
+		if tr.Outcome == timeline.Carried {
+			carried++
+			if slices.ContainsFunc(tl.Tape, func(e timeline.Entry) bool { return e.Revision == tr.Revision }) {
+				lines++
+			}
+		}
+	}
+	for _, e := range tl.Tape {
+		names += len(e.Carries)
+	}
+	if carried == 0 {
+		t.Fatalf("no carried try drawn: %+v", tl.Tries)
+	}
+	page := writePage(t, tl)
+	ctx, problems := openPage(t, browser, page)
+	look := func(js string) string {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatalf("evaluating %s: %v", js, err)
+		}
+		return v
+	}
+	got := look(`[document.querySelectorAll("g.try.carried").length, document.querySelectorAll("line.carry").length,
+		document.querySelectorAll("text.carrier").length].join(" ")`)
+	if want := fmt.Sprintf("%d %d %d", carried, lines, names); got != want {
+		t.Errorf("carried tries, lines to their entries, names under entries: %s in the DOM, want %s", got, want)
+	}
+	// Drawn, and unlike a committed try: its own fill and a dashed outline.
+	style := look(`(function(){var r=document.querySelector("g.try.carried rect"), c=document.querySelector("g.try.committed rect");
+		var s=getComputedStyle(r), b=r.getBBox();
+		return [b.width>0 && b.height>0, s.fill!=getComputedStyle(c).fill, s.strokeDasharray!="none"].join(" ")})()`)
+	if style != "true true true" {
+		t.Errorf("a carried try's box: drawn, its own fill, dashed: %s", style)
+	}
+	if text := look(`document.querySelector("g.try.carried text").textContent`); !strings.Contains(text, "⇢") {
+		t.Errorf("a carried try is labelled %q, want base⇢revision", text)
+	}
+	for _, p := range problems() {
+		t.Errorf("the page logged: %s", p)
 	}
 }

@@ -26,7 +26,7 @@ import (
 )
 
 // Scenarios are the scenarios' names, in the order help lists them.
-var Scenarios = []string{"race", "stale", "lease", "turns", "compact"}
+var Scenarios = []string{"race", "stale", "lease", "turns", "compact", "combine"}
 
 // Options configure a run.
 type Options struct {
@@ -34,7 +34,7 @@ type Options struct {
 	Dial func(ctx context.Context) (*nats.Conn, error)
 	// Out hears the narration.
 	Out io.Writer
-	// Writers is how many writers race (race, turns); at least 2.
+	// Writers is how many writers race (race, turns, combine); at least 2.
 	Writers int
 	// Speed divides the pauses between steps (and the turns scenario's
 	// runs): 2 is twice as fast.
@@ -63,6 +63,9 @@ type Result struct {
 	Configs []string
 	// Sides are the turns scenario's two runs: without and with turns.
 	Sides []Side
+	// Combining and CombiningOff are the combine scenario's two runs: with
+	// combining and without.
+	Combining, CombiningOff *Combining
 }
 
 // ErrUnknownScenario: no scenario has that name.
@@ -71,7 +74,7 @@ var ErrUnknownScenario = errors.New("unknown scenario")
 // Run runs the scenario named name.
 func Run(ctx context.Context, name string, o Options) (*Result, error) {
 	scenarios := map[string]func(context.Context, *run) error{
-		"race": race, "stale": stale, "lease": leaseScenario, "turns": turns, "compact": compact,
+		"race": race, "stale": stale, "lease": leaseScenario, "turns": turns, "compact": compact, "combine": combine,
 	}
 	fn, ok := scenarios[name]
 	if !ok {
@@ -239,6 +242,9 @@ func TapeOf(changes []sharedconfig.Change, laneOf func(string) int) []timeline.E
 			ops := make([]string, len(ch.Ops))
 			for i, op := range ch.Ops {
 				ops[i] = op.String()
+				if op.HandedBy != "" && !slices.Contains(e.Carries, op.HandedBy) {
+					e.Carries = append(e.Carries, op.HandedBy)
+				}
 			}
 			e.Text = strings.Join(ops, "; ")
 		}

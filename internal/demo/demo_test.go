@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/sharedconfig/sharedconfig/internal/testmain"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,13 +28,19 @@ func TestMain(m *testing.M) { testmain.Run(m) }
 // what it did and said.
 func runScenario(t *testing.T, name string, writers int) (*demo.Result, string) {
 	t.Helper()
+	return runScenarioAt(t, name, writers, 100)
+}
+
+// runScenarioAt runs a scenario as runScenario does, at speed.
+func runScenarioAt(t *testing.T, name string, writers int, speed float64) (*demo.Result, string) {
+	t.Helper()
 	srv := jstest.Server(t)
 	var out bytes.Buffer
 	res, err := demo.Run(context.Background(), name, demo.Options{
 		Dial: func(context.Context) (*nats.Conn, error) {
 			return localserver.Connect(localserver.ConnectOptions{URLs: srv.ClientURL()})
 		},
-		Out: &out, Writers: writers, Speed: 100, Scope: "demo", Timeout: 10 * time.Second,
+		Out: &out, Writers: writers, Speed: speed, Scope: "demo", Timeout: 10 * time.Second,
 	})
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", name, err, out.String())
@@ -343,5 +350,62 @@ func TestNarrationEscapesWhatOthersWrote(t *testing.T) {
 	}
 	if want := strconv.Quote(hostile); !strings.Contains(out.String(), want) {
 		t.Errorf("the narration does not show the value as %s:\n%s", want, out.String())
+	}
+}
+
+// Writers in loops, combining, hand PUTs to one another: the log holds every
+// PUT once, in fewer entries than PUTs, and the entries that carry them name
+// the handers; without combining, each PUT is an entry of its own. The
+// drawing shows the carried tries and the entries that carried them.
+func TestCombineCarriesPUTsInOthersEntries(t *testing.T) {
+	t.Parallel()
+	// Runs of 0.5 s: long enough for the loops to hand PUTs, under -race too.
+	res, out := runScenarioAt(t, "combine", 3, 2)
+	on, off := res.Combining, res.CombiningOff
+	if on == nil || off == nil || !on.On || off.On {
+		t.Fatalf("runs %+v and %+v, want one with combining and one without", on, off)
+	}
+	for _, c := range []*demo.Combining{on, off} {
+		if c.PUTs == 0 || c.Logged != c.PUTs || len(c.Writers) != 3 {
+			t.Errorf("combining %v: %d PUTs made, %d in the log, %d writers; want the same, and 3", c.On, c.PUTs, c.Logged, len(c.Writers))
+		}
+	}
+	if on.Carried == 0 || on.Carrying == 0 || on.Entries > on.PUTs-on.Carried+on.Carrying {
+		t.Errorf("with combining: %d carried, %d entries carrying, %d entries for %d PUTs; want some carried, no entry for a carried PUT but its carrier's", on.Carried, on.Carrying, on.Entries, on.PUTs)
+	}
+	if off.Carried != 0 || off.Carrying != 0 || off.Entries != off.PUTs {
+		t.Errorf("without combining: %d carried, %d entries for %d PUTs; want none carried, one entry each", off.Carried, off.Entries, off.PUTs)
+	}
+	tl := res.Timeline
+	carried := 0
+	for _, tr := range tl.Tries {
+		if tr.Outcome != timeline.Carried {
+			continue
+		}
+		carried++
+		for _, e := range tl.Tape {
+			if e.Revision == tr.Revision && (e.Lane == tr.Lane || !slices.Contains(e.Carries, tl.Lanes[tr.Lane])) {
+				t.Errorf("%s's try carried at r%d: the entry there is %+v", tl.Lanes[tr.Lane], tr.Revision, e)
+			}
+		}
+	}
+	if carried == 0 || len(tl.Tape) == 0 {
+		t.Errorf("the drawing has %d carried tries and %d entries: %+v", carried, len(tl.Tape), tl.Tries)
+	}
+	var text bytes.Buffer
+	if err := timeline.WriteText(&text, tl, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), " ⇢ r") || !strings.Contains(text.String(), " carries ") {
+		t.Errorf("the text drawing shows no carried try or no carrying entry:\n%s", text.String())
+	}
+	for _, want := range []string{
+		"Step 2: what the log got\n  The log holds ",
+		"Step 3: every writer caught up: each key holds its writer's last PUT\n  alice: alice = '",
+		"| PUTs carried by another writer's entry |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the narration lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -54,7 +54,7 @@ const triesDrawn = 24
 
 // turns: writers writing back to back, without and with turns.
 func turns(ctx context.Context, r *run) error {
-	d := max(time.Duration(float64(time.Second)/r.o.Speed), 200*time.Millisecond)
+	d := r.runLength()
 	r.say("Scenario turns: %d writers each PUT the same key back to back for %s, first without turns, then with them.", r.o.Writers, d)
 	r.say("Without turns, the writer that just won is already current and tends to win again; the others keep losing.")
 	r.say("With turns, a writer that lost twice in a row says it waits (outside the stream), and the others hold back for it.")

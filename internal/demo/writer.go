@@ -45,6 +45,8 @@ type openOptions struct {
 	watchCompactions bool
 	// side labels every try of the writer (the turns scenario's runs).
 	side string
+	// combine: the writer combines, as every command does by default.
+	combine bool
 }
 
 func startWriter(ctx context.Context, r *run, config, name string, lane int, o openOptions) (*writer, error) {
@@ -68,7 +70,7 @@ func startWriter(ctx context.Context, r *run, config, name string, lane int, o o
 		watched = &compactionWatch{Log: jl, rec: r.rec, lane: lane}
 		log = watched
 	}
-	cfg, err := sharedconfig.Open(openCtx, log, sharedconfig.Options{Trace: r.rec.traceFor(lane), Holder: name})
+	cfg, err := sharedconfig.Open(openCtx, log, sharedconfig.Options{Trace: r.rec.traceFor(lane), Holder: name, Combining: o.combine})
 	if err != nil {
 		nc.Close()
 		return nil, err
@@ -185,6 +187,8 @@ func (rc *recorder) traceFor(lane int) func(statesync.Attempt) {
 		case a.Base == statesync.AnyRevision:
 			tr.Base = 0
 			tr.Outcome = timeline.Unconditional
+		case a.Carried:
+			tr.Outcome = timeline.Carried
 		case a.Conflict != nil:
 			tr.Outcome, tr.Current, tr.CaughtUp = timeline.Refused, a.Conflict.Current, a.CaughtUp
 		case a.Updates == 0:

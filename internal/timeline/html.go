@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -37,6 +38,8 @@ type page struct {
 	TapeY          int
 	Tape           []tapeBox
 	Lands          []arrow
+	Carries        []arrow // from a carried try to the entry that carried it
+	Carrying       bool    // some try was carried: the note says how it is drawn
 	Leases         []leaseBar
 	LeaseAxisY     int
 	NLanes, NTries int
@@ -61,11 +64,20 @@ type arrow struct {
 }
 
 type tapeBox struct {
-	X, Y  int
-	Class string
-	Label string
-	Info  string
+	X, Y     int
+	Class    string
+	Label    string
+	Info     string
+	Carriers []textLine // under the box: the writers whose PUTs it carries
 }
+
+type textLine struct {
+	Y    int
+	Text string
+}
+
+// carrierLineH is the height of one name under a tape box.
+const carrierLineH = 13
 
 type leaseBar struct {
 	X, Y, W int
@@ -82,13 +94,34 @@ func layout(t *Timeline) page {
 	for i, name := range t.Lanes {
 		p.Lanes = append(p.Lanes, laneBox{Name: name, Y: top + i*laneH})
 	}
+	landedAt := p.layoutTries(t)
+	p.TapeY = top + len(t.Lanes)*laneH + 30
+	p.layoutTape(t, landedAt)
+	p.layoutCarries(t)
+	p.LeaseAxisY = p.TapeY + tryH + 50 + p.carriersH()
+	p.layoutLeases(t)
+	p.Width = p.Width0(t)
+	for _, l := range p.Leases {
+		p.Width = max(p.Width, l.X+l.W+padding, l.EndX+padding)
+	}
+	p.Height = p.TapeY + tryH + p.carriersH() + padding
+	if len(t.Leases) > 0 {
+		p.Height = p.LeaseAxisY + len(t.Leases)*leaseH + padding
+	}
+	return p
+}
+
+// layoutTries puts each try in its lane, in the order they happened, with
+// an arrow from each refused try to its write's next try. It returns the x
+// of the try that landed each revision.
+func (p *page) layoutTries(t *Timeline) map[uint64]int {
 	lead := leadingUnlanded(t)
-	landedAt := map[uint64]int{} // revision -> x of the try that landed it
+	landedAt := map[uint64]int{}
 	for i, tr := range t.Tries {
 		x, y := left+(lead+i)*slotW, top+tr.Lane*laneH+(laneH-tryH)/2
 		p.Tries = append(p.Tries, tryBox{X: x, Y: y, Class: string(tr.Outcome), Label: tryLabel(tr),
 			Info: fmt.Sprintf("%s · %s\n%s\n%s%s", t.laneName(tr.Lane), tr.What, tr.Describe(), stamp(tr.At), sectionNote(tr)), Lane: tr.Lane, Base: int(tr.Base)})
-		if tr.Revision != 0 && tr.Outcome != Refused && tr.Outcome != Confirmed {
+		if landsEntry(tr) {
 			landedAt[tr.Revision] = x
 		}
 		if tr.Outcome == Refused {
@@ -99,19 +132,46 @@ func layout(t *Timeline) page {
 			}
 		}
 	}
-	p.TapeY = top + len(t.Lanes)*laneH + 30
-	p.layoutTape(t, landedAt)
-	p.LeaseAxisY = p.TapeY + tryH + 50
-	p.layoutLeases(t)
-	p.Width = p.Width0(t)
-	for _, l := range p.Leases {
-		p.Width = max(p.Width, l.X+l.W+padding, l.EndX+padding)
+	return landedAt
+}
+
+// landsEntry: the try appended the entry at its Revision.
+func landsEntry(tr Try) bool {
+	return tr.Revision != 0 && tr.Outcome != Refused && tr.Outcome != Confirmed && tr.Outcome != Carried
+}
+
+// layoutCarries draws a dashed line from each carried try to the entry on
+// the tape that carried it, where the tape shows that entry.
+func (p *page) layoutCarries(t *Timeline) {
+	boxAt := map[uint64]tapeBox{}
+	for i, e := range t.Tape {
+		boxAt[e.Revision] = p.Tape[i]
 	}
-	p.Height = p.TapeY + tryH + padding
-	if len(t.Leases) > 0 {
-		p.Height = p.LeaseAxisY + len(t.Leases)*leaseH + padding
+	for i, tr := range t.Tries {
+		if tr.Outcome != Carried {
+			continue
+		}
+		p.Carrying = true
+		box, ok := boxAt[tr.Revision]
+		if !ok {
+			continue
+		}
+		tb := p.Tries[i]
+		p.Carries = append(p.Carries, arrow{X1: tb.X + tryW/2, Y1: tb.Y + tryH, X2: box.X + tryW/2, Y2: box.Y,
+			Label: fmt.Sprintf("carried in %s's entry at r%d", t.carrierOf(tr.Revision), tr.Revision)})
 	}
-	return p
+}
+
+// carriersH is the room the names under the tape's boxes take.
+func (p *page) carriersH() int {
+	most := 0
+	for _, tb := range p.Tape {
+		most = max(most, len(tb.Carriers))
+	}
+	if most == 0 {
+		return 0
+	}
+	return most*carrierLineH + 6
 }
 
 // leadingUnlanded counts the revisions at the tape's start that no try
@@ -120,7 +180,7 @@ func layout(t *Timeline) page {
 func leadingUnlanded(t *Timeline) int {
 	landed := map[uint64]bool{}
 	for _, tr := range t.Tries {
-		if tr.Revision != 0 && tr.Outcome != Refused && tr.Outcome != Confirmed {
+		if landsEntry(tr) {
 			landed[tr.Revision] = true
 		}
 	}
@@ -157,6 +217,8 @@ func tryLabel(tr Try) string {
 		return fmt.Sprintf("%d✗%d", tr.Base, tr.Current)
 	case Confirmed:
 		return fmt.Sprintf("%d =", tr.Base)
+	case Carried:
+		return fmt.Sprintf("%d⇢%d", tr.Base, tr.Revision)
 	default:
 		return fmt.Sprintf("r%d", tr.Revision)
 	}
@@ -183,8 +245,16 @@ func (p *page) layoutTape(t *Timeline, landedAt map[uint64]int) {
 		if e.Snapshot {
 			kind = "snapshot: " + kind
 		}
-		p.Tape = append(p.Tape, tapeBox{X: x, Y: p.TapeY, Class: class, Label: fmt.Sprintf("r%d", e.Revision),
-			Info: fmt.Sprintf("r%d by %s\n%s\nserver time %s", e.Revision, t.laneName(e.Lane), kind, stamp(e.Time))})
+		tb := tapeBox{X: x, Y: p.TapeY, Class: class, Label: fmt.Sprintf("r%d", e.Revision),
+			Info: fmt.Sprintf("r%d by %s\n%s\nserver time %s", e.Revision, t.laneName(e.Lane), kind, stamp(e.Time))}
+		if len(e.Carries) > 0 {
+			tb.Class += " carrying"
+			tb.Info += "\ncarries the PUTs handed by " + strings.Join(e.Carries, ", ")
+			for i, name := range e.Carries {
+				tb.Carriers = append(tb.Carriers, textLine{Y: p.TapeY + tryH + (i+1)*carrierLineH, Text: "+" + name})
+			}
+		}
+		p.Tape = append(p.Tape, tb)
 		next = x + tryW + 6
 	}
 }
@@ -260,6 +330,8 @@ text{font:12px ui-monospace,monospace}
 .try rect{stroke:#333;stroke-width:1}
 .committed rect,.snapshot rect,.unconditional rect,.recorded rect{fill:#9be7a1}
 .refused rect{fill:#f4a3a3} .confirmed rect{fill:#ffe08a}
+.carried rect{fill:#bfe3f5;stroke-dasharray:4 2} .carry{stroke:#2a7ab0;stroke-width:1.5;stroke-dasharray:2 3}
+text.carrier{font-size:10px;fill:#2a7ab0} .carrying rect{stroke-width:2}
 .retry{fill:none;stroke:#c0392b;stroke-width:1.5} text.catchup{font-size:10px;fill:#c0392b}
 .lands{stroke:#888;stroke-dasharray:3 3}
 .rev rect{fill:#cfe3ff;stroke:#336} .snap rect{fill:#d9c7ff} .dropped{opacity:.4} .dropped rect{stroke-dasharray:4 3}
@@ -268,16 +340,17 @@ text{font:12px ui-monospace,monospace}
 </style></head>
 <body>
 <h1>{{.Title}}</h1>
-<p class="note">{{.Note}} Tries are drawn in the order they happened, each labelled base→landed (✗: refused, the stream was at; =: nothing to write). Hover for revision, entry and time.</p>
+<p class="note">{{.Note}} Tries are drawn in the order they happened, each labelled base→landed (✗: refused, the stream was at; =: nothing to write{{if .Carrying}}; ⇢: handed to another writer, whose entry there carried it, joined to it by a dashed line; under an entry, +name: it carries a PUT that name handed{{end}}). Hover for revision, entry and time.</p>
 <div class="scroll">
 <svg width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}">
 <defs><marker id="head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="#c0392b"/></marker></defs>
 {{range .Lanes}}<g class="lane"><rect x="0" y="{{.Y}}" width="100%" height="{{$.LaneInner}}"/><text x="8" y="{{.Y}}" dy="32">{{.Name}}</text></g>
 {{end}}{{range .Arrows}}<path class="retry" marker-end="url(#head)" d="M{{.X1}},{{.Y1}} Q{{.X1}},{{.CY}} {{.X2}},{{.Y2}}"><title>{{.Label}}</title></path><text class="catchup" x="{{.X1}}" y="{{.CY}}" dy="-2">{{.Label}}</text>
 {{end}}{{range .Lands}}<line class="lands" x1="{{.X1}}" y1="{{.Y1}}" x2="{{.X2}}" y2="{{.Y2}}"/>
+{{end}}{{range .Carries}}<line class="carry" x1="{{.X1}}" y1="{{.Y1}}" x2="{{.X2}}" y2="{{.Y2}}"><title>{{.Label}}</title></line>
 {{end}}{{range .Tries}}<g class="try {{.Class}}" data-info="{{.Info}}" data-lane="{{.Lane}}" data-base="{{.Base}}"><title>{{.Info}}</title><rect x="{{.X}}" y="{{.Y}}" width="48" height="28" rx="4"/><text x="{{.X}}" y="{{.Y}}" dx="4" dy="18">{{.Label}}</text></g>
 {{end}}<text x="8" y="{{.TapeY}}" dy="18">stream</text>
-{{range .Tape}}<g class="{{.Class}}" data-info="{{.Info}}"><title>{{.Info}}</title><rect x="{{.X}}" y="{{.Y}}" width="48" height="28"/><text x="{{.X}}" y="{{.Y}}" dx="6" dy="18">{{.Label}}</text></g>
+{{range .Tape}}<g class="{{.Class}}" data-info="{{.Info}}"><title>{{.Info}}</title><rect x="{{.X}}" y="{{.Y}}" width="48" height="28"/><text x="{{.X}}" y="{{.Y}}" dx="6" dy="18">{{.Label}}</text>{{$x := .X}}{{range .Carriers}}<text class="carrier" x="{{$x}}" y="{{.Y}}" dx="2">{{.Text}}</text>{{end}}</g>
 {{end}}{{if .Leases}}<text x="8" y="{{.LeaseAxisY}}" dy="-8">leases, on the server's clock: each bar runs from the entry that set the deadline to the deadline; a red mark is the entry that ended the lease</text>
 {{end}}{{range .Leases}}<g class="lease" data-info="{{.Info}}"><title>{{.Info}}</title><text x="8" y="{{.Y}}" dy="16">{{.Label}}</text><rect class="bar" x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="20"/>{{if .Ended}}<line class="end" x1="{{.EndX}}" y1="{{.EndY1}}" x2="{{.EndX}}" y2="{{.EndY2}}"/>{{end}}</g>
 {{end}}</svg></div>

@@ -33,3 +33,34 @@ func TestHTMLDrawsEverythingAsText(t *testing.T) {
 		t.Error("the page names an address; it must load nothing")
 	}
 }
+
+// A carried try is its own kind of box, joined by a dashed line to the entry
+// that carried it, under which the handing writer is named; a page with
+// no carried try has none of it.
+func TestHTMLDrawsACarriedTry(t *testing.T) {
+	tl := &Timeline{Lanes: []string{"alice", "bob"}, Tries: []Try{
+		{Lane: 1, N: 1, Base: 3, Revision: 4, Outcome: Committed},
+		{Lane: 0, N: 2, Base: 3, Revision: 4, Outcome: Carried},
+	}, Tape: []Entry{{Revision: 4, Lane: 1, Text: "PUT bob = 1; PUT alice = 1", Carries: []string{"alice"}}}}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, tl); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{`<g class="try carried"`, `>3⇢4</text>`, `<line class="carry"`, `carried in bob&#39;s entry at r4`,
+		`<g class="rev carrying"`, `dx="2">&#43;alice</text>`, `carries the PUTs handed by alice`, `⇢: handed to another writer`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q:\n%s", want, page)
+		}
+	}
+	tl.Tries, tl.Tape = tl.Tries[:1], []Entry{{Revision: 4, Lane: 1, Text: "PUT bob = 1"}}
+	b.Reset()
+	if err := WriteHTML(&b, tl); err != nil {
+		t.Fatal(err)
+	}
+	for _, not := range []string{"⇢", `class="carry"`, `class="carrier"`, `class="rev carrying"`} {
+		if strings.Contains(b.String(), not) {
+			t.Errorf("a page with no carried try holds %q", not)
+		}
+	}
+}

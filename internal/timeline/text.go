@@ -22,6 +22,7 @@ const (
 	red    = "\x1b[31m"
 	yellow = "\x1b[33m"
 	cyan   = "\x1b[36m"
+	blue   = "\x1b[34m"
 	bold   = "\x1b[1m"
 	reset  = "\x1b[0m"
 )
@@ -54,6 +55,9 @@ func WriteText(w io.Writer, t *Timeline, color bool) error {
 	p.line("#N on rB: try N, based on revision B;  ✓ committed at;  ✗ refused, the stream was at;  = no write")
 	if slices.ContainsFunc(t.Tries, func(tr Try) bool { return tr.HeldBack > 0 }) {
 		p.line("(w 3ms): the try first waited 3ms for older writers' turns")
+	}
+	if slices.ContainsFunc(t.Tries, func(tr Try) bool { return tr.Outcome == Carried }) {
+		p.line("#N on rB ⇢ rR (bob's entry): handed to bob, whose entry at rR carried it (no try of its own)")
 	}
 	p.tape(t)
 	p.leases(t)
@@ -98,7 +102,7 @@ func (p *printer) tryRow(t *Timeline, tr Try, start time.Time, cell int) {
 			b.WriteString(strings.Repeat(" ", cell))
 			continue
 		}
-		text := cellText(tr, cell)
+		text := cellText(tr, t.carrierOf(tr.Revision), cell)
 		b.WriteString(p.paint(outcomeColour(tr.Outcome), text))
 		b.WriteString(strings.Repeat(" ", cell-utf8.RuneCountInString(text)))
 	}
@@ -113,17 +117,28 @@ func outcomeColour(o Outcome) string {
 		return red
 	case Confirmed:
 		return yellow
+	case Carried:
+		return blue
 	}
 	return ""
 }
 
 // cellText is a try in at most width characters: the long form if it
 // fits, with the write's operation if that fits too, else the short one.
-func cellText(tr Try, width int) string {
+// A carried try's long form names the writer that carried it (carrier).
+func cellText(tr Try, carrier string, width int) string {
 	long, short := tryForms(tr)
 	if tr.HeldBack > 0 {
 		long += fmt.Sprintf(" (w %s)", tr.HeldBack.Round(time.Millisecond))
 		short += "w"
+	}
+	if tr.Outcome == Carried {
+		// Who carried it is the point of the row: a tighter form keeps it.
+		if full := fmt.Sprintf("%s (%s's entry)", long, carrier); utf8.RuneCountInString(full) <= width {
+			long = full
+		} else {
+			long = fmt.Sprintf("%s (%s)", long, carrier)
+		}
 	}
 	text := short
 	if utf8.RuneCountInString(long) <= width {
@@ -147,6 +162,8 @@ func tryForms(tr Try) (long, short string) {
 		return fmt.Sprintf("append ✓ r%d", tr.Revision), fmt.Sprintf("u✓%d", tr.Revision)
 	case Snapshot:
 		return fmt.Sprintf("#%d on r%d snapshot r%d", tr.N, tr.Base, tr.Revision), fmt.Sprintf("%d@%dS%d", tr.N, tr.Base, tr.Revision)
+	case Carried:
+		return fmt.Sprintf("#%d on r%d ⇢ r%d", tr.N, tr.Base, tr.Revision), fmt.Sprintf("%d@%d⇢%d", tr.N, tr.Base, tr.Revision)
 	default:
 		return fmt.Sprintf("r%d", tr.Revision), fmt.Sprintf("r%d", tr.Revision)
 	}
@@ -161,6 +178,10 @@ func (p *printer) tape(t *Timeline) {
 		text := e.Text
 		if e.Snapshot {
 			text = "snapshot: " + text
+		}
+		if len(e.Carries) > 0 {
+			// First, before the operations that the cut may take.
+			text = "carries " + strings.Join(e.Carries, ", ") + ": " + text
 		}
 		row := fmt.Sprintf("  r%-4d %-12s %-10s %s", e.Revision, e.Time.UTC().Format("15:04:05.000"), truncate(t.laneName(e.Lane), 10), text)
 		p.line(p.paint(cyan, truncate(row, Width)))

@@ -31,6 +31,9 @@ const (
 	// Recorded: the entry at Revision, read back from the log; the log
 	// does not keep the tries that were refused.
 	Recorded Outcome = "recorded"
+	// Carried: the write was handed to another writer (combining), whose
+	// entry at Revision committed it; this try was not made.
+	Carried Outcome = "carried"
 )
 
 // Try is one try of one write.
@@ -62,6 +65,9 @@ type Entry struct {
 	Time     time.Time // the server's time on the entry
 	// Dropped: a later snapshot replaced the entry; it was read before.
 	Dropped bool
+	// Carries names the writers whose handed PUTs the entry carries
+	// (combining), each once, in the entry's order.
+	Carries []string
 }
 
 // Lease is a lease's life, in the server's time.
@@ -106,6 +112,21 @@ func (t *Timeline) laneName(i int) string {
 	return t.Lanes[i]
 }
 
+// carrierOf names the writer of the entry at rev, as the tape knows it.
+func (t *Timeline) carrierOf(rev uint64) string {
+	for _, e := range t.Tape {
+		if e.Revision == rev {
+			if e.Lane >= 0 {
+				return t.laneName(e.Lane)
+			}
+			if e.Writer != "" {
+				return e.Writer
+			}
+		}
+	}
+	return "another writer"
+}
+
 // Describe says what a try did in a sentence.
 func (tr Try) Describe() string {
 	base := fmt.Sprintf("try %d on r%d", tr.N, tr.Base)
@@ -123,6 +144,8 @@ func (tr Try) Describe() string {
 		return fmt.Sprintf("unconditional append: landed at r%d", tr.Revision)
 	case Snapshot:
 		return fmt.Sprintf("%s: snapshot landed at r%d", base, tr.Revision)
+	case Carried:
+		return fmt.Sprintf("%s: handed over, and carried by another writer's entry at r%d", base, tr.Revision)
 	default:
 		return fmt.Sprintf("entry r%d", tr.Revision)
 	}
