@@ -55,7 +55,7 @@ func init() {
 			params: []param{key, {name: "currentValue", optional: true, kind: valueParam}}, run: runRemove},
 		{name: "REPLACE", help: "update the value of the property.  If {currentValue} is given, update only if the property's current value matches {currentValue}.",
 			params: []param{key, {name: "newValue", kind: valueParam}, {name: "currentValue", optional: true, kind: valueParam}}, run: runReplace},
-		{name: "REPLACE_IF_REVISION", help: "update the value of the property only if it was last set at {revision} (GET with --revisions shows it).",
+		{name: "REPLACE_IF_REVISION", help: "update the value of the property only if it was last set at {revision} (HISTORY {key} shows it, and GET in a shell started with --revisions).",
 			params: []param{key, {name: "newValue", kind: valueParam}, {name: "revision", kind: countParam, noun: "revision"}}, run: runReplaceIfRevision},
 		{name: "CLEAR", help: "remove all the keys from the Shared Config.", run: runClear},
 		{name: "REFRESH", help: "force an update from the Synchronized State.", run: runRefresh},
