@@ -247,7 +247,10 @@ malformed or a command failed, 2 when the shell could not start.`,
 	root.Flags().StringVarP(&f.file, "file", "f", "", "run the commands in `FILE` as a script, then exit (- reads standard input)")
 	root.Flags().BoolVar(&f.follow, "follow", false, "start with FOLLOW ON: show others' changes as they land, no REFRESH needed")
 	root.Flags().BoolVar(&f.noHistory, "no-history", false, "keep no history file of the lines typed (by default $XDG_STATE_HOME/sharedconfig/history, 0600)")
-	root.AddCommand(newServerCmd(), newBenchCmd(), newDemoCmd())
+	for _, c := range []*cobra.Command{newServerCmd(), newBenchCmd(), newDemoCmd()} {
+		c.Args = sayUsage(c.Args)
+		root.AddCommand(c)
+	}
 	addConfigCommands(root, &f)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	return root
