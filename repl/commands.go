@@ -75,7 +75,7 @@ func init() {
 	commands = append(commands, leaseRows()...)
 	commands = append(commands, []*command{
 		{name: "HELP", help: "print out a list of commands; with {command}, that command's syntax and help.",
-			params: []param{{name: "command", optional: true, kind: valueParam}}, run: runHelp},
+			params: []param{{name: "command", optional: true, kind: commandParam}}, run: runHelp},
 		{name: "QUIT", aliases: []string{"EXIT"}, help: "terminate the program.", run: runQuit},
 	}...)
 }

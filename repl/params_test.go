@@ -1,6 +1,9 @@
 package repl
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // The table's rows are well formed: optional parameters come last, and each
 // kind has what its checks and messages need.
@@ -82,5 +85,22 @@ func TestUnknownCommandGuesses(t *testing.T) {
 		if got := unknownCommand(word).err; got != want {
 			t.Errorf("%q: %s\nwant %s", word, got, want)
 		}
+	}
+}
+
+// HELP's parameter completes to the commands, as the first word does: a
+// newcomer who types HELP PU and Tab gets PUT, PUT_IF_ABSENT and
+// PUT_WITH_LEASE, not the keys of the copy.
+func TestHelpCompletesCommands(t *testing.T) {
+	sh, _ := newTestShell(t)
+	var got []string
+	for _, s := range sh.Complete("help pu") {
+		got = append(got, s.Text)
+	}
+	if want := []string{"PUT", "PUT_IF_ABSENT", "PUT_WITH_LEASE"}; !slices.Equal(got, want) {
+		t.Errorf("HELP pu completes to %q, want %q", got, want)
+	}
+	if got := sh.Complete("HELP PUT, x"); got != nil {
+		t.Errorf("after a comma: %q", got)
 	}
 }
