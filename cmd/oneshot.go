@@ -289,7 +289,8 @@ func newWatchCmd(f *rootFlags) *cobra.Command {
 		Short: "Print each change others make (with PREFIX, to keys that start with it) until Ctrl-C",
 		Long: `Print each change others make to the config as it lands, as FOLLOW ON does
 (with PREFIX, narrowed to keys that start with it, as the shell's WATCH),
-until Ctrl-C or SIGTERM; then exit with status 0.`,
+until Ctrl-C, SIGTERM or SIGHUP (unless started with it ignored, as by
+nohup); then exit with status 0.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return watchCommandFunc(cmd, f, args) },
 	}

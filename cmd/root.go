@@ -236,7 +236,7 @@ malformed or a command failed, 2 when the shell could not start.`,
   echo 'PUT p1, v1' | sharedconfig   # a one-line script
   sharedconfig --server nats://127.0.0.1:4333  # a server of your own (see 'sharedconfig server --help')`,
 		Version:       version(),
-		Args:          cobra.NoArgs,
+		Args:          noArgsButACommand,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -247,10 +247,28 @@ malformed or a command failed, 2 when the shell could not start.`,
 	root.Flags().StringVarP(&f.file, "file", "f", "", "run the commands in `FILE` as a script, then exit (- reads standard input)")
 	root.Flags().BoolVar(&f.follow, "follow", false, "start with FOLLOW ON: show others' changes as they land, no REFRESH needed")
 	root.Flags().BoolVar(&f.noHistory, "no-history", false, "keep no history file of the lines typed (by default $XDG_STATE_HOME/sharedconfig/history, 0600)")
-	root.AddCommand(newServerCmd(), newBenchCmd(), newDemoCmd())
+	for _, c := range []*cobra.Command{newServerCmd(), newBenchCmd(), newDemoCmd()} {
+		c.Args = sayUsage(c.Args)
+		root.AddCommand(c)
+	}
 	addConfigCommands(root, &f)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	return root
+}
+
+// noArgsButACommand refuses arguments to the shell, as cobra.NoArgs does,
+// with the command a mistyped one may have meant: "gett" is "get", "PUT"
+// (the shell's word) is "put".
+func noArgsButACommand(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		if c.SuggestionsMinimumDistance <= 0 {
+			c.SuggestionsMinimumDistance = 1 // one slip: two would offer get for PUT
+		}
+		if near := c.SuggestionsFor(args[0]); len(near) > 0 {
+			return fmt.Errorf("unknown command %q for %q (did you mean %s?)", args[0], c.CommandPath(), strings.Join(near, " or "))
+		}
+	}
+	return cobra.NoArgs(c, args)
 }
 
 func version() string {

@@ -24,9 +24,10 @@ func newServerCmd() *cobra.Command {
 		Use:   "server",
 		Short: "Run a NATS server with JetStream for sharedconfig, in the foreground",
 		Long: `server runs an embedded NATS server with JetStream and a file store, listening
-on a loopback address, until it is interrupted (Ctrl-C or SIGTERM). Every
-acknowledged write is synced to disk. The data directory is locked: one
-server per directory. Its warnings and errors go to stderr.
+on a loopback address, until Ctrl-C, SIGTERM or SIGHUP (unless started with
+it ignored, as by nohup). Every acknowledged write is synced to disk. The
+data directory is locked: one server per directory. Its warnings and errors
+go to stderr.
 
 With --private it admits only clients that hold the keys it keeps in its data
 directory (made on first use, readable by their owner only): it speaks TLS

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
+	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
 // Log is a statesync.Log on one JetStream stream.
@@ -466,6 +467,9 @@ func (l *Log) Hand(ctx context.Context, to string, data []byte) ([]byte, error) 
 		msg.Header.Set(HeaderWriter, l.writer) // so that the entry can name who handed it
 	}
 	m, err := l.nc.RequestMsgWithContext(ctx, msg)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return nil, fmt.Errorf("%w (no responders): %w", turns.ErrNotTaken, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/logtest"
+	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
 func TestMain(m *testing.M) {
@@ -486,5 +487,27 @@ func TestForeignEntryIsDelivered(t *testing.T) {
 	}
 	if len(seen) != 3 || seen[1].Revision != seq || seen[1].Foreign != "not a sharedconfig entry (no Sharedconfig-Kind header), 5 bytes" || seen[0].Foreign != "" || string(seen[2].Data) != "after" {
 		t.Fatalf("entries: %+v", seen)
+	}
+}
+
+// A call handed to a writer nobody listens for is one that nobody got
+// (the server's no responders), which the hander may count as its own
+// again (turns.ErrNotTaken); one a writer takes gets its answer.
+func TestHandToNobodyIsNotTaken(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	l := openLog(t, nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := l.Hand(ctx, "nobody", []byte("call")); !errors.Is(err, turns.ErrNotTaken) {
+		t.Fatalf("Hand to nobody: %v; want turns.ErrNotTaken", err)
+	}
+	stop, err := openOther(t, nc, l).Take("somebody", func(_ []byte, _ string, answer func([]byte)) { answer([]byte("7")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if a, err := l.Hand(ctx, "somebody", []byte("call")); err != nil || string(a) != "7" {
+		t.Fatalf("Hand to somebody = %q, %v; want 7", a, err)
 	}
 }

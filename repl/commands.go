@@ -55,7 +55,7 @@ func init() {
 			params: []param{key, {name: "currentValue", optional: true, kind: valueParam}}, run: runRemove},
 		{name: "REPLACE", help: "update the value of the property.  If {currentValue} is given, update only if the property's current value matches {currentValue}.",
 			params: []param{key, {name: "newValue", kind: valueParam}, {name: "currentValue", optional: true, kind: valueParam}}, run: runReplace},
-		{name: "REPLACE_IF_REVISION", help: "update the value of the property only if it was last set at {revision} (GET with --revisions shows it).",
+		{name: "REPLACE_IF_REVISION", help: "update the value of the property only if it was last set at {revision} (HISTORY {key} shows it, and GET in a shell started with --revisions).",
 			params: []param{key, {name: "newValue", kind: valueParam}, {name: "revision", kind: countParam, noun: "revision"}}, run: runReplaceIfRevision},
 		{name: "CLEAR", help: "remove all the keys from the Shared Config.", run: runClear},
 		{name: "REFRESH", help: "force an update from the Synchronized State.", run: runRefresh},
@@ -75,7 +75,7 @@ func init() {
 	commands = append(commands, leaseRows()...)
 	commands = append(commands, []*command{
 		{name: "HELP", help: "print out a list of commands; with {command}, that command's syntax and help.",
-			params: []param{{name: "command", optional: true, kind: valueParam}}, run: runHelp},
+			params: []param{{name: "command", optional: true, kind: commandParam}}, run: runHelp},
 		{name: "QUIT", aliases: []string{"EXIT"}, help: "terminate the program.", run: runQuit},
 	}...)
 }
@@ -93,6 +93,75 @@ func lookup(word string) *command {
 		}
 	}
 	return nil
+}
+
+// unknownCommand is the answer to a word that names no command. When the
+// word is a command with its parameters run on without a space (PUT,a,b),
+// or one slip (a letter wrong, missing, extra or two swapped) from exactly
+// one command's name (PTU, GETALL), it says so.
+func unknownCommand(word string) reply {
+	if before, _, ok := strings.Cut(word, ","); ok && lookup(before) != nil {
+		return refuse("Unknown command: '%s' (put a space after %s; HELP lists the commands)", word, before)
+	}
+	if name := nearestCommand(word); name != "" {
+		return refuse("Unknown command: '%s' (did you mean %s? HELP lists the commands)", word, name)
+	}
+	return refuse("Unknown command: '%s' (HELP lists the commands)", word)
+}
+
+// nearestCommand is the one command whose name (or alias) is closest to
+// word, if it is close enough to be a slip: one edit for a word of up to
+// four letters, two for a longer one; "" when none is, or two are.
+func nearestCommand(word string) string {
+	if len(word) > 40 {
+		return ""
+	}
+	word = strings.ToUpper(word)
+	most := 1
+	if len(word) > 4 {
+		most = 2
+	}
+	best, bestName, tied := most+1, "", false
+	for _, c := range commands {
+		d := editDistance(word, c.name)
+		for _, a := range c.aliases {
+			d = min(d, editDistance(word, a))
+		}
+		switch {
+		case d < best:
+			best, bestName, tied = d, c.name, false
+		case d == best:
+			tied = true
+		}
+	}
+	if best > most || tied {
+		return ""
+	}
+	return bestName
+}
+
+// editDistance counts the letters to change, add, remove or swap with the
+// next (optimal string alignment) to make a into b.
+func editDistance(a, b string) int {
+	prev2, prev, cur := make([]int, len(b)+1), make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 // Counted is "1 entry", "2 entries": a number and the noun in its form for it.
@@ -610,7 +679,7 @@ func runHelp(_ context.Context, _ *Shell, args []string) reply {
 		}
 		c := lookup(name)
 		if c == nil {
-			return refuse("Unknown command: '%s' (HELP lists the commands)", args[0])
+			return unknownCommand(name)
 		}
 		return answer(c.syntax()+" - "+c.help, fields{"commands": []fields{{"syntax": c.syntax(), "help": c.help}}})
 	}

@@ -12,8 +12,8 @@ type Suggestion struct {
 }
 
 // Complete returns completions for the text before the cursor: command
-// names for the first word, then keys of the local copy for a command's
-// first parameter.
+// names for the first word (and HELP's parameter), then keys of the local
+// copy for a command's first parameter.
 func (sh *Shell) Complete(before string) []Suggestion {
 	before = strings.TrimLeftFunc(before, unicode.IsSpace)
 	if before == "" {
@@ -21,13 +21,7 @@ func (sh *Shell) Complete(before string) []Suggestion {
 	}
 	i := strings.IndexFunc(before, unicode.IsSpace)
 	if i < 0 {
-		var out []Suggestion
-		for _, c := range commands {
-			if hasPrefixFold(c.name, before) {
-				out = append(out, Suggestion{c.name, c.help})
-			}
-		}
-		return out
+		return commandsStarting(before)
 	}
 	c := lookup(before[:i])
 	rest := strings.TrimLeftFunc(before[i:], unicode.IsSpace)
@@ -42,6 +36,8 @@ func (sh *Shell) Complete(before string) []Suggestion {
 				out = append(out, Suggestion{w, ""})
 			}
 		}
+	case commandParam:
+		out = commandsStarting(rest)
 	case leaseParam:
 		for name, l := range sh.cfg.State().Leases() {
 			if hasPrefixFold(name, rest) && !strings.ContainsAny(name, " ,\"") && printable(name) {
@@ -58,6 +54,18 @@ func (sh *Shell) Complete(before string) []Suggestion {
 			if len(out) == 50 {
 				break
 			}
+		}
+	}
+	return out
+}
+
+// commandsStarting are the commands whose names start with word, ignoring
+// case, with their help.
+func commandsStarting(word string) []Suggestion {
+	var out []Suggestion
+	for _, c := range commands {
+		if hasPrefixFold(c.name, word) {
+			out = append(out, Suggestion{c.name, c.help})
 		}
 	}
 	return out

@@ -14,13 +14,14 @@ import (
 type kind int
 
 const (
-	keyParam    kind = iota // a key: never empty; completion offers keys
-	prefixParam             // the start of keys, maybe empty; completion offers keys
-	valueParam              // any text
-	countParam              // a whole number, 1 or more, that fits a uint64
-	choiceParam             // one of choices, ignoring case
-	leaseParam              // a lease's name: never empty; completion offers leases
-	ttlParam                // a lease's ttl: a duration or a number of seconds
+	keyParam     kind = iota // a key: never empty; completion offers keys
+	prefixParam              // the start of keys, maybe empty; completion offers keys
+	valueParam               // any text
+	countParam               // a whole number, 1 or more, that fits a uint64
+	choiceParam              // one of choices, ignoring case
+	leaseParam               // a lease's name: never empty; completion offers leases
+	ttlParam                 // a lease's ttl: a duration or a number of seconds
+	commandParam             // a command's name (HELP's): completion offers commands
 )
 
 // param is one parameter of a command, stated once: HELP's syntax, the
@@ -36,7 +37,7 @@ type param struct {
 
 // holdsText: the parameter takes text, which may hold a comma if quoted.
 func (p param) holdsText() bool {
-	return p.kind == keyParam || p.kind == prefixParam || p.kind == valueParam || p.kind == leaseParam
+	return p.kind == keyParam || p.kind == prefixParam || p.kind == valueParam || p.kind == leaseParam || p.kind == commandParam
 }
 
 // syntax is the command as HELP shows it: "REMOVE {key} [ , {currentValue}]".

@@ -311,7 +311,7 @@ func (sh *Shell) Execute(ctx context.Context, text string) outcome {
 	}
 	c := lookup(line.Word)
 	if c == nil {
-		return sh.render(line.Word, refuse("Unknown command: '%s' (HELP lists the commands)", line.Word))
+		return sh.render(line.Word, unknownCommand(line.Word))
 	}
 	if r, bad := c.checkArgs(line.Args); bad {
 		return sh.render(c.name, r)

@@ -670,6 +670,12 @@ func (s *Synchronizer[S]) handing(r *request[S]) *turns.Handing {
 		Answered: func(ctx context.Context, answer []byte) (bool, error) {
 			return r.committed || s.readAnsweredLocked(ctx, r, answer), nil
 		},
+		NotTaken: func() {
+			// Nobody got it, so nobody can commit it: its outcome is this
+			// writer's alone again, as if it had never been handed.
+			delete(s.combine.mine, r.op.id)
+			r.op.handed, r.op.handedTo = false, ""
+		},
 	}
 }
 

@@ -326,3 +326,41 @@ func TestCompactionWaitsForTheCarriedCallsWriters(t *testing.T) {
 		t.Error("the hander's copy does not show its write")
 	}
 }
+
+// A call handed to a writer that no longer listens (no responders: nobody
+// got it) is this writer's alone again: when it then fails, it fails as
+// it is, not as "may or may not have been made" because another writer
+// might still commit it. (A shell's PUT on a damaged config, after a
+// script that wrote two entries back to back had exited, said so.)
+func TestCallHandedToNobodyFailsAsItIs(t *testing.T) {
+	log := memlog.New("combine")
+	hander, _ := newOpSet(t, log)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tries := 0
+	_, _, err := statesync.UpdateOp(ctx, hander, func(example.Set) ([]statesync.Update[example.Set], struct{}) {
+		// Each try loses to gone, a writer that takes no calls, until the
+		// fifth, which gives up: well inside the window in which a writer
+		// the call was handed to could still carry it.
+		if tries++; tries == 5 {
+			cancel()
+		}
+		data, _ := opSetCodec{}.EncodeUpdates([]statesync.Update[example.Set]{example.SetAdd{Member: "gone" + strconv.Itoa(tries)}})
+		if _, err := log.AppendAfter(turns.SpeakerContext(context.Background(), "gone"), statesync.Position{Revision: statesync.AnyRevision}, data); err != nil {
+			t.Error(err)
+		}
+		return []statesync.Update[example.Set]{example.SetAdd{Member: "x"}}, struct{}{}
+	}, []byte("x"))
+	if err == nil {
+		t.Fatal("the write succeeded; want it cancelled")
+	}
+	if tries < 3 {
+		t.Fatalf("the write made %d tries; it is handed after 2 lost", tries)
+	}
+	if errors.Is(err, statesync.ErrUnknownOutcome) {
+		t.Fatalf("the write handed to nobody says its outcome is unknown: %v", err)
+	}
+	if n := adds(t, log, "x"); n != 0 {
+		t.Fatalf("the call is in the log %d times; want 0", n)
+	}
+}

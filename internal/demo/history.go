@@ -90,5 +90,13 @@ func endedLeases(changes []sharedconfig.Change, laneOf func(string) int) []timel
 
 // Describe is a one-line account of what t holds.
 func Describe(t *timeline.Timeline) string {
-	return fmt.Sprintf("%d lanes, %d tries, %d revisions, %d leases", len(t.Lanes), len(t.Tries), len(t.Tape), len(t.Leases))
+	return fmt.Sprintf("%s, %s, %s, %s", counted(len(t.Lanes), "lane", "lanes"), counted(len(t.Tries), "try", "tries"),
+		counted(len(t.Tape), "revision", "revisions"), counted(len(t.Leases), "lease", "leases"))
+}
+
+func counted(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -94,3 +94,16 @@ func revokeOf(t *testing.T, changes []sharedconfig.Change, lease string) sharedc
 	t.Fatalf("no revocation of %s in the history", lease)
 	return sharedconfig.Change{}
 }
+
+// Describe counts in the singular where there is one of a thing: a config
+// with one entry is "1 lane, 1 try, 1 revision", not "1 lanes".
+func TestDescribeCountsOneInTheSingular(t *testing.T) {
+	one := &timeline.Timeline{Lanes: []string{"bob"}, Tries: make([]timeline.Try, 1), Tape: make([]timeline.Entry, 1)}
+	if got, want := demo.Describe(one), "1 lane, 1 try, 1 revision, 0 leases"; got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
+	two := &timeline.Timeline{Lanes: []string{"a", "b"}, Tries: make([]timeline.Try, 3), Tape: make([]timeline.Entry, 3), Leases: make([]timeline.Lease, 2)}
+	if got, want := demo.Describe(two), "2 lanes, 3 tries, 3 revisions, 2 leases"; got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
+}

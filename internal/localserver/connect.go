@@ -103,7 +103,11 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(urls, opts...)
 	if err != nil {
-		err = fmt.Errorf("cannot connect to %s: %v", RedactURLs(urls), redact(err, o))
+		hint := ""
+		if errors.Is(err, nats.ErrNoServers) && o.LocalDataDir == "" {
+			hint = " (is a NATS server running there?)" // every address refused the connection
+		}
+		err = fmt.Errorf("cannot connect to %s: %v%s", RedactURLs(urls), redact(err, o), hint)
 		if o.LocalDataDir == "" {
 			err = explainEOF(err, urls, timeout)
 		}

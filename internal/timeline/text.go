@@ -52,7 +52,10 @@ func WriteText(w io.Writer, t *Timeline, color bool) error {
 		}
 		p.tryRow(t, tr, start, cell)
 	}
-	p.line("#N on rB: try N, based on revision B;  ✓ committed at;  ✗ refused, the stream was at;  = no write")
+	if slices.ContainsFunc(t.Tries, func(tr Try) bool { return tr.Outcome != Recorded }) {
+		// A drawing of a log (timeline) shows entries as rN, and no tries.
+		p.line("#N on rB: try N, based on revision B;  ✓ committed at;  ✗ refused, the stream was at;  = no write")
+	}
 	if slices.ContainsFunc(t.Tries, func(tr Try) bool { return tr.HeldBack > 0 }) {
 		p.line("(w 3ms): the try first waited 3ms for older writers' turns")
 	}

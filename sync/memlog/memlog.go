@@ -254,7 +254,7 @@ func (l *Log) Hand(ctx context.Context, to string, data []byte) ([]byte, error) 
 	}
 	l.mu.Unlock()
 	if taker == nil {
-		return nil, fmt.Errorf("no writer %q takes calls", to)
+		return nil, fmt.Errorf("no writer %q takes calls: %w", to, turns.ErrNotTaken)
 	}
 	answer := make(chan []byte, 1)
 	var once sync.Once

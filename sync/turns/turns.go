@@ -42,6 +42,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -171,7 +172,8 @@ type Announcer interface {
 // handed it believes no answer but the log's entries.
 type Carrier interface {
 	// Hand sends data to the writer named to and returns its answer, or
-	// an error when none came before ctx ended (or nobody listens).
+	// an error when none came before ctx ended (or nobody listens: then
+	// one that wraps ErrNotTaken, if the log knows that nobody got it).
 	Hand(ctx context.Context, to string, data []byte) ([]byte, error)
 	// Take calls fn, from another goroutine, with what anyone hands the
 	// writer named id, the name the hander's writes go by (its log's
@@ -190,9 +192,16 @@ func (c *Manager) Takes(fn func(data []byte, writer string, answer func([]byte))
 	c.takes = fn
 }
 
+// ErrNotTaken is what a Carrier's Hand wraps when it knows that no writer
+// got the call: nobody listened for the writer named (NATS's no
+// responders: the server had no subscription to deliver it to). Such a
+// call cannot be carried, and its outcome is its own writer's alone.
+var ErrNotTaken = errors.New("no writer took the call")
+
 // Hand sends data to the writer named to, if the log can (a Carrier), and
 // returns a channel that gets its answer, or nil if none came before ctx
-// ended.
+// ended. The channel is closed with no answer when no writer got the call
+// (ErrNotTaken).
 func (c *Manager) Hand(ctx context.Context, to string, data []byte) <-chan []byte {
 	answer := make(chan []byte, 1)
 	cr, ok := c.announcerOf().(Carrier)
@@ -202,6 +211,10 @@ func (c *Manager) Hand(ctx context.Context, to string, data []byte) <-chan []byt
 	}
 	go func() {
 		a, err := cr.Hand(ctx, to, data)
+		if errors.Is(err, ErrNotTaken) {
+			close(answer)
+			return
+		}
 		if err != nil {
 			a = nil
 		}

@@ -81,6 +81,9 @@ type Handing struct {
 	// as far as the answer says, if that is not far, and reports whether
 	// the local copy shows the write committed by another writer.
 	Answered func(ctx context.Context, answer []byte) (committed bool, err error)
+	// NotTaken, if set, is told, with the lock held, that no writer got the
+	// write it handed (ErrNotTaken): nobody can commit it but its writer.
+	NotTaken func()
 }
 
 // ErrCommitted is what HoldBack returns when another writer committed the
@@ -630,8 +633,11 @@ func (w *Write) sleepUnlocked(ctx context.Context, d time.Duration, changed <-ch
 	defer timer.Stop()
 	select {
 	case <-changed:
-	case a = <-answer:
-		return a, true, nil
+	case got, ok := <-answer:
+		if !ok {
+			return nil, false, ErrNotTaken
+		}
+		return got, true, nil
 	case <-timer.C:
 	case <-ctx.Done():
 		return nil, false, ctx.Err()
@@ -671,6 +677,12 @@ func (w *Write) handToLatest(ctx context.Context) error {
 	began := time.Now()
 	a, answered, err := w.sleepUnlocked(hctx, handWait, nil, answer)
 	w.heldBack += time.Since(began)
+	if errors.Is(err, ErrNotTaken) {
+		if w.handing.NotTaken != nil {
+			w.handing.NotTaken()
+		}
+		return nil
+	}
 	if err != nil && ctx.Err() != nil {
 		return &ContendedError{HeldBack: w.heldBack, Err: ctx.Err()}
 	}
