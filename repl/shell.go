@@ -517,10 +517,34 @@ func (sh *Shell) Warn(msg string) {
 // shell's keeper wrote (its user did not make them), but not what changes
 // nothing anyone reads.
 func (sh *Shell) heard(ch sharedconfig.Change, prefix string) {
-	if (ch.Local && !expiry(ch)) || quietChange(ch) {
+	if quietChange(ch) {
 		return
 	}
+	if !expiry(ch) {
+		var any bool
+		if ch, any = othersOf(ch); !any {
+			return
+		}
+	}
 	sh.showChange(ch, prefix)
+}
+
+// othersOf is ch narrowed to the operations others made, and whether it
+// holds any. Under combining one entry may hold both: this shell's entry
+// carrying PUTs other writers handed it, or another's carrying this
+// shell's PUT (which the shell answered as its own).
+func othersOf(ch sharedconfig.Change) (sharedconfig.Change, bool) {
+	if len(ch.Ops) == 0 {
+		return ch, !ch.Local
+	}
+	ops := make([]sharedconfig.Op, 0, len(ch.Ops))
+	for _, op := range ch.Ops {
+		if !op.Local {
+			ops = append(ops, op)
+		}
+	}
+	ch.Ops = ops
+	return ch, len(ops) > 0
 }
 
 // showChange prints a change others made: a ">>>> " line, or a JSON event;
