@@ -81,6 +81,9 @@ func (c *Config) applied(a statesync.Applied[State]) {
 	if c.watching.Load() == 0 {
 		return
 	}
+	if named, ok := c.log.(interface{ Writer() string }); ok && a.Local && a.Writer == "" {
+		a.Writer = named.Writer() // an entry this process appended, not read back
+	}
 	ch := changeWithLeases(a)
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()

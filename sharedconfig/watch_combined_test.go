@@ -1,6 +1,7 @@
 package sharedconfig_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -20,7 +21,8 @@ import (
 // other, whichever process's entry carried it. (A writer's entry carrying
 // others' PUTs was Local as a whole, and its shell's follow mode showed none
 // of them; another's entry carrying this writer's PUT was not, and the shell
-// showed its own PUT as another's change.)
+// showed its own PUT as another's change.) Each is heard as made by the
+// writer that made it, the entry's or the one that handed it.
 func TestWatchTellsCarriedPutsFromOwn(t *testing.T) {
 	srv := jstest.Server(t)
 	const writers = 4
@@ -37,6 +39,13 @@ func TestWatchTellsCarriedPutsFromOwn(t *testing.T) {
 		stop, err := configs[i].Watch("", func(ch sharedconfig.Change) {
 			mu.Lock()
 			defer mu.Unlock()
+			for _, op := range ch.Ops {
+				// Who made it: the entry's writer, or the one that
+				// handed it, also in this process's own entries.
+				if by := cmp.Or(op.HandedBy, ch.Writer); op.Kind == "put" && !strings.HasPrefix(op.Value, strings.TrimPrefix(by, "w")+":") {
+					t.Errorf("w%d's watch heard PUT %s in an entry at %d as made by %q (writer %q)", i, op.Value, ch.Revision, by, ch.Writer)
+				}
+			}
 			heard[i] = append(heard[i], ch.Ops...)
 		}, nil)
 		if err != nil {
