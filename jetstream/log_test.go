@@ -340,6 +340,19 @@ func TestNames(t *testing.T) {
 			t.Errorf("ValidateName(%q) accepted it", bad)
 		}
 	}
+	// Each says what is wrong in one short line, with what it names
+	// escaped: a byte that is not UTF-8 as that byte.
+	for name, want := range map[string]string{
+		"caf\xc3":                   `the name "caf\xc3" contains '\xc3': use only`,
+		"a\x1b[2J":                  `the name "a\x1b[2J" contains '\x1b': use only`,
+		"é":                         `the name "é" contains 'é': use only`,
+		strings.Repeat("y", 100000): `the name "` + strings.Repeat("y", 64) + `"... is 100000 bytes long`,
+	} {
+		err := jetstream.ValidateName("name", name)
+		if err == nil || !strings.HasPrefix(err.Error(), want) || len(err.Error()) > 200 {
+			t.Errorf("ValidateName(%.80q) = %.300v, want %.120s...", name, err, want)
+		}
+	}
 	for _, good := range []string{"example", "some_Config-1", strings.Repeat("x", 64)} {
 		if err := jetstream.ValidateName("name", good); err != nil {
 			t.Errorf("ValidateName(%q): %v", good, err)
