@@ -585,6 +585,9 @@ func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(stat
 // carries: carried, this writer's calls that were handed out, and others,
 // the calls of other writers, whose updates end updates.
 func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], updates []Update[S], carried, others []Carried) (uint64, error) {
+	if !cur.initialized {
+		return 0, s.noStateLocked(cur)
+	}
 	theirs := len(others) > 0
 	carried = slices.Concat(carried, others)
 	data, err := s.codec.EncodeUpdates(updates)
@@ -877,8 +880,8 @@ func (s *Synchronizer[S]) ensureInitializedLocked(ctx context.Context) error {
 	if _, err := s.fetchLocked(ctx, 0); err != nil {
 		return err
 	}
-	if !s.local.Load().initialized {
-		return fmt.Errorf("%s: %w", s.log.Name(), errNotInitialized)
+	if cur := *s.local.Load(); !cur.initialized {
+		return s.noStateLocked(cur) // emptied, say, by a read since the write began
 	}
 	return nil
 }
