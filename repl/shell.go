@@ -737,6 +737,11 @@ func describeError(err error, timeout time.Duration) string {
 		case 1:
 			lost = "gave up after losing its one try to another writer"
 		}
+		if errors.Is(err, statesync.ErrUnknownOutcome) {
+			// A PUT handed to another writer may land after its own
+			// time ran out, holding back or losing.
+			return fmt.Sprintf("%s, but the change may or may not have been made; REFRESH, then look (%v)", lost, err)
+		}
 		if errors.Is(err, context.DeadlineExceeded) && timeout > 0 {
 			return fmt.Sprintf("%s within %s (the server is answering; try again, or use a longer --timeout)", lost, timeout)
 		}
