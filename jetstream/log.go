@@ -324,6 +324,10 @@ const minDuplicates = time.Minute
 // Name implements statesync.Log: the stream's name.
 func (l *Log) Name() string { return l.name }
 
+// Writer is the name this log's entries go by (Sharedconfig-Writer), if
+// any.
+func (l *Log) Writer() string { return l.writer }
+
 // Replicas is how many servers hold the stream.
 func (l *Log) Replicas() int { return max(l.stream.CachedInfo().Config.Replicas, 1) }
 

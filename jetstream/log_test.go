@@ -511,3 +511,17 @@ func TestHandToNobodyIsNotTaken(t *testing.T) {
 		t.Fatalf("Hand to somebody = %q, %v; want 7", a, err)
 	}
 }
+
+// An update a little smaller than the max payload is refused for the
+// headers' room, and the line says how much an update may take (it said
+// "an update of 1048050 bytes is too large for the server's max payload
+// (1048576 bytes)").
+func TestTooLargeSaysWhatAnUpdateMayTake(t *testing.T) {
+	srv := jstest.Server(t)
+	l := openLog(t, jstest.Connect(t, srv))
+	_, err := l.AppendAfter(context.Background(), statesync.Position{Revision: statesync.AnyRevision}, make([]byte, l.MaxUpdateSize()+1))
+	want := fmt.Sprintf("an update of %d bytes is too large for the server's max payload (%d bytes, of which an update may take %d)", l.MaxUpdateSize()+1, l.MaxUpdateSize()+1024, l.MaxUpdateSize())
+	if !errors.Is(err, statesync.ErrTooLarge) || err.Error() != want {
+		t.Fatalf("AppendAfter of %d bytes: %v, want %s", l.MaxUpdateSize()+1, err, want)
+	}
+}

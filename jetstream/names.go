@@ -21,14 +21,24 @@ func ValidateName(kind, s string) error {
 		return fmt.Errorf("the %s is empty: use 1 to %d letters, digits, '-' or '_'", kind, MaxNameLength)
 	}
 	if len(s) > MaxNameLength {
-		return fmt.Errorf("the %s %q is %d characters long: use at most %d letters, digits, '-' or '_'", kind, s, len(s), MaxNameLength)
+		// Its start alone: the name may be as long as an argument can be.
+		return fmt.Errorf("the %s %q... is %d bytes long: use at most %d letters, digits, '-' or '_'", kind, s[:MaxNameLength], len(s), MaxNameLength)
 	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return fmt.Errorf("the %s %q contains %q: use only letters, digits, '-' or '_'", kind, s, r)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return fmt.Errorf("the %s %q contains %s: use only letters, digits, '-' or '_'", kind, s, offending(s[i:]))
 		}
 	}
 	return nil
+}
+
+// offending is the character s starts with, quoted: a byte that is not
+// UTF-8 as itself (\xc3), not as the replacement character.
+func offending(s string) string {
+	if r, size := utf8.DecodeRuneInString(s); r != utf8.RuneError || size > 1 {
+		return strconv.QuoteRune(r)
+	}
+	return fmt.Sprintf(`'\x%02x'`, s[0])
 }
 
 // MaxWriterLength bounds a writer's name (the Sharedconfig-Writer header

@@ -26,7 +26,9 @@ const attemptTimeout = 2 * time.Second
 // sequence, in the same step.
 func (l *Log) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
 	if len(data) > l.MaxUpdateSize() {
-		return statesync.Position{}, fmt.Errorf("an update of %d bytes is %w (%d bytes)", len(data), ErrTooLarge, l.maxPayload)
+		// Said with what an update may take: one smaller than the max
+		// payload is refused too, for the headers' room.
+		return statesync.Position{}, fmt.Errorf("an update of %d bytes is %w (%d bytes, of which an update may take %d)", len(data), ErrTooLarge, l.maxPayload, l.MaxUpdateSize())
 	}
 	msg := l.newMsg(KindUpdate, data)
 	setSpeaker(msg, turns.Speaker(ctx))

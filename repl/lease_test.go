@@ -54,3 +54,23 @@ func TestLeaseWarningAsJSON(t *testing.T) {
 		t.Fatalf("got %s", got)
 	}
 }
+
+// Under combining one entry may hold this shell's PUTs and others': follow
+// mode shows the others' alone, from this shell's entry as from another's.
+func TestFollowShowsOthersPutsOfACombinedEntry(t *testing.T) {
+	var out bytes.Buffer
+	sh := New(Options{Scope: "s", Name: "c", Out: &out})
+	mine := sharedconfig.Op{Kind: "put", Key: "a", Value: "1", Local: true}
+	theirs := sharedconfig.Op{Kind: "put", Key: "b", Value: "2", HandedBy: "bob"}
+	for _, ch := range []sharedconfig.Change{
+		{Revision: 5, Local: true, Ops: []sharedconfig.Op{mine, theirs}}, // this shell's, carrying bob's
+		{Revision: 6, Writer: "carol", Ops: []sharedconfig.Op{mine}},     // carol's, carrying this shell's
+		{Revision: 7, Writer: "carol", Ops: []sharedconfig.Op{theirs, mine}},
+	} {
+		sh.heard(ch, "")
+	}
+	want := ">>>> revision 5: PUT b , 2 (handed by bob)\n>>>> revision 7 by carol: PUT b , 2 (handed by bob)\n"
+	if got := out.String(); got != want {
+		t.Fatalf("follow printed %q, want %q", got, want)
+	}
+}

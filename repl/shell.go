@@ -517,10 +517,34 @@ func (sh *Shell) Warn(msg string) {
 // shell's keeper wrote (its user did not make them), but not what changes
 // nothing anyone reads.
 func (sh *Shell) heard(ch sharedconfig.Change, prefix string) {
-	if (ch.Local && !expiry(ch)) || quietChange(ch) {
+	if quietChange(ch) {
 		return
 	}
+	if !expiry(ch) {
+		var any bool
+		if ch, any = othersOf(ch); !any {
+			return
+		}
+	}
 	sh.showChange(ch, prefix)
+}
+
+// othersOf is ch narrowed to the operations others made, and whether it
+// holds any. Under combining one entry may hold both: this shell's entry
+// carrying PUTs other writers handed it, or another's carrying this
+// shell's PUT (which the shell answered as its own).
+func othersOf(ch sharedconfig.Change) (sharedconfig.Change, bool) {
+	if len(ch.Ops) == 0 {
+		return ch, !ch.Local
+	}
+	ops := make([]sharedconfig.Op, 0, len(ch.Ops))
+	for _, op := range ch.Ops {
+		if !op.Local {
+			ops = append(ops, op)
+		}
+	}
+	ch.Ops = ops
+	return ch, len(ops) > 0
 }
 
 // showChange prints a change others made: a ">>>> " line, or a JSON event;
@@ -712,6 +736,11 @@ func describeError(err error, timeout time.Duration) string {
 			lost = fmt.Sprintf("gave up after holding back %v for older writers' turns", contended.HeldBack.Round(time.Millisecond))
 		case 1:
 			lost = "gave up after losing its one try to another writer"
+		}
+		if errors.Is(err, statesync.ErrUnknownOutcome) {
+			// A PUT handed to another writer may land after its own
+			// time ran out, holding back or losing.
+			return fmt.Sprintf("%s, but the change may or may not have been made; REFRESH, then look (%v)", lost, err)
 		}
 		if errors.Is(err, context.DeadlineExceeded) && timeout > 0 {
 			return fmt.Sprintf("%s within %s (the server is answering; try again, or use a longer --timeout)", lost, timeout)

@@ -55,6 +55,12 @@ type Op struct {
 	// that handed it over (combining), is the name that writer goes by:
 	// shown, not trusted, since anyone can hand calls.
 	HandedBy string
+	// Local, in a change a Watch hears: this process made the operation.
+	// Under combining an entry may hold the calls of several processes:
+	// one this process wrote may carry PUTs others handed it (not Local,
+	// though the Change is), and another's may carry a PUT this process
+	// handed (Local, though the Change is not).
+	Local bool
 }
 
 func (o Op) String() string {
@@ -98,6 +104,9 @@ func changeOf(e statesync.Entry, updates []statesync.Update[State], snapshot Sta
 		return ch
 	}
 	ch.Ops = opsOf(updates)
+	for i := range ch.Ops {
+		ch.Ops[i].Local = local
+	}
 	if len(ch.Ops) == len(updates) {
 		for _, c := range e.Carried {
 			if c.Writer == "" || c.Writer == e.Writer || c.End > len(ch.Ops) {

@@ -57,6 +57,11 @@ func endedLeases(before, after State, us []statesync.Update[State]) []lease.Ende
 // it ended.
 func changeWithLeases(a statesync.Applied[State]) Change {
 	ch := changeOf(a.Entry, a.Updates, a.After, a.Local)
+	if len(ch.Ops) == len(a.Updates) {
+		for i := range ch.Ops {
+			ch.Ops[i].Local = a.LocalUpdate(i)
+		}
+	}
 	if a.HasStates && !a.Entry.Snapshot && a.Entry.Foreign == "" {
 		ch.Ended = endedLeases(a.Before, a.After, a.Updates)
 	}
@@ -66,7 +71,7 @@ func changeWithLeases(a statesync.Applied[State]) Change {
 // endedUnder narrows the leases an entry ended to their keys under prefix,
 // and adds to ops the expiry or revocation that removed them: a watch of a
 // prefix sees a lease's end only when it removed keys there.
-func endedUnder(ended []lease.Ended, ops []Op, us []statesync.Update[State], prefix string) ([]lease.Ended, []Op) {
+func endedUnder(ended []lease.Ended, ops []Op, a statesync.Applied[State], prefix string) ([]lease.Ended, []Op) {
 	var kept []lease.Ended
 	for _, e := range ended {
 		var keys []string
@@ -80,8 +85,9 @@ func endedUnder(ended []lease.Ended, ops []Op, us []statesync.Update[State], pre
 		}
 		e.Keys = keys
 		kept = append(kept, e)
-		for _, op := range opsOf(us) {
+		for i, op := range opsOf(a.Updates) {
 			if op.Lease == e.Name && (op.Kind == "expire_lease" || op.Kind == "revoke_lease") {
+				op.Local = a.LocalUpdate(i)
 				ops = append(ops, op)
 			}
 		}

@@ -343,7 +343,7 @@ func llParts(ch sharedconfig.Change) map[uint64]llEntry {
 		}
 		e := llEntry{writer: cmp.Or(ch.Ops[start].HandedBy, ch.Writer), at: ch.Time.UnixNano()}
 		for _, op := range ch.Ops[start : i+1] {
-			op.HandedBy = ""
+			op.HandedBy, op.Local = "", false // whose it is: the part's writer
 			e.ops = append(e.ops, op)
 		}
 		parts[llWritePos(ch.Revision, start)] = e

@@ -81,6 +81,9 @@ func (c *Config) applied(a statesync.Applied[State]) {
 	if c.watching.Load() == 0 {
 		return
 	}
+	if named, ok := c.log.(interface{ Writer() string }); ok && a.Local && a.Writer == "" {
+		a.Writer = named.Writer() // an entry this process appended, not read back
+	}
 	ch := changeWithLeases(a)
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
@@ -116,11 +119,14 @@ func (w *watcher) take(a statesync.Applied[State], ch Change) {
 		return
 	case a.Entry.Snapshot:
 		ch.Ops = diffUnder(w.seen, a.After, w.prefix)
+		for i := range ch.Ops {
+			ch.Ops[i].Local = ch.Local
+		}
 		ch.Properties = countUnder(a.After, w.prefix)
 		w.seen = a.After
 	default:
 		ch.Ops = opsUnder(ch.Ops, w.seen, w.prefix)
-		ch.Ended, ch.Ops = endedUnder(ch.Ended, ch.Ops, a.Updates, w.prefix)
+		ch.Ended, ch.Ops = endedUnder(ch.Ended, ch.Ops, a, w.prefix)
 		if a.HasStates {
 			w.seen = a.After // exact, timed updates included
 			break

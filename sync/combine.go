@@ -702,11 +702,11 @@ func (s *Synchronizer[S]) readAnsweredLocked(ctx context.Context, r *request[S],
 // of this writer that were handed out: a call it carries with the updates
 // the call's own function makes there is done (committed, with its result
 // and the state just after its updates); one it carries otherwise has its
-// op's ID spent.
-func (s *Synchronizer[S]) settleLocked(before S, e Entry) {
+// op's ID spent. It returns the calls done.
+func (s *Synchronizer[S]) settleLocked(before S, e Entry) (settled []Carried) {
 	c := &s.combine
 	if len(c.mine) == 0 || len(e.Carried) == 0 || e.Snapshot || e.Foreign != "" {
-		return
+		return nil
 	}
 	var updates []Update[S]
 	decoded := false
@@ -743,7 +743,27 @@ func (s *Synchronizer[S]) settleLocked(before S, e Entry) {
 			state = applyOne(state, u, e.Revision, e.Time)
 		}
 		r.committed, r.carriedUpdates, r.after = true, len(mine), revisioned[S]{Value: state, Revision: e.Revision}
+		settled = append(settled, carried)
 	}
+	return settled
+}
+
+// flippedCalls are the calls of an entry read that local (this writer
+// wrote it) does not describe (Applied.LocalUpdate): in another writer's
+// entry, this writer's calls it carried (settled); in this writer's own,
+// the calls it carried for others, those it names that were not this
+// writer's calls handed out (settled too, while they waited).
+func flippedCalls(local bool, carried, settled []Carried) []Carried {
+	if !local {
+		return settled
+	}
+	var others []Carried
+	for _, c := range carried {
+		if !slices.ContainsFunc(settled, func(m Carried) bool { return m.ID == c.ID }) {
+			others = append(others, c)
+		}
+	}
+	return others
 }
 
 // handedOutError is the error of a call whose context ended after it was

@@ -78,3 +78,22 @@ func (s *Synchronizer[S]) goneLocked(err error) (uint64, error) {
 // ErrStateGone) while the copy holds no state for that reason, and nil
 // otherwise: State's zero state is then not the log's, and nothing is.
 func (s *Synchronizer[S]) Gone() error { return s.local.Load().gone }
+
+// noStateLocked is the error of a write whose copy holds no state: a read
+// made while the write went on (of the entry an answer named, say, see
+// combine.go) found the log emptied, its state gone, or the log deleted,
+// and left the copy so. An update appended there would follow no state:
+// bound to the copy's revision alone (the copy knows no entry there), it
+// would land after a purge, and every reader would then find the log's
+// state unknown.
+func (s *Synchronizer[S]) noStateLocked(cur local[S]) error {
+	switch {
+	case cur.gone != nil:
+		return cur.gone
+	case cur.emptied:
+		return &PurgedError{UpTo: cur.Revision, err: fmt.Errorf("%s: up to %d: %w", s.log.Name(), cur.Revision, ErrEmptied)}
+	case cur.dropped:
+		return fmt.Errorf("%s: %w", s.log.Name(), ErrDeleted) // the next Initialize creates it again
+	}
+	return fmt.Errorf("%s: %w", s.log.Name(), errNotInitialized)
+}

@@ -333,3 +333,38 @@ func TestCopyPastAPurgeLearnsOfIt(t *testing.T) {
 		t.Fatalf("the copy that stood past the purge, reading a snapshot that records it: %v, want a PurgedError up to 2", err)
 	}
 }
+
+// A copy a read left emptied (the log purged by hand) appends no update,
+// whatever part of a write made that read: a handed write reading the
+// entry an answer named ignores what the read says, then tries on its
+// own. Bound to the copy's revision alone, its update landed after the
+// purge, and every reader then found the log's state unknown (seen with
+// combining shells and a purge by hand).
+func TestNoUpdateFromAnEmptiedCopy(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New("t")
+	s := newCounter(t, log)
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	log.Purge()
+	var purged *statesync.PurgedError
+	if err := s.Fetch(ctx); !errors.As(err, &purged) {
+		t.Fatalf("the read after the purge: %v, want a PurgedError", err)
+	}
+	_, err := statesync.CommitOnCopy(ctx, s, add{N: 1})
+	if !errors.As(err, &purged) || purged.UpTo != 2 || !errors.Is(err, statesync.ErrEmptied) {
+		t.Fatalf("an update on the emptied copy: %v, want a PurgedError up to 2", err)
+	}
+	// A write that finds the copy so says why, as the read did, rather
+	// than "call Initialize first", which its user cannot do.
+	if _, err := increment(ctx, s); !errors.As(err, &purged) || purged.UpTo != 2 {
+		t.Fatalf("a write on the emptied copy: %v, want a PurgedError up to 2", err)
+	}
+	if last := lastRevision(t, log); last != 2 {
+		t.Fatalf("the log ends at %d, want 2: nothing written", last)
+	}
+	if err := newCounter(t, log).Fetch(ctx); err != nil {
+		t.Fatalf("a new reader: %v", err)
+	}
+}

@@ -36,6 +36,25 @@ type Applied[S any] struct {
 	// then leaves them unset).
 	Before, After S
 	HasStates     bool
+	// flipped are the calls in the entry that Local does not describe
+	// (combining): on an entry this synchronizer wrote, the calls of other
+	// writers it carried; on another writer's, the calls of this
+	// synchronizer's that entry carried (see LocalUpdate).
+	flipped []Carried
+}
+
+// LocalUpdate: Updates[i] is this synchronizer's own. Under combining an
+// entry may carry the calls of several writers: an update is this
+// synchronizer's when it wrote the entry and the update is not part of a
+// call it carried for another writer, or when another writer's entry
+// carried it as a call this synchronizer handed that writer.
+func (a Applied[S]) LocalUpdate(i int) bool {
+	for _, c := range a.flipped {
+		if c.Start <= i && i < c.End {
+			return !a.Local
+		}
+	}
+	return a.Local
 }
 
 // Codec turns updates into the bytes stored in the log and back. A log entry

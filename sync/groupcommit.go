@@ -279,11 +279,11 @@ func (b *batchTry[S]) try(ctx context.Context, attempt int, heldBack time.Durati
 		return s.confirmCurrentLocked(ctx, cur)
 	}
 	var err error
-	b.attempt.Revision, err = s.commitLocked(ctx, cur, slices.Concat(b.updates, more), slices.Concat(carried, others), len(others) > 0)
+	b.attempt.Revision, err = s.commitLocked(ctx, cur, slices.Concat(b.updates, more), carried, others)
 	if errors.Is(err, ErrTooLarge) && len(others) > 0 {
 		// Too large with the calls of others: without them.
 		b.attempt.Updates = len(b.updates)
-		b.attempt.Revision, err = s.commitLocked(ctx, cur, b.updates, carried, false)
+		b.attempt.Revision, err = s.commitLocked(ctx, cur, b.updates, carried, nil)
 		others = nil
 	}
 	b.theirs = len(others) > 0

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -365,9 +366,10 @@ func (c *catchUp[S]) take(e Entry) error {
 	if !e.Time.IsZero() {
 		c.newest, c.newestAt = e.Time, e.Revision
 	}
+	var settled []Carried
 	if len(e.Carried) > 0 && len(c.s.combine.mine) > 0 {
 		c.flush()
-		c.s.settleLocked(c.cur.Value, e)
+		settled = c.s.settleLocked(c.cur.Value, e)
 	}
 	if e.Snapshot && e.Purged >= c.base && e.Purged > 0 && c.held && c.purged == 0 {
 		c.purged, c.again = e.Purged, e.Revision
@@ -382,6 +384,7 @@ func (c *catchUp[S]) take(e Entry) error {
 		c.s.readBackAt = e.Time
 	}
 	a.Local = e.Revision == c.s.readingBack || e.Speaker != "" && e.Speaker == c.s.cm.ID()
+	a.flipped = flippedCalls(a.Local, e.Carried, settled)
 	if a.Local && a.HasStates && c.s.ownInFlight.Load() > 0 {
 		if c.s.afterOwn == nil {
 			c.s.afterOwn = map[Position]S{}
@@ -581,9 +584,15 @@ func UpdateState[S, R any](ctx context.Context, s *Synchronizer[S], fn func(stat
 
 // commitLocked appends updates on the condition that the log is still at
 // cur's revision and, once they land, applies them to the local copy. It
-// returns the revision they landed at. carried names the calls handed out
-// that the entry carries, theirs whether some are other writers'.
-func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], updates []Update[S], carried []Carried, theirs bool) (uint64, error) {
+// returns the revision they landed at. The entry names the calls it
+// carries: carried, this writer's calls that were handed out, and others,
+// the calls of other writers, whose updates end updates.
+func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], updates []Update[S], carried, others []Carried) (uint64, error) {
+	if !cur.initialized {
+		return 0, s.noStateLocked(cur)
+	}
+	theirs := len(others) > 0
+	carried = slices.Concat(carried, others)
 	data, err := s.codec.EncodeUpdates(updates)
 	if err != nil {
 		return 0, err
@@ -605,7 +614,8 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 	cur.Revision, cur.id = rev, at.ID
 	s.local.Store(&cur)
 	// Time stays zero: only the log knows when it stored the entry.
-	s.notifyApplied(Applied[S]{Entry: Entry{Position: at, Data: data}, Updates: updates, Local: true, Before: before, After: cur.Value, HasStates: true})
+	e := Entry{Position: at, Data: data, Carried: carried}
+	s.notifyApplied(Applied[S]{Entry: e, Updates: updates, Local: true, Before: before, After: cur.Value, HasStates: true, flipped: others})
 	return rev, nil
 }
 
@@ -873,8 +883,8 @@ func (s *Synchronizer[S]) ensureInitializedLocked(ctx context.Context) error {
 	if _, err := s.fetchLocked(ctx, 0); err != nil {
 		return err
 	}
-	if !s.local.Load().initialized {
-		return fmt.Errorf("%s: %w", s.log.Name(), errNotInitialized)
+	if cur := *s.local.Load(); !cur.initialized {
+		return s.noStateLocked(cur) // emptied, say, by a read since the write began
 	}
 	return nil
 }
