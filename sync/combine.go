@@ -668,7 +668,7 @@ func (s *Synchronizer[S]) handing(r *request[S]) *turns.Handing {
 			return s.cm.Hand(ctx, to, data)
 		},
 		Answered: func(ctx context.Context, answer []byte) (bool, error) {
-			return r.committed || s.readAnsweredLocked(ctx, r, answer), nil
+			return s.readAnsweredLocked(ctx, r, answer)
 		},
 		NotTaken: func() {
 			// Nobody got it, so nobody can commit it: its outcome is this
@@ -685,17 +685,25 @@ const answerReadTime = 100 * time.Millisecond
 
 // readAnsweredLocked reads the log up to the revision answer names, if
 // that is near, and reports whether r was committed: only the entries
-// count, so a false answer costs at most answerReadTime.
-func (s *Synchronizer[S]) readAnsweredLocked(ctx context.Context, r *request[S], answer []byte) bool {
+// count, so a false answer costs at most answerReadTime. A read that finds
+// the log deleted, or deleted and created again, ends the write with that
+// error, as a catch-up after a lost try would: the call was made on the
+// old log's state, and must not land in a new one.
+func (s *Synchronizer[S]) readAnsweredLocked(ctx context.Context, r *request[S], answer []byte) (bool, error) {
 	rev, err := strconv.ParseUint(string(answer), 10, 64)
 	cur := s.local.Load().Revision
-	if err != nil || rev <= cur || rev > r.op.until {
-		return r.committed
+	if r.committed || err != nil || rev <= cur || rev > r.op.until {
+		return r.committed, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, answerReadTime)
 	defer cancel()
-	s.readToLocked(ctx, *s.local.Load(), rev, false) // an error leaves the copy where the read stood
-	return r.committed
+	// Any other error leaves the copy where the read stood, and the write
+	// goes on.
+	_, err = s.readToLocked(ctx, *s.local.Load(), rev, false)
+	if errors.Is(err, ErrReplaced) || errors.Is(err, ErrDeleted) {
+		return false, err
+	}
+	return r.committed, nil
 }
 
 // settleLocked looks, in entry e, read on the state before, for the calls
@@ -840,6 +848,12 @@ func (s *Synchronizer[S]) mayStillLandLocked(r *request[S], err error) error {
 	delete(s.combine.mine, op.id)
 	if err == nil || !op.handed || errors.Is(err, ErrUnknownOutcome) {
 		return err // an unknown outcome says so already
+	}
+	if errors.Is(err, ErrReplaced) || errors.Is(err, ErrDeleted) {
+		// A call is carried only on the log it was handed on (its FromID),
+		// which is gone: whatever became of it there, it can land in no log
+		// there is now.
+		return err
 	}
 	rev, known := s.combine.carried.landed(op.id, op.from)
 	if known && (rev != 0 || s.local.Load().Revision >= op.until) {

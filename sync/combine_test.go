@@ -364,3 +364,40 @@ func TestCallHandedToNobodyFailsAsItIs(t *testing.T) {
 		t.Fatalf("the call is in the log %d times; want 0", n)
 	}
 }
+
+// A handed call whose answer sends its writer to read a log that was
+// deleted and created again meanwhile writes nothing into the new one, as
+// any write that finds its log replaced (ErrReplaced): the call was made
+// on the old config's state. The carrier here answers with a revision of
+// the new log, as one on that log could.
+func TestHandedCallDoesNotLandInALogCreatedAgain(t *testing.T) {
+	log := memlog.New("combine")
+	hander, _ := newOpSet(t, log)
+	ctx := context.Background()
+	stop, err := log.Take("mover", func(_ []byte, _ string, answer func([]byte)) {
+		log.Recreate()
+		fresh := statesync.New[example.Set](log, opSetCodec{})
+		defer fresh.Close()
+		if err := fresh.Initialize(ctx, example.SetOf{}); err != nil {
+			t.Error(err)
+		}
+		for i := range 6 {
+			data, _ := opSetCodec{}.EncodeUpdates([]statesync.Update[example.Set]{example.SetAdd{Member: "new" + strconv.Itoa(i)}})
+			if _, err := log.AppendAfter(ctx, statesync.Position{Revision: statesync.AnyRevision}, data); err != nil {
+				t.Error(err)
+			}
+		}
+		answer([]byte("7"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	err = addMember(ctx, t, log, hander, "x", 2, "mover")
+	if !errors.Is(err, statesync.ErrReplaced) || errors.Is(err, statesync.ErrUnknownOutcome) {
+		t.Fatalf("the handed write, its log created again: %v, want ErrReplaced, not an unknown outcome: no log there is now can carry it", err)
+	}
+	if n := adds(t, log, "x"); n != 0 {
+		t.Fatalf("the call made on the old log is in the new one %d times; want 0", n)
+	}
+}
