@@ -484,6 +484,26 @@ func describeChange(ch sharedconfig.Change) (operation, arguments string) {
 	return strings.Join(ops, "; "), strings.Join(args, "; ")
 }
 
+// describeChangeLine is a change as follow mode and WATCH show it on one
+// line: each operation with its arguments ("PUT a , 1; PUT b , 2 (handed
+// by bob)"), where LOG's table gives them in two columns.
+func describeChangeLine(ch sharedconfig.Change) string {
+	if len(ch.Ops) < 2 || ch.Snapshot || ch.Damage != "" || ch.Foreign != "" {
+		op, args := describeChange(ch)
+		return strings.TrimSpace(op + " " + args)
+	}
+	parts := make([]string, 0, describedOps+1)
+	for i, op := range ch.Ops {
+		if i == describedOps {
+			parts = append(parts, fmt.Sprintf("... and %d more (%d operations)", len(ch.Ops)-describedOps, len(ch.Ops)))
+			break
+		}
+		o, a := describeChange(sharedconfig.Change{Ops: []sharedconfig.Op{op}})
+		parts = append(parts, strings.TrimSpace(o+" "+a))
+	}
+	return strings.Join(parts, "; ")
+}
+
 // describedOps is how many operations of one entry LOG and follow mode
 // spell out: an import is one entry of every key and value, and a line is
 // no place for all of them (-o json and HISTORY give each).

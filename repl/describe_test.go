@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
@@ -73,5 +74,22 @@ func TestDescribeHandedWriteThatGaveUp(t *testing.T) {
 		if got := describeError(err, 5*time.Second); !strings.HasPrefix(got, "gave up after ") || !strings.Contains(got, ", but the change may or may not have been made; REFRESH, then look (") {
 			t.Errorf("describeError(%v) = %q, want the change may or may not have been made", err, got)
 		}
+	}
+}
+
+// Follow mode shows an entry of several operations, as combining makes
+// them, each operation with its own arguments and who handed it.
+func TestDescribeChangeLinePairsEachOperationWithItsArguments(t *testing.T) {
+	ch := sharedconfig.Change{Ops: []sharedconfig.Op{
+		{Kind: "put", Key: "a", Value: "1"},
+		{Kind: "put", Key: "b", Value: "2", HandedBy: "bob"},
+		{Kind: "remove", Key: "c"},
+	}}
+	if got, want := describeChangeLine(ch), "PUT a , 1; PUT b , 2 (handed by bob); REMOVE c"; got != want {
+		t.Errorf("describeChangeLine = %q, want %q", got, want)
+	}
+	ch.Ops = append(ch.Ops, sharedconfig.Op{Kind: "clear"})
+	if got, want := describeChangeLine(ch), "PUT a , 1; PUT b , 2 (handed by bob); REMOVE c; ... and 1 more (4 operations)"; got != want {
+		t.Errorf("describeChangeLine of 4 = %q, want %q", got, want)
 	}
 }

@@ -563,15 +563,15 @@ func (sh *Shell) showChange(ch sharedconfig.Change, prefix string) {
 		sh.warnAsync(warn("Revision %d skipped: %s", ch.Revision, ch.Foreign))
 		return
 	}
-	op, args := describeChange(ch)
+	what := describeChangeLine(ch)
 	if len(ch.Ended) > 0 {
-		args += " -- " + describeEnded(ch.Ended)
+		what += " -- " + describeEnded(ch.Ended)
 	}
 	if ch.Writer == "" {
-		sh.printAsync([]string{">>>> " + safef("revision %d: %s %s", []any{ch.Revision, op, args})})
+		sh.printAsync([]string{">>>> " + safef("revision %d: %s", []any{ch.Revision, what})})
 		return
 	}
-	sh.printAsync([]string{">>>> " + safef("revision %d by %s: %s %s", []any{ch.Revision, previewed(ch.Writer), op, args})})
+	sh.printAsync([]string{">>>> " + safef("revision %d by %s: %s", []any{ch.Revision, previewed(ch.Writer), what})})
 }
 
 // watching says what the shell shows of others' changes as they land:
