@@ -59,7 +59,9 @@ type Op struct {
 	// Under combining an entry may hold the calls of several processes:
 	// one this process wrote may carry PUTs others handed it (not Local,
 	// though the Change is), and another's may carry a PUT this process
-	// handed (Local, though the Change is not).
+	// handed (Local, though the Change is not). A PUT this process handed
+	// and gave up on (its outcome unknown) that another then carried is
+	// not Local: the process no longer waits for it, and hears it as news.
 	Local bool
 }
 

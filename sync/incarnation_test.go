@@ -40,23 +40,7 @@ func TestReplacedLogIsReloadedNotMixed(t *testing.T) {
 		for name, op := range ops {
 			t.Run(fmt.Sprintf("%s/new log at %d", name, 1+newWrites), func(t *testing.T) {
 				ctx := context.Background()
-				log := memlog.New("t")
-				old := statesync.New[counter](log, counterCodec)
-				if err := old.Initialize(ctx, start(100)); err != nil {
-					t.Fatal(err)
-				}
-				for range 3 {
-					if _, err := increment(ctx, old); err != nil {
-						t.Fatal(err)
-					}
-				}
-				log.Recreate()
-				fresh := newCounter(t, log)
-				for range newWrites {
-					if _, err := increment(ctx, fresh); err != nil {
-						t.Fatal(err)
-					}
-				}
+				old, fresh := replacedUnder(t, newWrites)
 				if err := op(ctx, old); !errors.Is(err, statesync.ErrReplaced) {
 					t.Fatalf("%s on the old copy: %v, want ErrReplaced", name, err)
 				}
@@ -78,6 +62,32 @@ func TestReplacedLogIsReloadedNotMixed(t *testing.T) {
 			})
 		}
 	}
+}
+
+// replacedUnder returns two copies of one log: old, at revision 4 when
+// the log is deleted and created again, and fresh, which gives the new log
+// 1 + newWrites entries.
+func replacedUnder(t *testing.T, newWrites int) (old, fresh *statesync.Synchronizer[counter]) {
+	t.Helper()
+	ctx := context.Background()
+	log := memlog.New("t")
+	old = statesync.New[counter](log, counterCodec)
+	if err := old.Initialize(ctx, start(100)); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := increment(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log.Recreate()
+	fresh = newCounter(t, log)
+	for range newWrites {
+		if _, err := increment(ctx, fresh); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return old, fresh
 }
 
 // A follower of a damaged log says so once, not once per append after the
