@@ -167,25 +167,8 @@ func TestFetchAtTheEndAsksOnce(t *testing.T) {
 func TestUnconditionalWriteIntoAReplacedLogSaysSo(t *testing.T) {
 	for _, newWrites := range []int{1, 2, 8} {
 		t.Run(fmt.Sprintf("new log at %d", 1+newWrites), func(t *testing.T) {
-			ctx := context.Background()
-			log := memlog.New("t")
-			old := statesync.New[counter](log, counterCodec)
-			if err := old.Initialize(ctx, start(100)); err != nil {
-				t.Fatal(err)
-			}
-			for range 3 {
-				if _, err := increment(ctx, old); err != nil {
-					t.Fatal(err)
-				}
-			}
-			log.Recreate()
-			fresh := newCounter(t, log)
-			for range newWrites {
-				if _, err := increment(ctx, fresh); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got, err := old.UpdateUnconditionally(ctx, add{N: 1})
+			old, _ := replacedUnder(t, newWrites)
+			got, err := old.UpdateUnconditionally(context.Background(), add{N: 1})
 			if !errors.Is(err, statesync.ErrReplaced) {
 				t.Fatalf("an unconditional write on the old copy (at revision 4) gave %d, %v; want ErrReplaced", got, err)
 			}
