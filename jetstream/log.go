@@ -487,7 +487,7 @@ func (l *Log) Take(id string, fn func(data []byte, writer string, answer func([]
 	}
 	sub, err := l.nc.Subscribe(l.subject+TurnsSuffix+"."+id, func(m *nats.Msg) {
 		fn(m.Data, m.Header.Get(HeaderWriter), func(a []byte) {
-			if m.Reply != "" {
+			if l.isInbox(m.Reply) {
 				m.Respond(a) // a hint: a lost answer costs the writer a wait
 			}
 		})
@@ -496,6 +496,19 @@ func (l *Log) Take(id string, fn func(data []byte, writer string, answer func([]
 		return nil, fmt.Errorf("%s: taking calls from other writers: %w", l.name, err)
 	}
 	return l.track(sub), nil
+}
+
+// isInbox: subject is a request's inbox (nats.go's default prefix, or the
+// connection's own), where Hand's answer goes. Anyone who may publish on
+// the turns subject may hand a call and name any reply subject: an answer
+// sent there would be published with this writer's permissions, and an
+// empty one on $JS.API.STREAM.DELETE.<stream> deletes that stream. A hander
+// whose connection has another inbox prefix goes unanswered, and waits.
+func (l *Log) isInbox(subject string) bool {
+	if prefix := l.nc.Opts.InboxPrefix; prefix != "" && strings.HasPrefix(subject, prefix+".") {
+		return true
+	}
+	return strings.HasPrefix(subject, nats.InboxPrefix) && len(subject) > len(nats.InboxPrefix)
 }
 
 // validToken: s can be one token of a subject.

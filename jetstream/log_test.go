@@ -512,6 +512,39 @@ func TestHandToNobodyIsNotTaken(t *testing.T) {
 	}
 }
 
+// A writer answers a handed call only on an inbox: the reply subject is
+// the hander's to choose, and anyone who may publish on the turns subject
+// may hand, so an answer sent wherever the hand said would publish, with
+// the carrier's permissions, to any subject: an empty answer (a call
+// refused) on $JS.API.STREAM.DELETE.<stream> deleted that stream, another
+// config's too.
+func TestHandAnswersOnlyOnAnInbox(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	l := openLog(t, nc)
+	victim := openLog(t, nc)
+	stop, err := openOther(t, nc, l).Take("carrier", func(_ []byte, _ string, answer func([]byte)) { answer(nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	scope, name, _ := jetstream.ParseStreamName(l.Name())
+	forged := nats.NewMsg("sharedconfig." + scope + "." + name + jetstream.TurnsSuffix + ".carrier")
+	forged.Reply = "$JS.API.STREAM.DELETE." + victim.Name()
+	forged.Data = []byte("not a call")
+	if err := nc.PublishMsg(forged); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if a, err := l.Hand(ctx, "carrier", []byte("call")); err != nil || len(a) != 0 {
+		t.Fatalf("a hand after the forged one: %q, %v; want an empty answer", a, err) // the forged one was taken before it
+	}
+	if _, err := victim.Stream().Info(ctx); err != nil {
+		t.Fatalf("the stream the forged hand named as its reply subject: %v", err)
+	}
+}
+
 // An update a little smaller than the max payload is refused for the
 // headers' room, and the line says how much an update may take (it said
 // "an update of 1048050 bytes is too large for the server's max payload
