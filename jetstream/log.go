@@ -35,7 +35,6 @@ type Log struct {
 	directSlot  chan struct{}
 	directSub   *nats.Subscription
 	directInbox string
-	directReqs  uint64
 	closed      atomic.Bool
 	// perms hears the server refuse the connection what it may not do.
 	perms *permWatch

@@ -545,6 +545,40 @@ func TestHandAnswersOnlyOnAnInbox(t *testing.T) {
 	}
 }
 
+// A direct get's reply subject cannot be guessed: an inbox is seen by
+// anyone who may subscribe to _INBOX.> (every user, in docs/operations.md),
+// and any writer that combines answers a forged hand on the inbox it
+// names, so messages sent ahead to the replies a read would ask for next
+// (numbered one by one, they were) failed that read ("a direct get
+// answered without a sequence").
+func TestDirectGetRepliesCannotBeSentAhead(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	l := openLog(t, nc)
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := logtest.Append(l, ctx, uint64(i), []byte(fmt.Sprintf(`{"n":%d}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := entries(t, l, 0, 3); got == "" {
+		t.Fatal("no entries read")
+	}
+	forger := jstest.Connect(t, srv)
+	for n := range 20 {
+		if err := forger.Publish(fmt.Sprintf("%s.%d", l.DirectInbox(), n), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forger.Flush()
+	for range 5 {
+		err := l.ReadAfter(ctx, statesync.Position{}, 3, func(statesync.Entry) error { return nil })
+		if err != nil {
+			t.Fatalf("a read after replies were sent ahead: %v", err)
+		}
+	}
+}
+
 // An update a little smaller than the max payload is refused for the
 // headers' room, and the line says how much an update may take (it said
 // "an update of 1048050 bytes is too large for the server's max payload
