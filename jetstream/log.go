@@ -497,17 +497,22 @@ func (l *Log) Take(id string, fn func(data []byte, writer string, answer func([]
 	return l.track(sub), nil
 }
 
-// isInbox: subject is a request's inbox (nats.go's default prefix, or the
-// connection's own), where Hand's answer goes. Anyone who may publish on
-// the turns subject may hand a call and name any reply subject: an answer
-// sent there would be published with this writer's permissions, and an
-// empty one on $JS.API.STREAM.DELETE.<stream> deletes that stream. A hander
-// whose connection has another inbox prefix goes unanswered, and waits.
+// isInbox: subject is a request's inbox, as nats.go makes them for
+// Hand: the inbox prefix (its default, or the connection's own), then an
+// id and a token. Anyone who may publish on the turns subject may hand a
+// call and name any reply subject: an answer sent to any other would be
+// published with this writer's permissions (an empty one on
+// $JS.API.STREAM.DELETE.<stream> deletes that stream), or land among a
+// consumer's messages or a direct get's replies, seen by any subscriber
+// to _INBOX.>, and fail the read. A hander whose connection has another
+// inbox prefix goes unanswered, and waits.
 func (l *Log) isInbox(subject string) bool {
-	if prefix := l.nc.Opts.InboxPrefix; prefix != "" && strings.HasPrefix(subject, prefix+".") {
-		return true
+	rest, ok := strings.CutPrefix(subject, nats.InboxPrefix)
+	if prefix := l.nc.Opts.InboxPrefix; !ok && prefix != "" {
+		rest, ok = strings.CutPrefix(subject, prefix+".")
 	}
-	return strings.HasPrefix(subject, nats.InboxPrefix) && len(subject) > len(nats.InboxPrefix)
+	id, token, two := strings.Cut(rest, ".")
+	return ok && two && id != "" && token != "" && !strings.Contains(token, ".")
 }
 
 // validToken: s can be one token of a subject.

@@ -545,6 +545,51 @@ func TestHandAnswersOnlyOnAnInbox(t *testing.T) {
 	}
 }
 
+// Nor on an inbox of another shape than a request's (nats.go's
+// _INBOX.<id>.<token>): a consumer's deliver subject (_INBOX.<id>), seen by
+// anyone who may subscribe to _INBOX.>, would take the answer for one of
+// the consumer's messages, and fail the read it serves.
+func TestHandAnswersOnlyARequestsInbox(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	l := openLog(t, nc)
+	stop, err := openOther(t, nc, l).Take("carrier", func(_ []byte, _ string, answer func([]byte)) { answer(nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	victim := jstest.Connect(t, srv)
+	inbox := victim.NewInbox()
+	stray, err := victim.SubscribeSync(inbox + ".>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliver, err := victim.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim.Flush()
+	scope, name, _ := jetstream.ParseStreamName(l.Name())
+	for _, reply := range []string{inbox, inbox + ".a.b"} {
+		forged := nats.NewMsg("sharedconfig." + scope + "." + name + jetstream.TurnsSuffix + ".carrier")
+		forged.Reply, forged.Data = reply, []byte("not a call")
+		if err := nc.PublishMsg(forged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := l.Hand(ctx, "carrier", []byte("call")); err != nil {
+		t.Fatal(err) // answered after the forged ones were taken
+	}
+	victim.Flush()
+	for _, sub := range []*nats.Subscription{deliver, stray} {
+		if n, _, _ := sub.Pending(); n != 0 {
+			t.Errorf("%s got %d answers to forged hands", sub.Subject, n)
+		}
+	}
+}
+
 // A direct get's reply subject cannot be guessed: an inbox is seen by
 // anyone who may subscribe to _INBOX.> (every user, in docs/operations.md),
 // and any writer that combines answers a forged hand on the inbox it
