@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"github.com/sharedconfig/sharedconfig/internal/testmain"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -200,6 +202,55 @@ func TestLostAckAppliedOnce(t *testing.T) {
 				t.Fatalf("stream at %d, want 2: the retry must not append again", last)
 			}
 		})
+	}
+}
+
+// An answer to an append that is no acknowledgement (digits, or nothing:
+// any writer that combines answers a hand so, on the reply subject it
+// names, and the append's is seen by anyone who may subscribe to the
+// config's subject) is asked again with the same id, and the append's
+// outcome is known: it was settled at once by a look at the entry after
+// the expected one, which the server may not have stored yet, and said
+// unknown.
+func TestInvalidAckIsAskedAgain(t *testing.T) {
+	srv := jstest.Server(t)
+	l := openLog(t, jstest.Connect(t, srv))
+	ctx := context.Background()
+	if _, err := logtest.Append(l, ctx, 0, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	var late sync.WaitGroup
+	defer late.Wait()
+	l.WrapPublish(func(publish jetstream.PublishFunc) jetstream.PublishFunc {
+		return func(ctx context.Context, msg *nats.Msg, opts ...natsjs.PublishOpt) (*natsjs.PubAck, error) {
+			if calls++; calls == 1 {
+				// The forged answer came first; the message is stored
+				// after the look that settled the append.
+				copied := nats.NewMsg(msg.Subject)
+				copied.Data = msg.Data
+				for k, v := range msg.Header {
+					copied.Header[k] = slices.Clone(v)
+				}
+				late.Go(func() {
+					time.Sleep(300 * time.Millisecond)
+					publish(context.Background(), copied, opts...)
+				})
+				return nil, natsjs.ErrInvalidJSAck
+			}
+			return publish(ctx, msg, opts...)
+		}
+	})
+	rev, err := logtest.Append(l, ctx, 1, []byte("second"))
+	if err != nil || rev != 2 {
+		t.Fatalf("Append after an answer that was no ack = %d, %v; want 2, nil", rev, err)
+	}
+	late.Wait()
+	if got := entries(t, l, 0, 2); got != "1:first 2:second " {
+		t.Fatalf("stream holds %q", got)
+	}
+	if last, _ := logtest.LastRevision(l, ctx); last != 2 {
+		t.Fatalf("stream at %d, want 2: the append landed twice", last)
 	}
 }
 
