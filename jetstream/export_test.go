@@ -18,3 +18,7 @@ type PurgeFunc = func(ctx context.Context, opts ...jetstream.StreamPurgeOpt) err
 
 // WrapPurge replaces the log's purge step (after a chunked snapshot).
 func (l *Log) WrapPurge(wrap func(PurgeFunc) PurgeFunc) { l.purge = wrap(l.purge) }
+
+// DirectInbox is the prefix of the reply subjects of the log's direct
+// gets ("" before its first).
+func (l *Log) DirectInbox() string { return l.directInbox }

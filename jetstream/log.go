@@ -35,7 +35,6 @@ type Log struct {
 	directSlot  chan struct{}
 	directSub   *nats.Subscription
 	directInbox string
-	directReqs  uint64
 	closed      atomic.Bool
 	// perms hears the server refuse the connection what it may not do.
 	perms *permWatch
@@ -487,7 +486,7 @@ func (l *Log) Take(id string, fn func(data []byte, writer string, answer func([]
 	}
 	sub, err := l.nc.Subscribe(l.subject+TurnsSuffix+"."+id, func(m *nats.Msg) {
 		fn(m.Data, m.Header.Get(HeaderWriter), func(a []byte) {
-			if m.Reply != "" {
+			if l.isInbox(m.Reply) {
 				m.Respond(a) // a hint: a lost answer costs the writer a wait
 			}
 		})
@@ -496,6 +495,24 @@ func (l *Log) Take(id string, fn func(data []byte, writer string, answer func([]
 		return nil, fmt.Errorf("%s: taking calls from other writers: %w", l.name, err)
 	}
 	return l.track(sub), nil
+}
+
+// isInbox: subject is a request's inbox, as nats.go makes them for
+// Hand: the inbox prefix (its default, or the connection's own), then an
+// id and a token. Anyone who may publish on the turns subject may hand a
+// call and name any reply subject: an answer sent to any other would be
+// published with this writer's permissions (an empty one on
+// $JS.API.STREAM.DELETE.<stream> deletes that stream), or land among a
+// consumer's messages or a direct get's replies, seen by any subscriber
+// to _INBOX.>, and fail the read. A hander whose connection has another
+// inbox prefix goes unanswered, and waits.
+func (l *Log) isInbox(subject string) bool {
+	rest, ok := strings.CutPrefix(subject, nats.InboxPrefix)
+	if prefix := l.nc.Opts.InboxPrefix; !ok && prefix != "" {
+		rest, ok = strings.CutPrefix(subject, prefix+".")
+	}
+	id, token, two := strings.Cut(rest, ".")
+	return ok && two && id != "" && token != "" && !strings.Contains(token, ".")
 }
 
 // validToken: s can be one token of a subject.

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"github.com/sharedconfig/sharedconfig/internal/testmain"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -200,6 +202,55 @@ func TestLostAckAppliedOnce(t *testing.T) {
 				t.Fatalf("stream at %d, want 2: the retry must not append again", last)
 			}
 		})
+	}
+}
+
+// An answer to an append that is no acknowledgement (digits, or nothing:
+// any writer that combines answers a hand so, on the reply subject it
+// names, and the append's is seen by anyone who may subscribe to the
+// config's subject) is asked again with the same id, and the append's
+// outcome is known: it was settled at once by a look at the entry after
+// the expected one, which the server may not have stored yet, and said
+// unknown.
+func TestInvalidAckIsAskedAgain(t *testing.T) {
+	srv := jstest.Server(t)
+	l := openLog(t, jstest.Connect(t, srv))
+	ctx := context.Background()
+	if _, err := logtest.Append(l, ctx, 0, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	var late sync.WaitGroup
+	defer late.Wait()
+	l.WrapPublish(func(publish jetstream.PublishFunc) jetstream.PublishFunc {
+		return func(ctx context.Context, msg *nats.Msg, opts ...natsjs.PublishOpt) (*natsjs.PubAck, error) {
+			if calls++; calls == 1 {
+				// The forged answer came first; the message is stored
+				// after the look that settled the append.
+				copied := nats.NewMsg(msg.Subject)
+				copied.Data = msg.Data
+				for k, v := range msg.Header {
+					copied.Header[k] = slices.Clone(v)
+				}
+				late.Go(func() {
+					time.Sleep(300 * time.Millisecond)
+					publish(context.Background(), copied, opts...)
+				})
+				return nil, natsjs.ErrInvalidJSAck
+			}
+			return publish(ctx, msg, opts...)
+		}
+	})
+	rev, err := logtest.Append(l, ctx, 1, []byte("second"))
+	if err != nil || rev != 2 {
+		t.Fatalf("Append after an answer that was no ack = %d, %v; want 2, nil", rev, err)
+	}
+	late.Wait()
+	if got := entries(t, l, 0, 2); got != "1:first 2:second " {
+		t.Fatalf("stream holds %q", got)
+	}
+	if last, _ := logtest.LastRevision(l, ctx); last != 2 {
+		t.Fatalf("stream at %d, want 2: the append landed twice", last)
 	}
 }
 
@@ -509,6 +560,118 @@ func TestHandToNobodyIsNotTaken(t *testing.T) {
 	defer stop()
 	if a, err := l.Hand(ctx, "somebody", []byte("call")); err != nil || string(a) != "7" {
 		t.Fatalf("Hand to somebody = %q, %v; want 7", a, err)
+	}
+}
+
+// A writer answers a handed call only on an inbox: the reply subject is
+// the hander's to choose, and anyone who may publish on the turns subject
+// may hand, so an answer sent wherever the hand said would publish, with
+// the carrier's permissions, to any subject: an empty answer (a call
+// refused) on $JS.API.STREAM.DELETE.<stream> deleted that stream, another
+// config's too.
+func TestHandAnswersOnlyOnAnInbox(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	l := openLog(t, nc)
+	victim := openLog(t, nc)
+	stop, err := openOther(t, nc, l).Take("carrier", func(_ []byte, _ string, answer func([]byte)) { answer(nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	scope, name, _ := jetstream.ParseStreamName(l.Name())
+	forged := nats.NewMsg("sharedconfig." + scope + "." + name + jetstream.TurnsSuffix + ".carrier")
+	forged.Reply = "$JS.API.STREAM.DELETE." + victim.Name()
+	forged.Data = []byte("not a call")
+	if err := nc.PublishMsg(forged); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if a, err := l.Hand(ctx, "carrier", []byte("call")); err != nil || len(a) != 0 {
+		t.Fatalf("a hand after the forged one: %q, %v; want an empty answer", a, err) // the forged one was taken before it
+	}
+	if _, err := victim.Stream().Info(ctx); err != nil {
+		t.Fatalf("the stream the forged hand named as its reply subject: %v", err)
+	}
+}
+
+// Nor on an inbox of another shape than a request's (nats.go's
+// _INBOX.<id>.<token>): a consumer's deliver subject (_INBOX.<id>), seen by
+// anyone who may subscribe to _INBOX.>, would take the answer for one of
+// the consumer's messages, and fail the read it serves.
+func TestHandAnswersOnlyARequestsInbox(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	l := openLog(t, nc)
+	stop, err := openOther(t, nc, l).Take("carrier", func(_ []byte, _ string, answer func([]byte)) { answer(nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	victim := jstest.Connect(t, srv)
+	inbox := victim.NewInbox()
+	stray, err := victim.SubscribeSync(inbox + ".>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliver, err := victim.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim.Flush()
+	scope, name, _ := jetstream.ParseStreamName(l.Name())
+	for _, reply := range []string{inbox, inbox + ".a.b"} {
+		forged := nats.NewMsg("sharedconfig." + scope + "." + name + jetstream.TurnsSuffix + ".carrier")
+		forged.Reply, forged.Data = reply, []byte("not a call")
+		if err := nc.PublishMsg(forged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := l.Hand(ctx, "carrier", []byte("call")); err != nil {
+		t.Fatal(err) // answered after the forged ones were taken
+	}
+	victim.Flush()
+	for _, sub := range []*nats.Subscription{deliver, stray} {
+		if n, _, _ := sub.Pending(); n != 0 {
+			t.Errorf("%s got %d answers to forged hands", sub.Subject, n)
+		}
+	}
+}
+
+// A direct get's reply subject cannot be guessed: an inbox is seen by
+// anyone who may subscribe to _INBOX.> (every user, in docs/operations.md),
+// and any writer that combines answers a forged hand on the inbox it
+// names, so messages sent ahead to the replies a read would ask for next
+// (numbered one by one, they were) failed that read ("a direct get
+// answered without a sequence").
+func TestDirectGetRepliesCannotBeSentAhead(t *testing.T) {
+	srv := jstest.Server(t)
+	nc := jstest.Connect(t, srv)
+	l := openLog(t, nc)
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := logtest.Append(l, ctx, uint64(i), []byte(fmt.Sprintf(`{"n":%d}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := entries(t, l, 0, 3); got == "" {
+		t.Fatal("no entries read")
+	}
+	forger := jstest.Connect(t, srv)
+	for n := range 20 {
+		if err := forger.Publish(fmt.Sprintf("%s.%d", l.DirectInbox(), n), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forger.Flush()
+	for range 5 {
+		err := l.ReadAfter(ctx, statesync.Position{}, 3, func(statesync.Entry) error { return nil })
+		if err != nil {
+			t.Fatalf("a read after replies were sent ahead: %v", err)
+		}
 	}
 }
 

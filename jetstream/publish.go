@@ -470,6 +470,10 @@ func retryable(err error) bool {
 	}
 	return errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, nats.ErrTimeout) ||
+		// An answer that is no ack: anyone may send one to the reply
+		// subject (a combining writer answers a hand on any request's
+		// inbox), ahead of the server's.
+		errors.Is(err, jetstream.ErrInvalidJSAck) ||
 		errors.Is(err, jetstream.ErrNoStreamResponse) ||
 		errors.Is(err, nats.ErrNoResponders) ||
 		errors.Is(err, nats.ErrConnectionReconnecting) ||

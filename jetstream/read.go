@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 )
@@ -194,8 +195,9 @@ func (l *Log) getBatch(ctx context.Context, from uint64, n int) ([]*nats.Msg, er
 		}
 		l.directSub = sub
 	}
-	l.directReqs++
-	reply := l.directInbox + "." + strconv.FormatUint(l.directReqs, 10)
+	// A token nobody can guess: whoever sees the inbox (any subscriber to
+	// _INBOX.>) could otherwise send messages ahead to the next replies.
+	reply := l.directInbox + "." + nuid.Next()
 	req := fmt.Appendf(nil, `{"seq":%d,"batch":%d,"max_bytes":%d}`, from, n, directMaxBytes)
 	direct, release := l.guardDirect(ctx)
 	defer release()

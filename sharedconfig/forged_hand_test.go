@@ -40,12 +40,12 @@ func TestForgedHandDoesNotHideTheCallsCarriedWithIt(t *testing.T) {
 			// Both hands reach a before it carries them (1 ms later), so
 			// one entry carries both.
 			bad := nats.NewMsg(h.subject() + aSpeaker)
-			bad.Data, bad.Reply = h.hand(from, fromID, forged.id, "y"), nats.NewInbox()
+			bad.Data, bad.Reply = h.hand(from, fromID, forged.id, "y"), requestInbox()
 			if forged.writer != "" {
 				bad.Header.Set("Sharedconfig-Writer", forged.writer)
 			}
 			good := nats.NewMsg(h.subject() + aSpeaker)
-			good.Data, good.Reply = legit, nats.NewInbox()
+			good.Data, good.Reply = legit, requestInbox()
 			good.Header.Set("Sharedconfig-Writer", "h")
 			answer := h.send(nc, bad, good)
 			// The call is carried: b, having read that entry, must not
@@ -91,6 +91,10 @@ func (h handsTo) hand(from uint64, fromID, id, key string) []byte {
 	data, _ := json.Marshal(map[string]any{"by": "h", "id": id, "from": from, "from_id": fromID, "until": from + 64, "op": op})
 	return data
 }
+
+// requestInbox is a reply subject shaped as a request's, the one a
+// writer answers a hand on.
+func requestInbox() string { return nats.NewInbox() + ".1" }
 
 // send publishes bad, then good, and returns the answer to good.
 func (h handsTo) send(nc *nats.Conn, bad, good *nats.Msg) string {

@@ -220,7 +220,7 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 		// Others' writes, which their writers trace.
 	case err == nil:
 		s.traceAttempt(b.attempt)
-	case len(members) > 1 && b.attempt.Updates > 0 && !s.outcomeShared(err):
+	case len(members) > 1 && b.attempt.Updates > 0 && refusedForUpdates(err):
 		// The combined entry was refused for what one call's updates are
 		// (say, one does not encode, or together they are too large): give
 		// each call its own try, and its own answer.
@@ -315,11 +315,22 @@ func (s *Synchronizer[S]) afterEach(members []*request[S], base local[S], update
 	return func(i int) revisioned[S] { return states[i] }
 }
 
-// outcomeShared: err is the same for every call of a batch, whatever their
-// updates: the append may have landed, or the calls ran out of time.
-func (s *Synchronizer[S]) outcomeShared(err error) bool {
-	return errors.Is(err, ErrUnknownOutcome) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+// refusedForUpdates: err refused the batch's entry for what its updates
+// are (one does not encode, or together they are too large), which each
+// call alone may not be. Any other error is the batch's as a whole: a try
+// per call after it would write what the batch found it must not (into a
+// log deleted or created again, or purged, since the copy was reloaded),
+// or ask again a log that did not answer, or whose append may have landed.
+func refusedForUpdates(err error) bool {
+	var refused *encodeError
+	return errors.As(err, &refused) || errors.Is(err, ErrTooLarge)
 }
+
+// encodeError is the codec's refusal of an entry's updates.
+type encodeError struct{ err error }
+
+func (e *encodeError) Error() string { return e.err.Error() }
+func (e *encodeError) Unwrap() error { return e.err }
 
 // leaveEnded lets the calls whose context has ended leave the batch, as long
 // as one call is still waiting; lost is how many tries they lost.

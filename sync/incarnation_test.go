@@ -9,6 +9,7 @@ import (
 
 	statesync "github.com/sharedconfig/sharedconfig/sync"
 	"github.com/sharedconfig/sharedconfig/sync/example"
+	"github.com/sharedconfig/sharedconfig/sync/logtest"
 	"github.com/sharedconfig/sharedconfig/sync/memlog"
 )
 
@@ -174,6 +175,51 @@ func TestUnconditionalWriteIntoAReplacedLogSaysSo(t *testing.T) {
 			}
 			if v := value(t, old); v != counter(newWrites+1) {
 				t.Fatalf("after it the old copy holds %d, want the new log's %d", v, newWrites+1)
+			}
+		})
+	}
+}
+
+// A batch of queued calls whose append finds the log deleted and created
+// again, or purged by hand, writes nothing, as a lone call does: its calls
+// were decided on a state the log no longer holds, and the copy it then
+// reloads is not theirs to write on. (A batch that found the log created
+// again used to fall back to one try per call, as for a refusal of what one
+// call's updates are, and each then landed in the new log.)
+func TestBatchThatFindsTheLogGoneWritesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		do   func(*gateLog) // done while the batch's append is held
+		want error
+		last uint64 // the log's last revision after
+	}{
+		{"created again", func(l *gateLog) {
+			l.Recreate()
+			if _, err := increment(context.Background(), newCounter(t, l.Log)); err != nil {
+				t.Fatal(err)
+			}
+		}, statesync.ErrReplaced, 2},
+		{"purged", func(l *gateLog) { l.Purge() }, statesync.ErrEmptied, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			log := newGateLog()
+			old := newCounter(t, log)
+			holdOne(t, log, old) // lands on the log as it was
+			b := queue(t, ctx, old, adding(1))
+			c := queue(t, ctx, old, adding(10))
+			log.gated.Store(true) // the batch's append is held in turn
+			log.release <- struct{}{}
+			<-log.entered
+			tc.do(log)
+			log.release <- struct{}{}
+			<-b.done
+			<-c.done
+			if !errors.Is(b.err, tc.want) || !errors.Is(c.err, tc.want) {
+				t.Errorf("the batch's calls got %v and %v, want %v", b.err, c.err, tc.want)
+			}
+			if last, err := logtest.LastRevision(log, ctx); err != nil || last != tc.last {
+				t.Fatalf("the log ends at %d (%v) after the batch, want %d: the batch wrote into it", last, err, tc.last)
 			}
 		})
 	}

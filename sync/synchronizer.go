@@ -595,7 +595,7 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 	carried = slices.Concat(carried, others)
 	data, err := s.codec.EncodeUpdates(updates)
 	if err != nil {
-		return 0, err
+		return 0, &encodeError{err} // a batch tries each call alone
 	}
 	at, err := s.log.AppendAfter(CarriedContext(turns.SpeakerContext(ctx, s.cm.ID()), carried), cur.position(), data)
 	if err != nil {
