@@ -114,6 +114,28 @@ func TestNoSecretsShown(t *testing.T) {
 	}
 }
 
+// A token given in the URL (nats://TOKEN@host, as nats.go reads a user with
+// no password) shows neither in STATUS, text or JSON, nor in list: the
+// URL's redaction by net/url hides only a password.
+func TestNoTokenShown(t *testing.T) {
+	t.Parallel()
+	s := jstest.NATS(t, &server.Options{JetStream: true, Authorization: "t0kenS3cret"})
+	url := "nats://t0kenS3cret@" + strings.TrimPrefix(s.ClientURL(), "nats://")
+	for _, args := range [][]string{
+		{"--server", url},
+		{"--server", url, "-o", "json"},
+	} {
+		stdout, stderr, code := runShell(t, "STATUS\n", args...)
+		if code != 0 || strings.Contains(stdout+stderr, "t0kenS3cret") || !strings.Contains(stdout, "127.0.0.1") {
+			t.Fatalf("STATUS with a token in the URL (%v): exit %d\n%s%s", args, code, stdout, stderr)
+		}
+	}
+	stdout, stderr, code := runShell(t, "", "--server", url, "list")
+	if code != 0 || strings.Contains(stdout+stderr, "t0kenS3cret") || !strings.Contains(stdout, "127.0.0.1") {
+		t.Fatalf("list with a token in the URL: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
 // On a cluster a config's stream has 3 replicas by default, and the shell
 // carries on when a node goes away.
 func TestShellOnACluster(t *testing.T) {

@@ -129,7 +129,7 @@ func listCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 		list = append(list, item)
 	}
 	answer(cmd, f, "LIST", true, map[string]any{"configs": list}, nil,
-		fmt.Sprintf("**** %s%s on %s", repl.Counted(len(configs), "config", "configs"), which, nc.ConnectedUrlRedacted()))
+		fmt.Sprintf("**** %s%s on %s", repl.Counted(len(configs), "config", "configs"), which, shownURL(nc)))
 	if f.output == "text" && len(rows) > 0 {
 		repl.PrintTable(cmd.OutOrStdout(), []string{"Scope", "Name", "Properties", "Revision", "Last change"}, rows)
 	}

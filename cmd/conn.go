@@ -351,3 +351,9 @@ func asyncErrors(stderr func() io.Writer) func(subject string, err error) {
 
 // maxAsyncErrors bounds the distinct messages asyncErrors says, and keeps.
 const maxAsyncErrors = 20
+
+// shownURL is the URL of the server nc is connected to, fit to show: no
+// password and no token. nats.go's ConnectedUrlRedacted hides only a
+// password, and nats.go reads a user with no password (nats://TOKEN@host)
+// as a token.
+func shownURL(nc *nats.Conn) string { return localserver.RedactURLs(nc.ConnectedUrl()) }

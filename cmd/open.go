@@ -222,9 +222,9 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 		nc.Close()
 		return nil, &exitError{exitStartup, err}
 	}
-	server := nc.ConnectedUrlRedacted
+	server := func() string { return shownURL(nc) }
 	if via != "" {
-		server = func() string { return nc.ConnectedUrlRedacted() + " (" + via + ")" }
+		server = func() string { return shownURL(nc) + " (" + via + ")" }
 	}
 	sh := repl.New(repl.Options{
 		Scope: f.scope, Name: f.name, Out: cmd.OutOrStdout(), Err: f.errorStream(cmd), Timeout: f.timeout,

@@ -622,7 +622,11 @@ func (sh *Shell) setWatch(on bool, prefix string) error {
 // It says so once while the failures last (a fetch is tried every few
 // seconds), and says again when the server answers.
 func (sh *Shell) followFailed(err error) {
-	if lost, ok := sh.describeLost(err); ok {
+	lost, ok := sh.describeLost(err)
+	if !ok {
+		lost, ok = sh.describeDamage(err)
+	}
+	if ok {
 		if sh.json {
 			sh.printJSONAsync(fields{"event": "error", "error": lost})
 			return
@@ -696,6 +700,20 @@ func (sh *Shell) describeLost(err error) (string, bool) {
 		return fmt.Sprintf("%s was destroyed (by another process); QUIT, or PUT to create it again", sh.name), true
 	}
 	return "", false
+}
+
+// describeDamage says, in one line, that following stopped at an entry that
+// does not read, if err says so. The server answers; only a repair moves the
+// copy on, so waiting for the server, and saying it answers again, would
+// mislead.
+func (sh *Shell) describeDamage(err error) (string, bool) {
+	var entryErr *statesync.EntryError
+	if !errors.As(err, &entryErr) {
+		return "", false
+	}
+	rev, _ := sh.cfg.Revision()
+	return fmt.Sprintf("Follow: %s/%s is damaged at entry %d (%v): the copy stays at revision %d, its last good state; "+
+		"changes show again once 'sharedconfig repair' writes past it", sh.scope, sh.name, entryErr.Revision, entryErr.Err, rev), true
 }
 
 // DescribeGone says, in one line, that the state of config is gone and

@@ -87,6 +87,10 @@ type local[S any] struct {
 	// hand, as known from its snapshots or found here: every compaction
 	// carries it on (Entry.Purged), for copies older than the purge.
 	purgedAt uint64
+	// damagedAt is the revision of an entry after Revision that a read
+	// found unreadable (an *EntryError), 0 if none: until the copy moves
+	// past it, an unconditional append reads first (UpdateUnconditionally).
+	damagedAt uint64
 }
 
 // Attempt describes one try of a write, for tracing.
@@ -318,6 +322,10 @@ func (s *Synchronizer[S]) readToLocked(ctx context.Context, cur local[S], target
 	}
 	if err == nil {
 		c.cur.dropped = false // it stands where the read took it
+	}
+	var entryErr *EntryError
+	if errors.As(err, &entryErr) && !errors.Is(err, ErrStateGone) {
+		c.cur.damagedAt = entryErr.Revision
 	}
 	c.deliver()
 	if errors.Is(err, ErrReplaced) {
@@ -747,7 +755,10 @@ const batchSize = 4096
 // back takes the lock. It returns the state just after its entry, even when
 // another read took the entry in first, if the entry was applied on its own
 // (one holding a TimedUpdate always is); otherwise, or if a compaction
-// covered the entry, the local state, which is later.
+// covered the entry, the local state, which is later. Once a read has met
+// an entry after the copy that does not read (an *EntryError), it appends
+// nothing until a read gets past that entry (a repair): it fails as that
+// read does.
 func (s *Synchronizer[S]) UpdateUnconditionally(ctx context.Context, updates ...Update[S]) (S, error) {
 	var none S
 	data, err := s.codec.EncodeUpdates(updates)
@@ -757,6 +768,17 @@ func (s *Synchronizer[S]) UpdateUnconditionally(ctx context.Context, updates ...
 	if !s.local.Load().initialized {
 		s.mu.Lock()
 		err := s.ensureInitializedLocked(ctx)
+		s.mu.Unlock()
+		if err != nil {
+			return none, err
+		}
+	}
+	if cur := s.local.Load(); cur.damagedAt > cur.Revision {
+		// Writes stop at an entry that does not read, and an append with
+		// no condition would land past it, to be discarded by the repair:
+		// read first, which fails until a repair has written past it.
+		s.mu.Lock()
+		_, err := s.fetchLocked(ctx, 0)
 		s.mu.Unlock()
 		if err != nil {
 			return none, err
