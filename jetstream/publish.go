@@ -265,10 +265,8 @@ func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *n
 		if refused := l.refused(err, last, len(msg.Data), mayHaveLanded); refused != nil {
 			return 0, id, refused
 		}
-		if !mayHaveLanded && noStream(err) {
-			if err := l.streamGone(ctx, last); err != nil {
-				return 0, id, err
-			}
+		if err := l.streamGoneAfter(ctx, last, err, mayHaveLanded); err != nil {
+			return 0, id, err
 		}
 		mayHaveLanded = mayHaveLanded || mayHaveStored(err) || inProcess(err)
 		if full := outOfStorage(err); full != nil {
@@ -395,6 +393,18 @@ func noStream(err error) bool {
 	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
+// streamGoneAfter is streamGone after a try that failed with err, if no
+// stream may have stored it: no stream heard it, or it got no answer. A
+// subscriber to the subject (this process's own, Notify) takes a publish
+// that no stream stores and answers nothing, so a deleted stream can look
+// like a silent one; and what a try did went with the stream.
+func (l *Log) streamGoneAfter(ctx context.Context, last statesync.Position, err error, mayHaveLanded bool) error {
+	if !mayHaveLanded && noStream(err) || unheard(err) && ctx.Err() == nil {
+		return l.streamGone(ctx, last)
+	}
+	return nil
+}
+
 // streamGone looks, after a publish that nothing heard, whether the stream
 // was deleted. If it was, a publish at the start of an empty log (the first
 // snapshot, as Initialize writes it) creates it again, and any other fails
@@ -427,6 +437,11 @@ func wrongLastID(err error) bool {
 func inProcess(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeDuplicateInProcess
+}
+
+// unheard reports whether a try got no answer in its time.
+func unheard(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
 }
 
 // mayHaveStored reports whether a try that failed with err may have stored

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -26,7 +27,39 @@ const (
 // the writer's next try, the stream is a tape of revisions below, and
 // leases are bars on the server's clock.
 func WriteHTML(w io.Writer, t *Timeline) error {
-	return pageTemplate.Execute(w, layout(t))
+	return pageTemplate.Execute(w, layout(shown(t)))
+}
+
+// shown is a copy of t whose names and texts (anyone's keys, values and
+// writer names) are escaped as the text timeline shows them: the page's
+// HTML escaping keeps markup out, but a bidi override would still reorder
+// what the reader sees, and a newline in a value would forge a line of
+// the hover text.
+func shown(t *Timeline) *Timeline {
+	c := *t
+	c.Title, c.Note = printable(t.Title), printable(t.Note)
+	c.Lanes = make([]string, len(t.Lanes))
+	for i, name := range t.Lanes {
+		c.Lanes[i] = printable(name)
+	}
+	c.Tries = slices.Clone(t.Tries)
+	for i := range c.Tries {
+		c.Tries[i].What, c.Tries[i].Section = printable(c.Tries[i].What), printable(c.Tries[i].Section)
+	}
+	c.Tape = slices.Clone(t.Tape)
+	for i := range c.Tape {
+		e := &c.Tape[i]
+		e.Writer, e.Text = printable(e.Writer), printable(e.Text)
+		e.Carries = make([]string, len(t.Tape[i].Carries))
+		for j, name := range t.Tape[i].Carries {
+			e.Carries[j] = printable(name)
+		}
+	}
+	c.Leases = slices.Clone(t.Leases)
+	for i := range c.Leases {
+		c.Leases[i].Name = printable(c.Leases[i].Name)
+	}
+	return &c
 }
 
 type page struct {

@@ -64,3 +64,32 @@ func TestHTMLDrawsACarriedTry(t *testing.T) {
 		}
 	}
 }
+
+// What anyone stored reaches the page as the text timeline shows it:
+// controls and bidi overrides escaped, so that nothing reorders what the
+// reader sees, and a newline in a value cannot forge a line of the hover
+// text (a "server time" of its own, say).
+func TestHTMLEscapesWhatTheTextTimelineEscapes(t *testing.T) {
+	forged := "v\nserver time 00:00:00.000000 UTC"
+	tl := &Timeline{Title: "t", Lanes: []string{"alice\u202e", "bob\x1b]0;x\x07"}, Tries: []Try{
+		{Lane: 0, N: 1, Base: 1, Revision: 2, Outcome: Committed, What: "PUT k , " + forged},
+		{Lane: 1, N: 1, Base: 1, Revision: 2, Outcome: Carried, What: "PUT k\x1b[2J , 1"},
+	}, Tape: []Entry{{Revision: 2, Lane: 0, Text: "PUT k = " + forged, Carries: []string{"bob\x1b]0;x\x07"}}},
+		Leases: []Lease{{Name: "L\u202e\x07", Lane: 0}}}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, tl); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if strings.ContainsAny(page, "\x1b\x07\u202e") {
+		t.Error("the page holds a control character or bidi override a writer stored")
+	}
+	if strings.Contains(page, forged) {
+		t.Error("a newline in a value reaches the page as a line of its own")
+	}
+	for _, want := range []string{`alice\u202e`, `v\nserver time`, `bob\x1b]0;x\a`, `L\u202e\a`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q, as the text timeline shows it", want)
+		}
+	}
+}
