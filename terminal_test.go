@@ -288,3 +288,23 @@ func TestTerminalHangUp(t *testing.T) {
 		})
 	}
 }
+
+// A Tab in a paste is text, as in a script: as the Tab key it completed a
+// key, so a pasted "REMOVE \t" removed a key nobody named and "PUT k\t, v"
+// wrote to another key.
+func TestTerminalPastedTabIsText(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttytab")
+	p.waitFor("someConfig > ", 1)
+	p.paste("PUT k1 , one\rPUT k2 , two\r")
+	p.waitFor("**** Property 'k2' added", 1)
+	p.paste("REMOVE \t\rPUT k\t, x\ty\rGET_ALL\r")
+	p.waitFor("**** Properties for SharedConfig", 1)
+	p.waitFor("+----", 3)
+	p.inOrder("!!!! ", "**** Property 'k' added with value '\"x\\ty\"'",
+		"| k1  | one ", "| k2  | two ")
+	if n := p.count("removed"); n != 0 {
+		t.Fatalf("a pasted Tab removed a key:\n%s", p.lineWith("removed"))
+	}
+}
