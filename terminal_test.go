@@ -308,3 +308,36 @@ func TestTerminalPastedTabIsText(t *testing.T) {
 		t.Fatalf("a pasted Tab removed a key:\n%s", p.lineWith("removed"))
 	}
 }
+
+// A terminal that says it cannot move its cursor (TERM=dumb, as Emacs's
+// M-x shell does) gets a plain prompt and plain answers: go-prompt's
+// escape sequences showed there as text around every line.
+func TestTerminalDumb(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTYEnv(t, []string{"TERM=dumb"}, "--server", srv.ClientURL(), "--scope", "ttydumb", "--follow")
+	before, err := term.GetState(int(p.slave.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.waitFor("someConfig > ", 1)
+	p.paste("PUT a, 1\nGET a\n")
+	p.waitFor("**** The value of property 'a' is '1'", 1)
+	p.waitFor("someConfig > ", 3)
+	// Another writer's change, on a line of its own, then the prompt again.
+	if out, err := programCommand("--server", srv.ClientURL(), "--scope", "ttydumb", "put", "b", "2").CombinedOutput(); err != nil {
+		t.Fatalf("put: %v\n%s", err, out)
+	}
+	p.waitFor("someConfig > \r\n>>>> revision 3 by ", 1)
+	p.waitFor("someConfig > ", 4)
+	p.paste("\x04")
+	p.waitFor("**** Exiting...", 1)
+	if code := p.wait(); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+	p.inOrder("someConfig > ", "**** Property 'a' added with value '1'", "someConfig > ", "**** The value of property 'a' is '1'")
+	if n := p.count("\x1b"); n != 0 {
+		t.Fatalf("%d escape sequences on a dumb terminal, in:\n%q", n, p.lineWith("\x1b"))
+	}
+	p.restored(before)
+}

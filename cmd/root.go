@@ -304,11 +304,11 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		}
 	}
 	if interactive {
-		t, err := repl.NewTerminal(repl.TerminalOptions{Prefix: f.promptPrefix(), Complete: sh.Complete, History: f.history()})
+		t, closeTerminal, err := f.terminal(cmd, sh)
 		if err != nil {
 			return &exitError{exitStartup, err}
 		}
-		defer t.Close()
+		defer closeTerminal()
 		in = t
 		sh.PrintHelp()
 	}
@@ -328,6 +328,19 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		return &exitError{code: exitFailures}
 	}
 	return nil
+}
+
+// terminal reads the terminal the shell runs on: with go-prompt, unless
+// the terminal cannot be drawn on.
+func (f *rootFlags) terminal(cmd *cobra.Command, sh *repl.Shell) (repl.Input, func(), error) {
+	if repl.IsDumbTerminal() {
+		return repl.NewPlainTerminal(cmd.InOrStdin(), cmd.OutOrStdout(), f.promptPrefix()), func() {}, nil
+	}
+	t, err := repl.NewTerminal(repl.TerminalOptions{Prefix: f.promptPrefix(), Complete: sh.Complete, History: f.history()})
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, func() { t.Close() }, nil
 }
 
 // scriptInput opens the script the shell runs: --file, or stdin when it is
