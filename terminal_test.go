@@ -3,6 +3,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -340,4 +342,50 @@ func TestTerminalDumb(t *testing.T) {
 		t.Fatalf("%d escape sequences on a dumb terminal, in:\n%q", n, p.lineWith("\x1b"))
 	}
 	p.restored(before)
+}
+
+// Ctrl-Z suspends the shell as it suspends any program in a shell with job
+// control, and fg brings it back as it was: raw, completing, prompting.
+// The terminal is raw, so Ctrl-Z was a key that did nothing; and a SIGTSTP
+// sent from outside stopped the shell with the terminal raw, then left it
+// to run on whatever settings the job-control shell had put back: echo on,
+// whole lines, no completion.
+func TestTerminalSuspend(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash to suspend the shell in")
+	}
+	p := startPTYCmd(t, exec.Command(bash, "--norc", "--noprofile", "-i"))
+	p.typeKeys("PS1='bash$ '; '" + program() + "' --server " + srv.ClientURL() + " --scope ttysuspend --no-history\r")
+	p.waitFor("someConfig > ", 1)
+	p.typeKeys("PUT colour, blue\r")
+	p.waitFor("**** Property 'colour' added", 1)
+	for i, stop := range []func(){
+		func() { p.typeKeys("\x1a") }, // Ctrl-Z
+		func() { syscall.Kill(childOf(t, p.cmd.Process.Pid), syscall.SIGTSTP) },
+	} {
+		stop()
+		p.waitFor("Stopped", i+1)
+		p.waitFor("bash$ ", i+2) // the first in the line typed
+		p.typeKeys("fg\r")
+		p.typeKeys("GET co\t\r") // completes to colour
+		p.waitFor("**** The value of property 'colour' is 'blue'", i+1)
+	}
+	p.typeKeys("\x04")
+	p.waitFor("**** Exiting...", 1)
+	p.typeKeys("exit\r")
+	p.wait()
+}
+
+// childOf is the process id of pid's one child.
+func childOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	var child int
+	if _, serr := fmt.Sscan(string(b), &child); err != nil || serr != nil {
+		t.Fatalf("the child of %d: %v %v (%q)", pid, err, serr, b)
+	}
+	return child
 }

@@ -40,6 +40,9 @@ type Terminal struct {
 	saved   *term.State
 	out     io.Writer
 	history *History // nil: lines are not kept
+	// stopWatch stops handling SIGTSTP and SIGCONT; nil when the shell
+	// does not (suspend_unix.go).
+	stopWatch func()
 
 	closeOnce sync.Once
 	readDone  chan struct{}
@@ -118,6 +121,7 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 			}
 		}}),
 	)
+	t.stopWatch = t.watchStops()
 	go t.readKeys()
 	return t, nil
 }
@@ -147,7 +151,7 @@ func (t *Terminal) readKeys() {
 
 // key takes a key the reader has read.
 func (t *Terminal) key(k []byte) {
-	if len(k) == 1 && k[0] == ctrlC && t.ctrlC() {
+	if len(k) == 1 && (k[0] == ctrlC && t.ctrlC() || k[0] == ctrlZ && t.stopKey()) {
 		return
 	}
 	t.keys.push(k)
@@ -195,6 +199,15 @@ func (t *Terminal) OnInterrupt(cancel func()) (stop func()) {
 
 // ignoreKey is a key go-prompt reads as Ignore: it does nothing but redraw.
 var ignoreKey = []byte{0x1b, 0x5b, 0x45}
+
+// redrawLine draws the prompt and the line being typed again, if one is.
+func (t *Terminal) redrawLine() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.reading {
+		t.keys.redraw()
+	}
+}
 
 // PrintAbove prints lines above the line being typed, if one is.
 func (t *Terminal) PrintAbove(lines []string) bool {
@@ -281,6 +294,9 @@ func (t *Terminal) Close() error {
 			io.WriteString(t.out, "\x1b[J")
 		}
 		t.mu.Unlock()
+		if t.stopWatch != nil {
+			t.stopWatch()
+		}
 		t.console.stop()
 		<-t.readDone
 		err = term.Restore(t.stdin, t.saved)
