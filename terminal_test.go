@@ -389,3 +389,22 @@ func childOf(t *testing.T, pid int) int {
 	}
 	return child
 }
+
+// A shell whose answers go to a pipe whose reader has left ("sharedconfig |
+// head -1") ends as when any output cannot be written, with the terminal
+// restored: SIGPIPE killed it with the terminal left raw (no echo, no line
+// editing, Ctrl-C not an interrupt) and its leases held.
+func TestTerminalClosedPipe(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTYCmd(t, exec.Command("/bin/bash", "-c", `"$0" "$@" | true; exit ${PIPESTATUS[0]}`, program(), "--server", srv.ClientURL(), "--scope", "ttypipe"))
+	before, err := term.GetState(int(p.slave.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(); code != 1 {
+		t.Fatalf("the shell ended with %v, want exit status 1; the terminal shows:\n%s", p.cmd.ProcessState, p.lineWith("sharedconfig"))
+	}
+	p.waitFor("sharedconfig: writing standard output: ", 1)
+	p.restored(before)
+}

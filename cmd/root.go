@@ -340,6 +340,11 @@ func (f *rootFlags) terminal(cmd *cobra.Command, sh *repl.Shell) (repl.Input, fu
 	if err != nil {
 		return nil, nil, err
 	}
+	// Answers piped to a reader that has left ("sharedconfig | head -1")
+	// must end the shell as any output that cannot be written does, not
+	// by SIGPIPE, which would leave the terminal raw and the leases held.
+	// With SIGPIPE asked for, the write fails with EPIPE instead.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	return t, func() { t.Close() }, nil
 }
 
