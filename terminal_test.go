@@ -408,3 +408,21 @@ func TestTerminalClosedPipe(t *testing.T) {
 	p.waitFor("sharedconfig: writing standard output: ", 1)
 	p.restored(before)
 }
+
+// The terminal's window title is the user's shell's: go-prompt cleared it
+// after every line it read, so a tab's title went blank at the first
+// command and stayed so.
+func TestTerminalKeepsTheWindowTitle(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttytitle")
+	p.waitFor("someConfig > ", 1)
+	p.typeKeys("GET a\r")
+	p.waitFor("!!!! Property 'a' is undefined", 1)
+	p.typeKeys("\x04")
+	p.waitFor("**** Exiting...", 1)
+	p.wait()
+	if n := p.count("\x1b]2;"); n != 0 {
+		t.Fatalf("the window title was set %d times", n)
+	}
+}

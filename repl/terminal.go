@@ -96,6 +96,7 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 			return out
 		},
 		prompt.OptionParser(keys),
+		prompt.OptionWriter(keepTitle{prompt.NewStdoutWriter()}),
 		prompt.OptionPrefix(o.Prefix),
 		prompt.OptionHistory(past),
 		// Called as a line ends, Enter or Ctrl-C, with the line as it was.
@@ -125,6 +126,13 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 	go t.readKeys()
 	return t, nil
 }
+
+// keepTitle is go-prompt's writer, except that it leaves the terminal's
+// window title alone: go-prompt clears it after every line it reads, so a
+// tab's title, which the user's shell set, went blank at the first command.
+type keepTitle struct{ prompt.ConsoleWriter }
+
+func (keepTitle) ClearTitle() {}
 
 // readKeys reads the terminal until Close, queueing keys for go-prompt.
 func (t *Terminal) readKeys() {
