@@ -426,3 +426,31 @@ func TestTerminalKeepsTheWindowTitle(t *testing.T) {
 		t.Fatalf("the window title was set %d times", n)
 	}
 }
+
+// A change made elsewhere shows above the line being typed when that line
+// is longer than the window is wide, too: the line was drawn again over
+// the message, which the user never saw.
+func TestTerminalFollowPrintsAboveAWrappedLine(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttyfollowwrap", "--follow")
+	p.waitFor("someConfig > ", 1)
+	long := "PUT k , " + strings.Repeat("v", 250) // three rows of 120
+	p.paste(long)
+	p.waitFor(long[len(long)-20:], 1)
+	other := programCommand("--server", srv.ClientURL(), "--scope", "ttyfollowwrap", "--writer", "bob", "put", "colour", "blue")
+	if out, err := other.CombinedOutput(); err != nil {
+		t.Fatalf("the other writer: %v\n%s", err, out)
+	}
+	p.waitFor(">>>> revision 2 by bob: PUT colour , blue", 1)
+	p.waitFor(long[len(long)-20:], 2) // drawn again
+	time.Sleep(100 * time.Millisecond)
+	p.mu.Lock()
+	lines := render(p.out.String(), 120)
+	p.mu.Unlock()
+	shown := strings.Join(lines, "\n")
+	i := strings.Index(shown, ">>>> revision 2 by bob")
+	if i < 0 || !strings.Contains(shown[i:], "someConfig > PUT k , vvv") {
+		t.Fatalf("the screen does not show the change, then the line being typed:\n%s", shown)
+	}
+}

@@ -2,12 +2,14 @@ package repl
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
 	"sync"
 
 	prompt "github.com/c-bata/go-prompt"
+	"github.com/mattn/go-runewidth"
 	"golang.org/x/term"
 )
 
@@ -40,6 +42,7 @@ type Terminal struct {
 	saved   *term.State
 	out     io.Writer
 	history *History // nil: lines are not kept
+	prefix  string   // the prompt
 	// stopWatch stops handling SIGTSTP and SIGCONT; nil when the shell
 	// does not (suspend_unix.go).
 	stopWatch func()
@@ -81,7 +84,7 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 		return nil, err
 	}
 	keys := &keyQueue{console: con}
-	t := &Terminal{keys: keys, console: con, stdin: stdin, saved: saved, out: os.Stdout, history: o.History, readDone: make(chan struct{})}
+	t := &Terminal{keys: keys, console: con, stdin: stdin, saved: saved, out: os.Stdout, history: o.History, prefix: o.Prefix, readDone: make(chan struct{})}
 	var past []string
 	if o.History != nil {
 		past = o.History.Lines()
@@ -112,7 +115,7 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 		}),
 		// The key PrintAbove injects: print the pending lines, after which
 		// go-prompt draws the prompt and the line being typed again.
-		prompt.OptionAddKeyBind(prompt.KeyBind{Key: prompt.Ignore, Fn: func(*prompt.Buffer) { t.flush(true) }}),
+		prompt.OptionAddKeyBind(prompt.KeyBind{Key: prompt.Ignore, Fn: func(b *prompt.Buffer) { t.flush(true, t.rowsAbove(b)) }}),
 		// Ctrl-D on a line with text, and a first Ctrl-C, did not end the
 		// line: the keys after them may be handed out.
 		prompt.OptionAddKeyBind(prompt.KeyBind{Key: prompt.ControlD, Fn: func(*prompt.Buffer) { keys.release() }}),
@@ -230,9 +233,12 @@ func (t *Terminal) PrintAbove(lines []string) bool {
 }
 
 // flush prints the pending lines. In raw mode (inPrompt) it first clears the
-// prompt line; go-prompt then redraws it below, since its cursor moves back
-// to column 0 at most.
-func (t *Terminal) flush(inPrompt bool) {
+// line being typed, from the prompt's row (rows above the cursor's) down;
+// go-prompt then redraws it below them. Its redraw starts by moving back as
+// many rows, so it finds the cursor as many rows below the lines printed:
+// without that it drew the prompt over them, and a line that wrapped hid
+// others' changes in follow mode.
+func (t *Terminal) flush(inPrompt bool, rows int) {
 	t.mu.Lock()
 	lines := t.pending
 	t.pending = nil
@@ -242,13 +248,30 @@ func (t *Terminal) flush(inPrompt bool) {
 	}
 	var b strings.Builder
 	if inPrompt {
+		if rows > 0 {
+			fmt.Fprintf(&b, "\x1b[%dA", rows)
+		}
 		b.WriteString("\r\x1b[J")
 	}
 	for _, l := range lines {
 		b.WriteString(l)
 		b.WriteString("\r\n")
 	}
+	if inPrompt {
+		b.WriteString(strings.Repeat("\r\n", rows))
+	}
 	io.WriteString(t.out, b.String())
+}
+
+// rowsAbove is how many rows of the line being typed, the prompt first,
+// are above the cursor's: more than none when it wraps. go-prompt counts
+// them in the window's width as it was when the line started.
+func (t *Terminal) rowsAbove(b *prompt.Buffer) int {
+	cols := t.keys.lineWidth()
+	if cols <= 0 {
+		return 0
+	}
+	return (runewidth.StringWidth(t.prefix) + runewidth.StringWidth(b.Document().TextBeforeCursor())) / cols
 }
 
 // ReadLine implements Input.
@@ -263,7 +286,7 @@ func (t *Terminal) ReadLine() (string, error) {
 	t.mu.Lock()
 	t.reading = false
 	t.mu.Unlock()
-	t.flush(false) // lines that came as the line was entered
+	t.flush(false, 0) // lines that came as the line was entered
 	last, ctrlCs, hungUp := t.keys.end()
 	if t.history != nil && line != "" && !hungUp && ctrlCs == 0 {
 		_ = t.history.Add(line) // a history that cannot be written is no reason to stop
@@ -337,6 +360,7 @@ type keyQueue struct {
 	last       byte // the last key handed out, if one byte
 	ctrlCs     int
 	gone       bool // the terminal hung up
+	cols       int  // the window's width when the line started
 }
 
 // Setup and TearDown do nothing: the Terminal keeps the terminal raw.
@@ -347,9 +371,20 @@ func (q *keyQueue) TearDown() error { return nil }
 func (q *keyQueue) GetWinSize() *prompt.WinSize {
 	rows, cols, ok := q.console.size()
 	if !ok || rows == 0 || cols == 0 {
-		return &prompt.WinSize{Row: 24, Col: 80}
+		rows, cols = 24, 80
 	}
+	q.mu.Lock()
+	q.cols = int(cols)
+	q.mu.Unlock()
 	return &prompt.WinSize{Row: rows, Col: cols}
+}
+
+// lineWidth is the window's width go-prompt draws the line in: it asks
+// for it as a line starts (GetWinSize), and only then.
+func (q *keyQueue) lineWidth() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.cols
 }
 
 func (q *keyQueue) Read() ([]byte, error) {
