@@ -20,6 +20,7 @@ var ErrInterrupted = errors.New("interrupted")
 // and key completion, and history (Up and Down). Ctrl-D on an empty line
 // ends input; Ctrl-C clears the line, and a second Ctrl-C in a row quits.
 // Ctrl-C while a command runs cancels the command instead (OnInterrupt).
+// Ctrl-Z suspends the shell, as in any job-control shell (suspend_unix.go).
 //
 // go-prompt v0.2.6 is only given keys: Terminal owns the terminal. It puts
 // it in raw mode once, for the whole session, and one goroutine reads it,
