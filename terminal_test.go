@@ -3,6 +3,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -286,5 +288,169 @@ func TestTerminalHangUp(t *testing.T) {
 				t.Fatalf("after the hang-up, LEASES: %v\n%s", err, out)
 			}
 		})
+	}
+}
+
+// A Tab in a paste is text, as in a script: as the Tab key it completed a
+// key, so a pasted "REMOVE \t" removed a key nobody named and "PUT k\t, v"
+// wrote to another key.
+func TestTerminalPastedTabIsText(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttytab")
+	p.waitFor("someConfig > ", 1)
+	p.paste("PUT k1 , one\rPUT k2 , two\r")
+	p.waitFor("**** Property 'k2' added", 1)
+	p.paste("REMOVE \t\rPUT k\t, x\ty\rGET_ALL\r")
+	p.waitFor("**** Properties for SharedConfig", 1)
+	p.waitFor("+----", 3)
+	p.inOrder("!!!! ", "**** Property 'k' added with value '\"x\\ty\"'",
+		"| k1  | one ", "| k2  | two ")
+	if n := p.count("removed"); n != 0 {
+		t.Fatalf("a pasted Tab removed a key:\n%s", p.lineWith("removed"))
+	}
+}
+
+// A terminal that says it cannot move its cursor (TERM=dumb, as Emacs's
+// M-x shell does) gets a plain prompt and plain answers: go-prompt's
+// escape sequences showed there as text around every line.
+func TestTerminalDumb(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTYEnv(t, []string{"TERM=dumb"}, "--server", srv.ClientURL(), "--scope", "ttydumb", "--follow")
+	before, err := term.GetState(int(p.slave.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.waitFor("someConfig > ", 1)
+	p.paste("PUT a, 1\nGET a\n")
+	p.waitFor("**** The value of property 'a' is '1'", 1)
+	p.waitFor("someConfig > ", 3)
+	// Another writer's change, on a line of its own, then the prompt again.
+	if out, err := programCommand("--server", srv.ClientURL(), "--scope", "ttydumb", "put", "b", "2").CombinedOutput(); err != nil {
+		t.Fatalf("put: %v\n%s", err, out)
+	}
+	p.waitFor("someConfig > \r\n>>>> revision 3 by ", 1)
+	p.waitFor("someConfig > ", 4)
+	p.paste("\x04")
+	p.waitFor("**** Exiting...", 1)
+	if code := p.wait(); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+	p.inOrder("someConfig > ", "**** Property 'a' added with value '1'", "someConfig > ", "**** The value of property 'a' is '1'")
+	if n := p.count("\x1b"); n != 0 {
+		t.Fatalf("%d escape sequences on a dumb terminal, in:\n%q", n, p.lineWith("\x1b"))
+	}
+	p.restored(before)
+}
+
+// Ctrl-Z suspends the shell as it suspends any program in a shell with job
+// control, and fg brings it back as it was: raw, completing, prompting.
+// The terminal is raw, so Ctrl-Z was a key that did nothing; and a SIGTSTP
+// sent from outside stopped the shell with the terminal raw, then left it
+// to run on whatever settings the job-control shell had put back: echo on,
+// whole lines, no completion.
+func TestTerminalSuspend(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash to suspend the shell in")
+	}
+	p := startPTYCmd(t, exec.Command(bash, "--norc", "--noprofile", "-i"))
+	p.typeKeys("PS1='bash$ '; '" + program() + "' --server " + srv.ClientURL() + " --scope ttysuspend --no-history\r")
+	p.waitFor("someConfig > ", 1)
+	p.typeKeys("PUT colour, blue\r")
+	p.waitFor("**** Property 'colour' added", 1)
+	for i, stop := range []func(){
+		func() { p.typeKeys("\x1a") }, // Ctrl-Z
+		func() { syscall.Kill(childOf(t, p.cmd.Process.Pid), syscall.SIGTSTP) },
+	} {
+		stop()
+		p.waitFor("Stopped", i+1)
+		p.waitFor("bash$ ", i+2) // the first in the line typed
+		p.typeKeys("fg\r")
+		p.typeKeys("GET co\t\r") // completes to colour
+		p.waitFor("**** The value of property 'colour' is 'blue'", i+1)
+	}
+	p.typeKeys("\x04")
+	p.waitFor("**** Exiting...", 1)
+	p.typeKeys("exit\r")
+	p.wait()
+}
+
+// childOf is the process id of pid's one child.
+func childOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	var child int
+	if _, serr := fmt.Sscan(string(b), &child); err != nil || serr != nil {
+		t.Fatalf("the child of %d: %v %v (%q)", pid, err, serr, b)
+	}
+	return child
+}
+
+// A shell whose answers go to a pipe whose reader has left ("sharedconfig |
+// head -1") ends as when any output cannot be written, with the terminal
+// restored: SIGPIPE killed it with the terminal left raw (no echo, no line
+// editing, Ctrl-C not an interrupt) and its leases held.
+func TestTerminalClosedPipe(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTYCmd(t, exec.Command("/bin/bash", "-c", `"$0" "$@" | true; exit ${PIPESTATUS[0]}`, program(), "--server", srv.ClientURL(), "--scope", "ttypipe"))
+	before, err := term.GetState(int(p.slave.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(); code != 1 {
+		t.Fatalf("the shell ended with %v, want exit status 1; the terminal shows:\n%s", p.cmd.ProcessState, p.lineWith("sharedconfig"))
+	}
+	p.waitFor("sharedconfig: writing standard output: ", 1)
+	p.restored(before)
+}
+
+// The terminal's window title is the user's shell's: go-prompt cleared it
+// after every line it read, so a tab's title went blank at the first
+// command and stayed so.
+func TestTerminalKeepsTheWindowTitle(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttytitle")
+	p.waitFor("someConfig > ", 1)
+	p.typeKeys("GET a\r")
+	p.waitFor("!!!! Property 'a' is undefined", 1)
+	p.typeKeys("\x04")
+	p.waitFor("**** Exiting...", 1)
+	p.wait()
+	if n := p.count("\x1b]2;"); n != 0 {
+		t.Fatalf("the window title was set %d times", n)
+	}
+}
+
+// A change made elsewhere shows above the line being typed when that line
+// is longer than the window is wide, too: the line was drawn again over
+// the message, which the user never saw.
+func TestTerminalFollowPrintsAboveAWrappedLine(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttyfollowwrap", "--follow")
+	p.waitFor("someConfig > ", 1)
+	long := "PUT k , " + strings.Repeat("v", 250) // three rows of 120
+	p.paste(long)
+	p.waitFor(long[len(long)-20:], 1)
+	other := programCommand("--server", srv.ClientURL(), "--scope", "ttyfollowwrap", "--writer", "bob", "put", "colour", "blue")
+	if out, err := other.CombinedOutput(); err != nil {
+		t.Fatalf("the other writer: %v\n%s", err, out)
+	}
+	p.waitFor(">>>> revision 2 by bob: PUT colour , blue", 1)
+	p.waitFor(long[len(long)-20:], 2) // drawn again
+	time.Sleep(100 * time.Millisecond)
+	p.mu.Lock()
+	lines := render(p.out.String(), 120)
+	p.mu.Unlock()
+	shown := strings.Join(lines, "\n")
+	i := strings.Index(shown, ">>>> revision 2 by bob")
+	if i < 0 || !strings.Contains(shown[i:], "someConfig > PUT k , vvv") {
+		t.Fatalf("the screen does not show the change, then the line being typed:\n%s", shown)
 	}
 }

@@ -304,11 +304,11 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		}
 	}
 	if interactive {
-		t, err := repl.NewTerminal(repl.TerminalOptions{Prefix: f.promptPrefix(), Complete: sh.Complete, History: f.history()})
+		t, closeTerminal, err := f.terminal(cmd, sh)
 		if err != nil {
 			return &exitError{exitStartup, err}
 		}
-		defer t.Close()
+		defer closeTerminal()
 		in = t
 		sh.PrintHelp()
 	}
@@ -328,6 +328,24 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		return &exitError{code: exitFailures}
 	}
 	return nil
+}
+
+// terminal reads the terminal the shell runs on: with go-prompt, unless
+// the terminal cannot be drawn on.
+func (f *rootFlags) terminal(cmd *cobra.Command, sh *repl.Shell) (repl.Input, func(), error) {
+	if repl.IsDumbTerminal() {
+		return repl.NewPlainTerminal(cmd.InOrStdin(), cmd.OutOrStdout(), f.promptPrefix()), func() {}, nil
+	}
+	t, err := repl.NewTerminal(repl.TerminalOptions{Prefix: f.promptPrefix(), Complete: sh.Complete, History: f.history()})
+	if err != nil {
+		return nil, nil, err
+	}
+	// Answers piped to a reader that has left ("sharedconfig | head -1")
+	// must end the shell as any output that cannot be written does, not
+	// by SIGPIPE, which would leave the terminal raw and the leases held.
+	// With SIGPIPE asked for, the write fails with EPIPE instead.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	return t, func() { t.Close() }, nil
 }
 
 // scriptInput opens the script the shell runs: --file, or stdin when it is

@@ -11,8 +11,9 @@ import (
 // ttyConsole is /dev/tty, read through Go's poller so that stop can end a
 // pending read.
 type ttyConsole struct {
-	f  *os.File
-	fd int // f's; not f.Fd(), which would make reads blocking
+	f      *os.File
+	fd     int           // f's; not f.Fd(), which would make reads blocking
+	cooked *unix.Termios // the settings it had, put back while stopped
 }
 
 func openConsole() (console, error) {
@@ -30,7 +31,8 @@ func openConsole() (console, error) {
 		t, err = unix.IoctlGetTermios(c.fd, ioctlGetTermios)
 	}
 	if err == nil {
-		err = unix.IoctlSetTermios(c.fd, ioctlSetTermios, rawMode(*t))
+		c.cooked = t
+		err = c.setRaw()
 	}
 	if err != nil {
 		f.Close()
@@ -49,6 +51,14 @@ func rawMode(t unix.Termios) *unix.Termios {
 	t.Cc[unix.VMIN] = 1
 	t.Cc[unix.VTIME] = 0
 	return &t
+}
+
+func (c *ttyConsole) setRaw() error {
+	return unix.IoctlSetTermios(c.fd, ioctlSetTermios, rawMode(*c.cooked))
+}
+
+func (c *ttyConsole) setCooked() error {
+	return unix.IoctlSetTermios(c.fd, ioctlSetTermios, c.cooked)
 }
 
 func (c *ttyConsole) read(buf []byte) (int, error) { return c.f.Read(buf) }

@@ -17,13 +17,17 @@ var (
 // splitKeys splits what one read of the terminal returned into keys, as
 // go-prompt takes them: an escape sequence, a control character, or a run
 // of text (which go-prompt inserts as if typed character by character).
-// "\r\n" is one Enter. Bracketed-paste markers are dropped. With more (the
+// "\r\n" is one Enter. Bracketed-paste markers are dropped. A Tab that is
+// not the whole read is part of a paste and so text, as in a script: as
+// the Tab key it would complete a key nobody named ("REMOVE \t" removed
+// one). A person's Tab comes alone, in a read of its own. With more (the
 // read filled its buffer, so the rest may follow), an escape sequence or
 // UTF-8 character cut off at the end is returned as rest, to be put in
 // front of the next read.
 func splitKeys(b []byte, more bool) (keys [][]byte, rest []byte) {
+	pasted := len(b) > 1
 	for len(b) > 0 {
-		n, complete := keyLen(b)
+		n, complete := keyLen(b, pasted)
 		if !complete && more {
 			return keys, b
 		}
@@ -34,6 +38,12 @@ func splitKeys(b []byte, more bool) (keys [][]byte, rest []byte) {
 			continue
 		case k[0] == '\r' && len(b) > 0 && b[0] == '\n':
 			b = b[1:]
+		case pasted && len(k) == 1 && k[0] == '\t':
+			// A text run of one Tab, which go-prompt would still take
+			// for the key. Between two keys that are not text (at a
+			// line's start or end, mostly) it is blank space the
+			// parser trims, so a space does as well.
+			k = []byte{' '}
 		}
 		keys = append(keys, k)
 	}
@@ -41,17 +51,17 @@ func splitKeys(b []byte, more bool) (keys [][]byte, rest []byte) {
 }
 
 // keyLen is the length of the key b starts with, and whether it is whole.
-func keyLen(b []byte) (n int, complete bool) {
-	c := b[0]
-	switch {
+// In a paste a Tab is text.
+func keyLen(b []byte, pasted bool) (n int, complete bool) {
+	isKey := func(c byte) bool { return (c < 0x20 || c == 0x7f) && !(pasted && c == '\t') }
+	switch c := b[0]; {
 	case c == 0x1b:
 		return escapeLen(b)
-	case c < 0x20 || c == 0x7f:
+	case isKey(c):
 		return 1, true
 	}
 	for n < len(b) {
-		c := b[n]
-		if c < 0x20 || c == 0x7f {
+		if isKey(b[n]) {
 			return n, true
 		}
 		if !utf8.FullRune(b[n:]) {

@@ -2,12 +2,14 @@ package repl
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
 	"sync"
 
 	prompt "github.com/c-bata/go-prompt"
+	"github.com/mattn/go-runewidth"
 	"golang.org/x/term"
 )
 
@@ -18,6 +20,7 @@ var ErrInterrupted = errors.New("interrupted")
 // and key completion, and history (Up and Down). Ctrl-D on an empty line
 // ends input; Ctrl-C clears the line, and a second Ctrl-C in a row quits.
 // Ctrl-C while a command runs cancels the command instead (OnInterrupt).
+// Ctrl-Z suspends the shell, as in any job-control shell (suspend_unix.go).
 //
 // go-prompt v0.2.6 is only given keys: Terminal owns the terminal. It puts
 // it in raw mode once, for the whole session, and one goroutine reads it,
@@ -40,6 +43,10 @@ type Terminal struct {
 	saved   *term.State
 	out     io.Writer
 	history *History // nil: lines are not kept
+	prefix  string   // the prompt
+	// stopWatch stops handling SIGTSTP and SIGCONT; nil when the shell
+	// does not (suspend_unix.go).
+	stopWatch func()
 
 	closeOnce sync.Once
 	readDone  chan struct{}
@@ -78,7 +85,7 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 		return nil, err
 	}
 	keys := &keyQueue{console: con}
-	t := &Terminal{keys: keys, console: con, stdin: stdin, saved: saved, out: os.Stdout, history: o.History, readDone: make(chan struct{})}
+	t := &Terminal{keys: keys, console: con, stdin: stdin, saved: saved, out: os.Stdout, history: o.History, prefix: o.Prefix, readDone: make(chan struct{})}
 	var past []string
 	if o.History != nil {
 		past = o.History.Lines()
@@ -93,6 +100,7 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 			return out
 		},
 		prompt.OptionParser(keys),
+		prompt.OptionWriter(keepTitle{prompt.NewStdoutWriter()}),
 		prompt.OptionPrefix(o.Prefix),
 		prompt.OptionHistory(past),
 		// Called as a line ends, Enter or Ctrl-C, with the line as it was.
@@ -108,7 +116,7 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 		}),
 		// The key PrintAbove injects: print the pending lines, after which
 		// go-prompt draws the prompt and the line being typed again.
-		prompt.OptionAddKeyBind(prompt.KeyBind{Key: prompt.Ignore, Fn: func(*prompt.Buffer) { t.flush(true) }}),
+		prompt.OptionAddKeyBind(prompt.KeyBind{Key: prompt.Ignore, Fn: func(b *prompt.Buffer) { t.flush(true, t.rowsAbove(b)) }}),
 		// Ctrl-D on a line with text, and a first Ctrl-C, did not end the
 		// line: the keys after them may be handed out.
 		prompt.OptionAddKeyBind(prompt.KeyBind{Key: prompt.ControlD, Fn: func(*prompt.Buffer) { keys.release() }}),
@@ -118,9 +126,17 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 			}
 		}}),
 	)
+	t.stopWatch = t.watchStops()
 	go t.readKeys()
 	return t, nil
 }
+
+// keepTitle is go-prompt's writer, except that it leaves the terminal's
+// window title alone: go-prompt clears it after every line it reads, so a
+// tab's title, which the user's shell set, went blank at the first command.
+type keepTitle struct{ prompt.ConsoleWriter }
+
+func (keepTitle) ClearTitle() {}
 
 // readKeys reads the terminal until Close, queueing keys for go-prompt.
 func (t *Terminal) readKeys() {
@@ -147,7 +163,7 @@ func (t *Terminal) readKeys() {
 
 // key takes a key the reader has read.
 func (t *Terminal) key(k []byte) {
-	if len(k) == 1 && k[0] == ctrlC && t.ctrlC() {
+	if len(k) == 1 && (k[0] == ctrlC && t.ctrlC() || k[0] == ctrlZ && t.stopKey()) {
 		return
 	}
 	t.keys.push(k)
@@ -196,6 +212,15 @@ func (t *Terminal) OnInterrupt(cancel func()) (stop func()) {
 // ignoreKey is a key go-prompt reads as Ignore: it does nothing but redraw.
 var ignoreKey = []byte{0x1b, 0x5b, 0x45}
 
+// redrawLine draws the prompt and the line being typed again, if one is.
+func (t *Terminal) redrawLine() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.reading {
+		t.keys.redraw()
+	}
+}
+
 // PrintAbove prints lines above the line being typed, if one is.
 func (t *Terminal) PrintAbove(lines []string) bool {
 	t.mu.Lock()
@@ -209,9 +234,12 @@ func (t *Terminal) PrintAbove(lines []string) bool {
 }
 
 // flush prints the pending lines. In raw mode (inPrompt) it first clears the
-// prompt line; go-prompt then redraws it below, since its cursor moves back
-// to column 0 at most.
-func (t *Terminal) flush(inPrompt bool) {
+// line being typed, from the prompt's row (rows above the cursor's) down;
+// go-prompt then redraws it below them. Its redraw starts by moving back as
+// many rows, so it finds the cursor as many rows below the lines printed:
+// without that it drew the prompt over them, and a line that wrapped hid
+// others' changes in follow mode.
+func (t *Terminal) flush(inPrompt bool, rows int) {
 	t.mu.Lock()
 	lines := t.pending
 	t.pending = nil
@@ -221,13 +249,30 @@ func (t *Terminal) flush(inPrompt bool) {
 	}
 	var b strings.Builder
 	if inPrompt {
+		if rows > 0 {
+			fmt.Fprintf(&b, "\x1b[%dA", rows)
+		}
 		b.WriteString("\r\x1b[J")
 	}
 	for _, l := range lines {
 		b.WriteString(l)
 		b.WriteString("\r\n")
 	}
+	if inPrompt {
+		b.WriteString(strings.Repeat("\r\n", rows))
+	}
 	io.WriteString(t.out, b.String())
+}
+
+// rowsAbove is how many rows of the line being typed, the prompt first,
+// are above the cursor's: more than none when it wraps. go-prompt counts
+// them in the window's width as it was when the line started.
+func (t *Terminal) rowsAbove(b *prompt.Buffer) int {
+	cols := t.keys.lineWidth()
+	if cols <= 0 {
+		return 0
+	}
+	return (runewidth.StringWidth(t.prefix) + runewidth.StringWidth(b.Document().TextBeforeCursor())) / cols
 }
 
 // ReadLine implements Input.
@@ -242,7 +287,7 @@ func (t *Terminal) ReadLine() (string, error) {
 	t.mu.Lock()
 	t.reading = false
 	t.mu.Unlock()
-	t.flush(false) // lines that came as the line was entered
+	t.flush(false, 0) // lines that came as the line was entered
 	last, ctrlCs, hungUp := t.keys.end()
 	if t.history != nil && line != "" && !hungUp && ctrlCs == 0 {
 		_ = t.history.Add(line) // a history that cannot be written is no reason to stop
@@ -281,6 +326,9 @@ func (t *Terminal) Close() error {
 			io.WriteString(t.out, "\x1b[J")
 		}
 		t.mu.Unlock()
+		if t.stopWatch != nil {
+			t.stopWatch()
+		}
 		t.console.stop()
 		<-t.readDone
 		err = term.Restore(t.stdin, t.saved)
@@ -313,6 +361,7 @@ type keyQueue struct {
 	last       byte // the last key handed out, if one byte
 	ctrlCs     int
 	gone       bool // the terminal hung up
+	cols       int  // the window's width when the line started
 }
 
 // Setup and TearDown do nothing: the Terminal keeps the terminal raw.
@@ -323,9 +372,20 @@ func (q *keyQueue) TearDown() error { return nil }
 func (q *keyQueue) GetWinSize() *prompt.WinSize {
 	rows, cols, ok := q.console.size()
 	if !ok || rows == 0 || cols == 0 {
-		return &prompt.WinSize{Row: 24, Col: 80}
+		rows, cols = 24, 80
 	}
+	q.mu.Lock()
+	q.cols = int(cols)
+	q.mu.Unlock()
 	return &prompt.WinSize{Row: rows, Col: cols}
+}
+
+// lineWidth is the window's width go-prompt draws the line in: it asks
+// for it as a line starts (GetWinSize), and only then.
+func (q *keyQueue) lineWidth() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.cols
 }
 
 func (q *keyQueue) Read() ([]byte, error) {

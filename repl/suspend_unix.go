@@ -1,0 +1,97 @@
+//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
+
+package repl
+
+import (
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+const ctrlZ = 0x1a
+
+// watchStops lets the shell be suspended and continued as any program in a
+// shell with job control. The terminal is raw, so Ctrl-Z is a key (see
+// key), and a job-control shell that continues the shell puts back its own
+// settings, not raw mode: without this, Ctrl-Z did nothing, and after a
+// SIGTSTP from outside and fg the shell ran on with echo on, whole lines
+// and no completion. It returns nil, and Ctrl-Z stays a key that does
+// nothing, when the process was started with SIGTSTP ignored, as the
+// terminal's own Ctrl-Z would be.
+func (t *Terminal) watchStops() (stop func()) {
+	c, ok := t.console.(*ttyConsole)
+	if !ok || signal.Ignored(syscall.SIGTSTP) {
+		return nil
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTSTP, syscall.SIGCONT)
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			select {
+			case sig := <-sigs:
+				if sig == syscall.SIGTSTP {
+					t.suspend(c)
+					continue
+				}
+				// Continued, after our stop or one we could not catch
+				// (SIGSTOP): raw again, and the line drawn again.
+				_ = c.setRaw()
+				t.redrawLine()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+		<-ended
+	}
+}
+
+// suspend stops the process, with the terminal's own settings back and
+// the cursor on a line of its own for the job-control shell's report.
+// The terminal ignores Ctrl-Z in an orphaned process group, which no
+// job-control shell could continue; so does suspend.
+func (t *Terminal) suspend(c *ttyConsole) {
+	if orphaned() {
+		return
+	}
+	t.mu.Lock()
+	if t.reading {
+		io.WriteString(t.out, "\x1b[J\r\n") // the completions shown below the line, if any, go
+	}
+	t.mu.Unlock()
+	_ = c.setCooked()
+	_ = unix.Kill(os.Getpid(), unix.SIGSTOP)
+}
+
+// orphaned: the process's group has no parent in the session to continue
+// it, judged by this process's parent, as is the rule for a terminal's
+// stop signals.
+func orphaned() bool {
+	ppid := os.Getppid()
+	ppgid, err := unix.Getpgid(ppid)
+	if err != nil {
+		return true
+	}
+	psid, err1 := unix.Getsid(ppid)
+	sid, err2 := unix.Getsid(0)
+	return err1 != nil || err2 != nil || ppgid == unix.Getpgrp() || psid != sid
+}
+
+// stopKey sends Ctrl-Z's SIGTSTP to the process group, as the terminal
+// would (the programs of a pipeline stop with the shell). False if the
+// shell is not watching for it: Ctrl-Z is then an ordinary key.
+func (t *Terminal) stopKey() bool {
+	if t.stopWatch == nil {
+		return false
+	}
+	_ = unix.Kill(0, unix.SIGTSTP)
+	return true
+}
