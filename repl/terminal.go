@@ -44,9 +44,10 @@ type Terminal struct {
 	out     io.Writer
 	history *History // nil: lines are not kept
 	prefix  string   // the prompt
-	// stopWatch stops handling SIGTSTP and SIGCONT; nil when the shell
-	// does not (suspend_unix.go).
-	stopWatch func()
+	// stopWatch stops handling SIGTSTP, SIGCONT and SIGWINCH; nil when
+	// the shell does not (suspend_unix.go).
+	stopWatch  func()
+	jobControl bool // Ctrl-Z suspends
 
 	closeOnce sync.Once
 	readDone  chan struct{}
@@ -56,6 +57,7 @@ type Terminal struct {
 	pending   []string // lines to print above it
 	interrupt func()   // cancels the running command, if one is running
 	early     bool     // Ctrl-C came before the command's interrupt was set
+	resized   bool     // the window's size changed as the line was typed
 }
 
 // TerminalOptions configure a Terminal.
@@ -105,14 +107,14 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 		prompt.OptionHistory(past),
 		// Called as a line ends, Enter or Ctrl-C, with the line as it was.
 		prompt.OptionBreakLineCallback(func(d *prompt.Document) {
-			if d.Text == "" && keys.firstCtrlC() {
+			if d.Text == "" && keys.firstCtrlC() && !t.resizing() {
 				io.WriteString(t.out, ctrlCHint+"\n")
 			}
 		}),
 		prompt.OptionCompletionWordSeparator(" ,"),
 		prompt.OptionMaxSuggestion(8),
 		prompt.OptionSetExitCheckerOnInput(func(_ string, breakline bool) bool {
-			return !breakline && keys.ctrlCsInARow() >= 2
+			return !breakline && (keys.ctrlCsInARow() >= 2 || t.resizing())
 		}),
 		// The key PrintAbove injects: print the pending lines, after which
 		// go-prompt draws the prompt and the line being typed again.
@@ -126,7 +128,7 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 			}
 		}}),
 	)
-	t.stopWatch = t.watchStops()
+	t.stopWatch = t.watchSignals()
 	go t.readKeys()
 	return t, nil
 }
@@ -221,6 +223,25 @@ func (t *Terminal) redrawLine() {
 	}
 }
 
+// resizeLine: the window's size changed. go-prompt reads it only as a
+// line starts, and drew each key typed after that as a new copy of the
+// line, wrapped for the old width. The line is ended, not run, and go-prompt
+// reads it on, as typed so far, in the new width (ReadLine).
+func (t *Terminal) resizeLine() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.reading {
+		t.resized = true
+		t.keys.redraw() // a key, after which go-prompt asks whether to end
+	}
+}
+
+func (t *Terminal) resizing() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.resized
+}
+
 // PrintAbove prints lines above the line being typed, if one is.
 func (t *Terminal) PrintAbove(lines []string) bool {
 	t.mu.Lock()
@@ -284,6 +305,9 @@ func (t *Terminal) ReadLine() (string, error) {
 	t.reading, t.early = true, false
 	t.mu.Unlock()
 	line := t.p.Input()
+	for t.takeResized() {
+		line = t.p.Input() // go-prompt keeps the line's text and cursor
+	}
 	t.mu.Lock()
 	t.reading = false
 	t.mu.Unlock()
@@ -301,6 +325,14 @@ func (t *Terminal) ReadLine() (string, error) {
 		return "", io.EOF
 	}
 	return line, nil
+}
+
+func (t *Terminal) takeResized() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.resized
+	t.resized = false
+	return r
 }
 
 // console is the terminal itself, in raw mode from openConsole on: go-prompt's
