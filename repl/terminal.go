@@ -57,7 +57,9 @@ type Terminal struct {
 	pending   []string // lines to print above it
 	interrupt func()   // cancels the running command, if one is running
 	early     bool     // Ctrl-C came before the command's interrupt was set
-	resized   bool     // the window's size changed as the line was typed
+	resized   bool     // the line is read on in a new width (ReadLine)
+	typed     string   // the line as go-prompt last drew it
+	menu      bool     // with completions below it
 }
 
 // TerminalOptions configure a Terminal.
@@ -94,13 +96,7 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 	}
 	t.p = prompt.New(
 		func(string) {}, // lines are taken with Input, not run by go-prompt
-		func(d prompt.Document) []prompt.Suggest {
-			var out []prompt.Suggest
-			for _, s := range o.Complete(d.TextBeforeCursor()) {
-				out = append(out, prompt.Suggest{Text: s.Text, Description: s.Description})
-			}
-			return out
-		},
+		t.completer(o.Complete),
 		prompt.OptionParser(keys),
 		prompt.OptionWriter(keepTitle{prompt.NewStdoutWriter()}),
 		prompt.OptionPrefix(o.Prefix),
@@ -113,8 +109,8 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 		}),
 		prompt.OptionCompletionWordSeparator(" ,"),
 		prompt.OptionMaxSuggestion(8),
-		prompt.OptionSetExitCheckerOnInput(func(_ string, breakline bool) bool {
-			return !breakline && (keys.ctrlCsInARow() >= 2 || t.resizing())
+		prompt.OptionSetExitCheckerOnInput(func(in string, breakline bool) bool {
+			return !breakline && (keys.ctrlCsInARow() >= 2 || t.wrapsAfterResize(in))
 		}),
 		// The key PrintAbove injects: print the pending lines, after which
 		// go-prompt draws the prompt and the line being typed again.
@@ -131,6 +127,21 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 	t.stopWatch = t.watchSignals()
 	go t.readKeys()
 	return t, nil
+}
+
+// completer is go-prompt's completer, which it calls after every key: it
+// also notes the line and whether completions show, for resizeLine.
+func (t *Terminal) completer(complete func(before string) []Suggestion) prompt.Completer {
+	return func(d prompt.Document) []prompt.Suggest {
+		var out []prompt.Suggest
+		for _, s := range complete(d.TextBeforeCursor()) {
+			out = append(out, prompt.Suggest{Text: s.Text, Description: s.Description})
+		}
+		t.mu.Lock()
+		t.typed, t.menu = d.Text, len(out) > 0
+		t.mu.Unlock()
+		return out
+	}
 }
 
 // keepTitle is go-prompt's writer, except that it leaves the terminal's
@@ -225,15 +236,43 @@ func (t *Terminal) redrawLine() {
 
 // resizeLine: the window's size changed. go-prompt reads it only as a
 // line starts, and drew each key typed after that as a new copy of the
-// line, wrapped for the old width. The line is ended, not run, and go-prompt
-// reads it on, as typed so far, in the new width (ReadLine).
+// line, wrapped for the old width. When that matters (needsNewLine), the
+// line is ended, not run, and go-prompt reads it on, as typed so far, in
+// the new width (ReadLine): one copy of it is left above. The key given to
+// go-prompt makes it ask whether to end the line (wrapsAfterResize).
 func (t *Terminal) resizeLine() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.reading {
+	if t.reading && t.needsNewLine(t.typed, t.menu) {
 		t.resized = true
-		t.keys.redraw() // a key, after which go-prompt asks whether to end
+		t.keys.redraw()
 	}
+}
+
+// wrapsAfterResize: the line must end, as the window's size changed
+// (resizeLine), or as it has grown since to need it.
+func (t *Terminal) wrapsAfterResize(in string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.resized && t.needsNewLine(in, t.menu) {
+		t.resized = true
+	}
+	return t.resized
+}
+
+// needsNewLine: the window's width is not the one go-prompt draws the line
+// in, and the line wraps in either, or completions drawn for the old width
+// show in a narrower one. Else, drawn again, the line would look as it
+// does, and is left alone, so that dragging the window's edge leaves no
+// trail of prompts.
+func (t *Terminal) needsNewLine(in string, menu bool) bool {
+	_, now, ok := t.console.size()
+	drawn := t.keys.lineWidth()
+	if !ok || now == 0 || int(now) == drawn {
+		return false
+	}
+	wraps := runewidth.StringWidth(t.prefix)+runewidth.StringWidth(in) >= min(drawn, int(now))
+	return wraps || menu && int(now) < drawn
 }
 
 func (t *Terminal) resizing() bool {
@@ -303,6 +342,7 @@ func (t *Terminal) ReadLine() (string, error) {
 	t.keys.startLine()
 	t.mu.Lock()
 	t.reading, t.early = true, false
+	t.typed, t.menu = "", false
 	t.mu.Unlock()
 	line := t.p.Input()
 	for t.takeResized() {
