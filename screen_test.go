@@ -19,10 +19,21 @@ type screen struct {
 }
 
 func render(out string, cols int) []string {
-	s := &screen{cols: cols, rows: [][]rune{nil}}
+	s := newScreen(cols)
+	s.write(out)
+	return s.lines()
+}
+
+func newScreen(cols int) *screen { return &screen{cols: cols, rows: [][]rune{nil}} }
+
+func (s *screen) write(out string) {
 	for len(out) > 0 {
 		out = s.feed(out)
 	}
+}
+
+// lines is what the screen shows, a line a row.
+func (s *screen) lines() []string {
 	lines := make([]string, len(s.rows))
 	for i, r := range s.rows {
 		lines[i] = strings.TrimRight(string(r), " ")

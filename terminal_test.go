@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/sharedconfig/sharedconfig/internal/localserver"
@@ -302,8 +303,7 @@ func TestTerminalPastedTabIsText(t *testing.T) {
 	p.paste("PUT k1 , one\rPUT k2 , two\r")
 	p.waitFor("**** Property 'k2' added", 1)
 	p.paste("REMOVE \t\rPUT k\t, x\ty\rGET_ALL\r")
-	p.waitFor("**** Properties for SharedConfig", 1)
-	p.waitFor("+----", 3)
+	p.waitFor("| k2  | two ", 1)
 	p.inOrder("!!!! ", "**** Property 'k' added with value '\"x\\ty\"'",
 		"| k1  | one ", "| k2  | two ")
 	if n := p.count("removed"); n != 0 {
@@ -453,4 +453,43 @@ func TestTerminalFollowPrintsAboveAWrappedLine(t *testing.T) {
 	if i < 0 || !strings.Contains(shown[i:], "someConfig > PUT k , vvv") {
 		t.Fatalf("the screen does not show the change, then the line being typed:\n%s", shown)
 	}
+}
+
+// A window made narrower as a line is typed: the keys typed after it drew
+// the line again for the old width, a new copy of it for each key. The
+// line is now drawn once more, in the new width, and typed on there.
+func TestTerminalResizeAsALineIsTyped(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttyresize", "--no-history")
+	p.waitFor("someConfig > ", 1)
+	long := "PUT k , " + strings.Repeat("v", 80)
+	p.paste(long)
+	p.waitFor(long, 1)
+	p.mu.Lock()
+	mark := p.out.Len()
+	p.mu.Unlock()
+	ws := &unix.Winsize{Row: 40, Col: 60}
+	if err := unix.IoctlSetWinsize(int(p.slave.Fd()), unix.TIOCSWINSZ, ws); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // for SIGWINCH
+	p.typeKeys("wwwww")
+	p.waitFor("wwwww", 1)
+	time.Sleep(200 * time.Millisecond)
+	p.mu.Lock()
+	s := newScreen(120)
+	s.write(p.out.String()[:mark])
+	s.cols = 60 // it does not reflow what it shows, as xterm does not
+	s.write(p.out.String()[mark:])
+	p.mu.Unlock()
+	shown := strings.Join(s.lines(), "\n")
+	if n := strings.Count(shown, "someConfig > PUT k , v"); n > 2 {
+		t.Fatalf("the line shows %d times:\n%s", n, shown)
+	}
+	if !strings.HasSuffix(strings.TrimRight(shown, "\n"), "vvwwwww") {
+		t.Fatalf("the line typed on is not the last thing shown:\n%s", shown)
+	}
+	p.typeKeys("\r")
+	p.waitFor("**** Property 'k' added with value 'vvvv", 1)
 }

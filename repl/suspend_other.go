@@ -4,8 +4,9 @@ package repl
 
 const ctrlZ = 0x1a
 
-// watchStops: there is no job control to take part in.
-func (t *Terminal) watchStops() (stop func()) { return nil }
+// watchSignals: there is no job control to take part in, nor a signal
+// for the window's size.
+func (t *Terminal) watchSignals() (stop func()) { return nil }
 
 // stopKey: Ctrl-Z is an ordinary key.
 func (t *Terminal) stopKey() bool { return false }

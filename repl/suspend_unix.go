@@ -13,35 +13,32 @@ import (
 
 const ctrlZ = 0x1a
 
-// watchStops lets the shell be suspended and continued as any program in a
-// shell with job control. The terminal is raw, so Ctrl-Z is a key (see
-// key), and a job-control shell that continues the shell puts back its own
-// settings, not raw mode: without this, Ctrl-Z did nothing, and after a
-// SIGTSTP from outside and fg the shell ran on with echo on, whole lines
-// and no completion. It returns nil, and Ctrl-Z stays a key that does
-// nothing, when the process was started with SIGTSTP ignored, as the
-// terminal's own Ctrl-Z would be.
-func (t *Terminal) watchStops() (stop func()) {
+// watchSignals lets the shell be suspended and continued as any program in
+// a shell with job control, and follows the window's size. The terminal is
+// raw, so Ctrl-Z is a key (see key), and a job-control shell that
+// continues the shell puts back its own settings, not raw mode: without
+// this, Ctrl-Z did nothing, and after a SIGTSTP from outside and fg the
+// shell ran on with echo on, whole lines and no completion. When the
+// process was started with SIGTSTP ignored, Ctrl-Z stays a key that does
+// nothing, as the terminal's own Ctrl-Z would.
+func (t *Terminal) watchSignals() (stop func()) {
 	c, ok := t.console.(*ttyConsole)
-	if !ok || signal.Ignored(syscall.SIGTSTP) {
+	if !ok {
 		return nil
 	}
+	t.jobControl = !signal.Ignored(syscall.SIGTSTP)
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTSTP, syscall.SIGCONT)
+	signal.Notify(sigs, syscall.SIGWINCH)
+	if t.jobControl {
+		signal.Notify(sigs, syscall.SIGTSTP, syscall.SIGCONT)
+	}
 	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(ended)
 		for {
 			select {
 			case sig := <-sigs:
-				if sig == syscall.SIGTSTP {
-					t.suspend(c)
-					continue
-				}
-				// Continued, after our stop or one we could not catch
-				// (SIGSTOP): raw again, and the line drawn again.
-				_ = c.setRaw()
-				t.redrawLine()
+				t.signalled(c, sig)
 			case <-done:
 				return
 			}
@@ -51,6 +48,20 @@ func (t *Terminal) watchStops() (stop func()) {
 		signal.Stop(sigs)
 		close(done)
 		<-ended
+	}
+}
+
+func (t *Terminal) signalled(c *ttyConsole, sig os.Signal) {
+	switch sig {
+	case syscall.SIGTSTP:
+		t.suspend(c)
+	case syscall.SIGCONT:
+		// Continued, after our stop or one we could not catch (SIGSTOP):
+		// raw again, and the line drawn again.
+		_ = c.setRaw()
+		t.redrawLine()
+	case syscall.SIGWINCH:
+		t.resizeLine()
 	}
 }
 
@@ -89,7 +100,7 @@ func orphaned() bool {
 // would (the programs of a pipeline stop with the shell). False if the
 // shell is not watching for it: Ctrl-Z is then an ordinary key.
 func (t *Terminal) stopKey() bool {
-	if t.stopWatch == nil {
+	if !t.jobControl {
 		return false
 	}
 	_ = unix.Kill(0, unix.SIGTSTP)

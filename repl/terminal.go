@@ -44,9 +44,10 @@ type Terminal struct {
 	out     io.Writer
 	history *History // nil: lines are not kept
 	prefix  string   // the prompt
-	// stopWatch stops handling SIGTSTP and SIGCONT; nil when the shell
-	// does not (suspend_unix.go).
-	stopWatch func()
+	// stopWatch stops handling SIGTSTP, SIGCONT and SIGWINCH; nil when
+	// the shell does not (suspend_unix.go).
+	stopWatch  func()
+	jobControl bool // Ctrl-Z suspends
 
 	closeOnce sync.Once
 	readDone  chan struct{}
@@ -56,6 +57,9 @@ type Terminal struct {
 	pending   []string // lines to print above it
 	interrupt func()   // cancels the running command, if one is running
 	early     bool     // Ctrl-C came before the command's interrupt was set
+	resized   bool     // the line is read on in a new width (ReadLine)
+	typed     string   // the line as go-prompt last drew it
+	menu      bool     // with completions below it
 }
 
 // TerminalOptions configure a Terminal.
@@ -92,27 +96,21 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 	}
 	t.p = prompt.New(
 		func(string) {}, // lines are taken with Input, not run by go-prompt
-		func(d prompt.Document) []prompt.Suggest {
-			var out []prompt.Suggest
-			for _, s := range o.Complete(d.TextBeforeCursor()) {
-				out = append(out, prompt.Suggest{Text: s.Text, Description: s.Description})
-			}
-			return out
-		},
+		t.completer(o.Complete),
 		prompt.OptionParser(keys),
 		prompt.OptionWriter(keepTitle{prompt.NewStdoutWriter()}),
 		prompt.OptionPrefix(o.Prefix),
 		prompt.OptionHistory(past),
 		// Called as a line ends, Enter or Ctrl-C, with the line as it was.
 		prompt.OptionBreakLineCallback(func(d *prompt.Document) {
-			if d.Text == "" && keys.firstCtrlC() {
+			if d.Text == "" && keys.firstCtrlC() && !t.resizing() {
 				io.WriteString(t.out, ctrlCHint+"\n")
 			}
 		}),
 		prompt.OptionCompletionWordSeparator(" ,"),
 		prompt.OptionMaxSuggestion(8),
-		prompt.OptionSetExitCheckerOnInput(func(_ string, breakline bool) bool {
-			return !breakline && keys.ctrlCsInARow() >= 2
+		prompt.OptionSetExitCheckerOnInput(func(in string, breakline bool) bool {
+			return !breakline && (keys.ctrlCsInARow() >= 2 || t.wrapsAfterResize(in))
 		}),
 		// The key PrintAbove injects: print the pending lines, after which
 		// go-prompt draws the prompt and the line being typed again.
@@ -126,9 +124,24 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 			}
 		}}),
 	)
-	t.stopWatch = t.watchStops()
+	t.stopWatch = t.watchSignals()
 	go t.readKeys()
 	return t, nil
+}
+
+// completer is go-prompt's completer, which it calls after every key: it
+// also notes the line and whether completions show, for resizeLine.
+func (t *Terminal) completer(complete func(before string) []Suggestion) prompt.Completer {
+	return func(d prompt.Document) []prompt.Suggest {
+		var out []prompt.Suggest
+		for _, s := range complete(d.TextBeforeCursor()) {
+			out = append(out, prompt.Suggest{Text: s.Text, Description: s.Description})
+		}
+		t.mu.Lock()
+		t.typed, t.menu = d.Text, len(out) > 0
+		t.mu.Unlock()
+		return out
+	}
 }
 
 // keepTitle is go-prompt's writer, except that it leaves the terminal's
@@ -221,6 +234,53 @@ func (t *Terminal) redrawLine() {
 	}
 }
 
+// resizeLine: the window's size changed. go-prompt reads it only as a
+// line starts, and drew each key typed after that as a new copy of the
+// line, wrapped for the old width. When that matters (needsNewLine), the
+// line is ended, not run, and go-prompt reads it on, as typed so far, in
+// the new width (ReadLine): one copy of it is left above. The key given to
+// go-prompt makes it ask whether to end the line (wrapsAfterResize).
+func (t *Terminal) resizeLine() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.reading && t.needsNewLine(t.typed, t.menu) {
+		t.resized = true
+		t.keys.redraw()
+	}
+}
+
+// wrapsAfterResize: the line must end, as the window's size changed
+// (resizeLine), or as it has grown since to need it.
+func (t *Terminal) wrapsAfterResize(in string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.resized && t.needsNewLine(in, t.menu) {
+		t.resized = true
+	}
+	return t.resized
+}
+
+// needsNewLine: the window's width is not the one go-prompt draws the line
+// in, and the line wraps in either, or completions drawn for the old width
+// show in a narrower one. Else, drawn again, the line would look as it
+// does, and is left alone, so that dragging the window's edge leaves no
+// trail of prompts.
+func (t *Terminal) needsNewLine(in string, menu bool) bool {
+	_, now, ok := t.console.size()
+	drawn := t.keys.lineWidth()
+	if !ok || now == 0 || int(now) == drawn {
+		return false
+	}
+	wraps := runewidth.StringWidth(t.prefix)+runewidth.StringWidth(in) >= min(drawn, int(now))
+	return wraps || menu && int(now) < drawn
+}
+
+func (t *Terminal) resizing() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.resized
+}
+
 // PrintAbove prints lines above the line being typed, if one is.
 func (t *Terminal) PrintAbove(lines []string) bool {
 	t.mu.Lock()
@@ -282,8 +342,12 @@ func (t *Terminal) ReadLine() (string, error) {
 	t.keys.startLine()
 	t.mu.Lock()
 	t.reading, t.early = true, false
+	t.typed, t.menu = "", false
 	t.mu.Unlock()
 	line := t.p.Input()
+	for t.takeResized() {
+		line = t.p.Input() // go-prompt keeps the line's text and cursor
+	}
 	t.mu.Lock()
 	t.reading = false
 	t.mu.Unlock()
@@ -301,6 +365,14 @@ func (t *Terminal) ReadLine() (string, error) {
 		return "", io.EOF
 	}
 	return line, nil
+}
+
+func (t *Terminal) takeResized() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.resized
+	t.resized = false
+	return r
 }
 
 // console is the terminal itself, in raw mode from openConsole on: go-prompt's
