@@ -18,6 +18,7 @@ func TestHeldToDeadlines(t *testing.T) {
 		{"StoppedHolderDoesNotKeepTheNextRegistrationAlive", stoppedHolderDoesNotKeepTheNextRegistrationAlive},
 		{"NoWriteBehindTheUsersBack", noWriteBehindTheUsersBack},
 		{"ExitIsQuickWhenTheServerHangs", exitIsQuickWhenTheServerHangs},
+		{"StartIsStoppableWhenTheServerHangs", startIsStoppableWhenTheServerHangs},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -268,3 +268,27 @@ func endsWithin2s(t *testing.T, name string, end, wait func()) {
 		t.Logf("%s ended in %s", name, took.Round(time.Millisecond))
 	}
 }
+
+// SIGTERM ends a process within 2s while it is still connecting to a server
+// that took the connection and says nothing (SIGSTOP): a one-shot get and
+// a watch given a long --timeout waited it out.
+func startIsStoppableWhenTheServerHangs(t *testing.T) {
+	url, server := startServerProcess(t)
+	if err := server.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, args := range [][]string{{"get", "k"}, {"watch"}} {
+		c := programCommand(append([]string{"--server", url, "--timeout", "30s"}, args...)...)
+		c.Env = append(c.Env, noRaceExitSleep()...)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill() })
+		wg.Go(func() {
+			time.Sleep(time.Second) // it is connecting
+			endsWithin2s(t, args[0]+" while connecting", func() { c.Process.Signal(syscall.SIGTERM) }, func() { c.Wait() })
+		})
+	}
+	wg.Wait()
+}

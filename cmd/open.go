@@ -192,11 +192,38 @@ func (f *rootFlags) dial(ctx context.Context) (*nats.Conn, string, error) {
 		// wait for it, not nats.go's default.
 		conn.opts.Timeout = max(f.timeout, minConnectTimeout)
 	}
-	nc, err := conn.connect(ctx)
+	nc, err := connectUntil(ctx, func() (*nats.Conn, error) { return conn.connect(ctx) })
 	if err != nil {
 		return nil, "", &exitError{exitStartup, err}
 	}
 	return nc, via, nil
+}
+
+// connectUntil is connect, given up when ctx ends (Ctrl-C, SIGTERM): nats.go
+// connects with no context, and waits for a server that took the
+// connection and says nothing (one stopped with SIGSTOP) as long as its
+// timeout, --timeout. A connection that comes after is closed.
+func connectUntil(ctx context.Context, connect func() (*nats.Conn, error)) (*nats.Conn, error) {
+	type result struct {
+		nc  *nats.Conn
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		nc, err := connect()
+		done <- result{nc, err}
+	}()
+	select {
+	case r := <-done:
+		return r.nc, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.nc != nil {
+				r.nc.Close()
+			}
+		}()
+		return nil, fmt.Errorf("stopped while connecting to the server (%w)", ctx.Err())
+	}
 }
 
 // open connects and opens the config the flags name. Errors are exitErrors

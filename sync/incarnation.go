@@ -43,6 +43,7 @@ func (s *Synchronizer[S]) replacedLocked(ctx context.Context, err error) error {
 // so (WithDropped).
 func (s *Synchronizer[S]) dropLocked() {
 	s.local.Store(&local[S]{dropped: true})
+	s.drops.Add(1)
 	s.dropTaken()
 	if s.dropped != nil {
 		s.dropped()
@@ -81,4 +82,58 @@ func (s *Synchronizer[S]) sameLengthLocked(ctx context.Context, cur local[S]) (u
 		return s.goneLocked(err)
 	}
 	return cur.Revision, err
+}
+
+// followDrops is what a follower has heard of its copy dropped. Another
+// call (a write, a lease expiry) that finds the log deleted or created
+// again drops the copy and tells only its caller; the follower's next read
+// would then load the log created again as any new one, and its watchers
+// would take the new log's entries, numbered from 1 again, for more of the
+// same. So the follower tells onError of each drop it did not find itself,
+// before it reads on.
+type followDrops[S any] struct {
+	s    *Synchronizer[S]
+	seen uint64 // the drops counted when the follower last told or found one
+	// toldDeleted: the drop told was of a log still deleted, which the
+	// fetches after it find too: the same news, not told again.
+	toldDeleted bool
+}
+
+// tell reports to onError a drop made since the follower last looked, as
+// ErrDeleted while the copy stands nowhere and ErrReplaced once a reload
+// took the new log in, unless that is what it said last (said); it returns
+// what it said last now.
+func (d *followDrops[S]) tell(onError func(error), said string) string {
+	n := d.s.drops.Load()
+	if n == d.seen || onError == nil {
+		d.seen = n
+		return said
+	}
+	d.seen = n
+	err := fmt.Errorf("%s: %w", d.s.log.Name(), ErrReplaced)
+	if _, ok := d.s.Revision(); !ok {
+		err = fmt.Errorf("%s: %w", d.s.log.Name(), ErrDeleted)
+	}
+	d.toldDeleted = errors.Is(err, ErrDeleted)
+	if err.Error() != said {
+		onError(err)
+	}
+	return err.Error()
+}
+
+// fetched takes in the error of the follower's own fetch: a drop it found
+// itself is told as that error, once; a log still deleted after the drop
+// told is the same news.
+func (d *followDrops[S]) fetched(err error, said string) string {
+	if err == nil {
+		d.toldDeleted = false
+	}
+	if !errors.Is(err, ErrDeleted) && !errors.Is(err, ErrReplaced) {
+		return said
+	}
+	d.seen = d.s.drops.Load()
+	if errors.Is(err, ErrDeleted) && d.toldDeleted {
+		return err.Error()
+	}
+	return said
 }

@@ -51,6 +51,7 @@ type Synchronizer[S any] struct {
 	combine combining[S]
 
 	purgeMet atomic.Uint64 // see Purged
+	drops    atomic.Uint64 // copies dropped (dropLocked), for followers to hear of
 }
 
 // logTime is what a read told of the log's clock.
@@ -972,9 +973,11 @@ func (s *Synchronizer[S]) Follow(onError func(error)) (stop func(), err error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	// Drops from here on are news to this follower (see followDrops).
+	drops := followDrops[S]{s: s, seen: s.drops.Load()}
 	go func() {
 		defer close(done)
-		s.followLoop(ctx, kick, onError)
+		s.followLoop(ctx, kick, onError, drops)
 	}()
 	poke()
 	end := func() {
@@ -995,7 +998,7 @@ func (s *Synchronizer[S]) Follow(onError func(error)) (stop func(), err error) {
 // JetStream stream stores a message after its subscribers hear it), or for
 // an append the log refused; so a kick that found nothing new is followed
 // by a few more looks, soon and then less soon, before the poll takes over.
-func (s *Synchronizer[S]) followLoop(ctx context.Context, kick <-chan struct{}, onError func(error)) {
+func (s *Synchronizer[S]) followLoop(ctx context.Context, kick <-chan struct{}, onError func(error), drops followDrops[S]) {
 	poll := time.NewTicker(followPoll)
 	defer poll.Stop()
 	recheck := time.NewTimer(time.Hour)
@@ -1020,9 +1023,11 @@ func (s *Synchronizer[S]) followLoop(ctx context.Context, kick <-chan struct{}, 
 			prompted = false
 		}
 		before := s.revision()
+		said = drops.tell(onError, said)
 		fetchCtx, cancelFetch := context.WithTimeout(ctx, followFetchTimeout)
 		err := s.Fetch(fetchCtx)
 		cancelFetch()
+		said = drops.fetched(err, said)
 		switch {
 		case !prompted:
 		case err != nil || s.revision() != before || delay > followRecheckLast:
