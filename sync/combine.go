@@ -150,6 +150,9 @@ type combining[S any] struct {
 	// Under the synchronizer's mu:
 	carried carriedIDs             // the calls the entries read or written carried
 	mine    map[string]*request[S] // this writer's calls handed out, by op ID
+	// fences: this writer's calls that ended with their outcome unknown
+	// while another writer could still carry them (fenceLocked).
+	fences []fence
 
 	takenMu sync.Mutex
 	taken   []handed // calls other writers handed this one, oldest first
@@ -164,6 +167,42 @@ type combining[S any] struct {
 	// carryingAt is when this writer last appended or read an entry that
 	// carries calls, in Unix nanoseconds (0: never).
 	carryingAt atomic.Int64
+}
+
+// fence is a call of this writer's that another writer may still carry
+// until its window ends: its ID, and the revision its window ends at.
+type fence struct {
+	id    string
+	until uint64
+}
+
+// maxFences bounds the calls one entry fences; older ones are forgotten.
+const maxFences = 16
+
+// fenceLocked remembers op, whose call ended with its outcome unknown, so
+// that this writer's next entry names it: an entry that names a call ends
+// its window (carriable), so the call cannot land after a later write of
+// its writer's, whose answer the user saw, and undo it. Until that entry
+// lands, this writer's writes are not handed (handing): the entry must be
+// its own.
+func (s *Synchronizer[S]) fenceLocked(op *opCall) {
+	c := &s.combine
+	c.fences = append(c.fences, fence{id: op.id, until: op.until})
+	if len(c.fences) > maxFences {
+		c.fences = slices.Delete(c.fences, 0, len(c.fences)-maxFences)
+	}
+}
+
+// fencesLocked names, for an entry appended on base, the calls fenced
+// whose window is not over there: each with no updates of its own.
+func (s *Synchronizer[S]) fencesLocked(base uint64) []Carried {
+	var named []Carried
+	for _, f := range s.combine.fences {
+		if f.until > base {
+			named = append(named, Carried{ID: f.id})
+		}
+	}
+	return named
 }
 
 // carriedIDs remembers which calls the entries of (after, upTo] carried,
@@ -648,7 +687,7 @@ func (s *Synchronizer[S]) rescanLocked(ctx context.Context, from, upTo uint64) b
 // handing is what the write of a batch of one call with an op gives turns:
 // the call is handed to the writer it holds back for.
 func (s *Synchronizer[S]) handing(r *request[S]) *turns.Handing {
-	if r.op == nil {
+	if r.op == nil || len(s.combine.fences) > 0 {
 		return nil
 	}
 	return &turns.Handing{
@@ -846,8 +885,12 @@ func onlyOps[S any](members []*request[S]) bool {
 func (s *Synchronizer[S]) mayStillLandLocked(r *request[S], err error) error {
 	op := r.op
 	delete(s.combine.mine, op.id)
-	if err == nil || !op.handed || errors.Is(err, ErrUnknownOutcome) {
-		return err // an unknown outcome says so already
+	if err == nil || !op.handed {
+		return err
+	}
+	if errors.Is(err, ErrUnknownOutcome) {
+		s.fenceLocked(op)
+		return err // it says so already
 	}
 	if errors.Is(err, ErrReplaced) || errors.Is(err, ErrDeleted) {
 		// A call is carried only on the log it was handed on (its FromID),
@@ -859,5 +902,6 @@ func (s *Synchronizer[S]) mayStillLandLocked(r *request[S], err error) error {
 	if known && (rev != 0 || s.local.Load().Revision >= op.until) {
 		return err
 	}
+	s.fenceLocked(op)
 	return handedOutError(r, err)
 }

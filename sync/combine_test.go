@@ -401,3 +401,60 @@ func TestHandedCallDoesNotLandInALogCreatedAgain(t *testing.T) {
 		t.Fatalf("the call made on the old log is in the new one %d times; want 0", n)
 	}
 }
+
+// A call whose writer gave up on it while another writer held it (its
+// outcome unknown) cannot land after that writer's next write, whose
+// answer the user saw: that write's entry names the call, which ends its
+// window, so a late carrier refuses it rather than undo the later write.
+func TestCallGivenUpOnCannotLandAfterItsWritersNextWrite(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New("combine")
+	hander, _ := newOpSet(t, log)
+	holder, holderTurns := newOpSet(t, log)
+	if err := addMember(ctx, t, log, holder, "h", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	kept := make(chan []byte, 1)
+	stop, err := log.Take("silent", func(data []byte, _ string, _ func([]byte)) {
+		select {
+		case kept <- data:
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	if err := addMember(short, t, log, hander, "x", 2, "silent"); !errors.Is(err, statesync.ErrUnknownOutcome) {
+		t.Fatalf("the write handed to a writer that kept it ended with %v; want an unknown outcome", err)
+	}
+	var late []byte
+	select {
+	case late = <-kept:
+	default:
+		t.Fatal("the call was never handed")
+	}
+	if err := addMember(ctx, t, log, hander, "y", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hctx, cancelHand := context.WithTimeout(ctx, time.Second)
+	defer cancelHand()
+	answer, err := log.Hand(hctx, holderTurns.ID(), late)
+	if err != nil {
+		t.Fatalf("the late hand got no answer: %v", err)
+	}
+	if len(answer) != 0 {
+		t.Errorf("the late hand was answered %q; want no revision", answer)
+	}
+	if err := addMember(ctx, t, log, holder, "z", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	if n := adds(t, log, "x"); n != 0 {
+		t.Fatalf("the call given up on landed after its writer's next write (%d times)", n)
+	}
+}

@@ -601,7 +601,8 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 		return 0, s.noStateLocked(cur)
 	}
 	theirs := len(others) > 0
-	carried = slices.Concat(carried, others)
+	fenced := s.fencesLocked(cur.Revision)
+	carried = slices.Concat(carried, fenced, others)
 	data, err := s.codec.EncodeUpdates(updates)
 	if err != nil {
 		return 0, &encodeError{err} // a batch tries each call alone
@@ -611,6 +612,7 @@ func (s *Synchronizer[S]) commitLocked(ctx context.Context, cur local[S], update
 		return 0, s.replacedLocked(ctx, err)
 	}
 	rev := at.Revision
+	s.combine.fences = nil // named, or their windows are over
 	s.wroteCombinedLocked(cur, at, carried, theirs)
 	if anyTimed(updates) {
 		// Only the log knows the time it stored the entry at: read it back.
