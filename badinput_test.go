@@ -335,8 +335,12 @@ func TestForgedSlowWaitersCostAOneShotPutLittle(t *testing.T) {
 	t.Logf("puts took %v", took)
 	// A loaded machine may stretch one process: the bound is on the least
 	// of the last three. The first ones may cost what the words claim, 3 s,
-	// until three names' claims have come to nothing.
-	if slices.Max(took) > 5*time.Second || slices.Min(took[5:]) > time.Second {
+	// until three names' claims have come to nothing; then each process
+	// grants such words about half what the one before it did (3 s, 1.6 s,
+	// 1 s, 0.6 s), so the bound leaves room for learning that began one
+	// process late, under -race on a loaded machine, and still fails
+	// without it.
+	if slices.Max(took) > 5*time.Second || slices.Min(took[5:]) > 1500*time.Millisecond {
 		t.Errorf("puts under made-up slow waiters took %v; want less and less after the first", took)
 	}
 }

@@ -27,7 +27,10 @@ func (t *Terminal) watchSignals() (stop func()) {
 		return nil
 	}
 	t.jobControl = !signal.Ignored(syscall.SIGTSTP)
-	sigs := make(chan os.Signal, 1)
+	// Room for each kind at once: signal.Notify drops what finds the
+	// channel full, and a SIGCONT dropped behind a SIGWINCH (a job-control
+	// shell may resize as it continues) left the shell cooked and unseen.
+	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGWINCH)
 	if t.jobControl {
 		signal.Notify(sigs, syscall.SIGTSTP, syscall.SIGCONT)
