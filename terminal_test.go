@@ -370,7 +370,14 @@ func TestTerminalSuspend(t *testing.T) {
 		p.waitFor("Stopped", i+1)
 		p.waitFor("bash$ ", i+2) // the first in the line typed
 		p.typeKeys("fg\r")
-		p.typeKeys("GET co\t\r") // completes to colour
+		// Completes to colour, which only a raw terminal does. A Tab read
+		// with other keys is a paste's text, so it goes in a read of its
+		// own, as a person's does, not typed ahead with the line.
+		p.typeKeys("GET co")
+		time.Sleep(300 * time.Millisecond)
+		p.typeKeys("\t")
+		time.Sleep(300 * time.Millisecond)
+		p.typeKeys("\r")
 		p.waitFor("**** The value of property 'colour' is 'blue'", i+1)
 	}
 	p.typeKeys("\x04")
