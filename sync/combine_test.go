@@ -119,15 +119,7 @@ func TestHandedCallIsNeverCarriedTwice(t *testing.T) {
 	if err := holder.Fetch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	answer, err := log.Hand(hctx, holderTurns.ID(), late)
-	if err != nil {
-		t.Fatalf("the late hand got no answer: %v", err)
-	}
-	if len(answer) != 0 {
-		t.Errorf("the late hand was answered %q; want no revision", answer)
-	}
+	wantLateHandRefused(t, log, holderTurns.ID(), late)
 	if n := adds(t, log, "x"); n != 1 {
 		t.Fatalf("the call is in the log %d times; want 1", n)
 	}
@@ -442,19 +434,26 @@ func TestCallGivenUpOnCannotLandAfterItsWritersNextWrite(t *testing.T) {
 	if err := holder.Fetch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hctx, cancelHand := context.WithTimeout(ctx, time.Second)
-	defer cancelHand()
-	answer, err := log.Hand(hctx, holderTurns.ID(), late)
-	if err != nil {
-		t.Fatalf("the late hand got no answer: %v", err)
-	}
-	if len(answer) != 0 {
-		t.Errorf("the late hand was answered %q; want no revision", answer)
-	}
+	wantLateHandRefused(t, log, holderTurns.ID(), late)
 	if err := addMember(ctx, t, log, holder, "z", 0, ""); err != nil {
 		t.Fatal(err)
 	}
 	if n := adds(t, log, "x"); n != 0 {
 		t.Fatalf("the call given up on landed after its writer's next write (%d times)", n)
+	}
+}
+
+// wantLateHandRefused hands late to the writer named to, which has read
+// the entries that rule it out, and wants it answered with no revision.
+func wantLateHandRefused(t *testing.T, log *memlog.Log, to string, late []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	answer, err := log.Hand(ctx, to, late)
+	if err != nil {
+		t.Fatalf("the late hand got no answer: %v", err)
+	}
+	if len(answer) != 0 {
+		t.Errorf("the late hand was answered %q; want no revision", answer)
 	}
 }
