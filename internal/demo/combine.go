@@ -43,22 +43,11 @@ type CombiningWriter struct {
 }
 
 // PUTsPerEntry is the run's PUTs over its entries.
-func (c Combining) PUTsPerEntry() float64 {
-	if c.Entries == 0 {
-		return 0
-	}
-	return float64(c.PUTs) / float64(c.Entries)
-}
+func (c Combining) PUTsPerEntry() float64 { return ratio(c.PUTs, c.Entries) }
 
 // Worst is the writer whose PUT took the most tries.
 func (c Combining) Worst() CombiningWriter {
-	var worst CombiningWriter
-	for _, w := range c.Writers {
-		if w.MostTries > worst.MostTries {
-			worst = w
-		}
-	}
-	return worst
+	return mostTries(c.Writers, func(w CombiningWriter) int { return w.MostTries })
 }
 
 // combine: writers PUT their own keys back to back, combining as every

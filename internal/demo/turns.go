@@ -30,19 +30,29 @@ type WriterStats struct {
 }
 
 // TriesPerCommit is the side's tries over its commits.
-func (s Side) TriesPerCommit() float64 {
-	if s.Commits == 0 {
-		return 0
-	}
-	return float64(s.Tries) / float64(s.Commits)
-}
+func (s Side) TriesPerCommit() float64 { return ratio(s.Tries, s.Commits) }
 
 // Worst is the writer whose commit took the most tries.
 func (s Side) Worst() WriterStats {
-	var worst WriterStats
-	for _, w := range s.Writers {
-		if w.MostTries > worst.MostTries {
-			worst = w
+	return mostTries(s.Writers, func(w WriterStats) int { return w.MostTries })
+}
+
+// ratio is n over d, 0 when d is.
+func ratio(n, d int) float64 {
+	if d == 0 {
+		return 0
+	}
+	return float64(n) / float64(d)
+}
+
+// mostTries is the writer of ws with the most tries (the first such), or
+// the zero writer when none took any.
+func mostTries[W any](ws []W, tries func(W) int) W {
+	var worst W
+	most := 0
+	for _, w := range ws {
+		if t := tries(w); t > most {
+			worst, most = w, t
 		}
 	}
 	return worst
