@@ -21,6 +21,7 @@ type Proxy struct {
 	insert  atomic.Pointer[[2][]byte] // AfterServerSays's pattern and what follows it
 	dropped atomic.Int64              // bytes dropped while frozen
 	mu      sync.Mutex
+	drops   []byte // the last of what was dropped, ending at byte dropped
 	conns   []net.Conn
 	wg      sync.WaitGroup
 }
@@ -94,12 +95,44 @@ func (p *Proxy) Dropped() int64 { return p.dropped.Load() }
 // (Dropped): something was sent to the frozen server.
 func (p *Proxy) WaitForDrop(t testing.TB, before int64) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); p.Dropped() <= before; {
+	p.WaitForDropOf(t, before, "")
+}
+
+// WaitForDropOf waits until what the proxy has dropped after the first
+// before bytes holds pattern: that request, and not only some other one
+// (a client's own background read, say), reached the frozen server.
+func (p *Proxy) WaitForDropOf(t testing.TB, before int64, pattern string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !p.droppedSince(before, pattern); {
 		if time.Now().After(deadline) {
-			t.Fatal("nothing reached the frozen proxy within a minute")
+			t.Fatalf("%q did not reach the frozen proxy within a minute", pattern)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// maxDrops bounds what the proxy keeps of what it dropped.
+const maxDrops = 1 << 20
+
+func (p *Proxy) droppedSince(before int64, pattern string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	total := p.dropped.Load()
+	if total <= before {
+		return false
+	}
+	from := len(p.drops) - int(min(total-before, int64(len(p.drops))))
+	return bytes.Contains(p.drops[from:], []byte(pattern))
+}
+
+func (p *Proxy) drop(b []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.drops = append(p.drops, b...)
+	if len(p.drops) > maxDrops {
+		p.drops = append(p.drops[:0], p.drops[len(p.drops)-maxDrops/2:]...)
+	}
+	p.dropped.Add(int64(len(b)))
 }
 
 // Thaw closes the connections (what they carried while frozen is lost, so
@@ -152,7 +185,7 @@ func (p *Proxy) pipe(dst, src net.Conn, fromClient bool) {
 			p.frozen.Store(true)
 		}
 		if n > 0 && p.frozen.Load() {
-			p.dropped.Add(int64(n))
+			p.drop(buf[:n])
 		} else if n > 0 {
 			out := buf[:n]
 			if !fromClient {
