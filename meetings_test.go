@@ -205,23 +205,30 @@ func TestMeetings(t *testing.T) {
 		m.startWorker(fmt.Sprintf("w%d", i))
 	}
 	deadline := time.Now().Add(run)
-	// Other tests' processes may starve the workers: past the run's end
-	// it goes on, for up to a minute more, until the one worker never
+	// Other tests' processes may starve the workers: past its time, each
+	// incarnation goes on, for up to a minute more, until it has counted
+	// enough to show progress, and the run until the one worker never
 	// killed has counted in the new incarnation.
 	starved := deadline.Add(time.Minute)
-	events := []struct {
-		at time.Duration
-		do func()
-	}{
-		{run * 2 / 10, m.restartServer},
-		{run * 3 / 10, m.destroyAndRecreate},
-		{run * 7 / 10, m.restartServer},
+	progressed := func(epoch string) func() bool {
+		return func() bool { return m.acks(epoch) >= minProgress || time.Now().After(starved) }
 	}
-	for time.Now().Before(deadline) || !m.said("w0 ack e2 ") && time.Now().Before(starved) {
+	always := func() bool { return true }
+	events := []struct {
+		at    time.Duration
+		ready func() bool
+		do    func()
+	}{
+		{run * 2 / 10, always, m.restartServer},
+		{run * 3 / 10, progressed("e1"), m.destroyAndRecreate},
+		{run * 7 / 10, always, m.restartServer},
+	}
+	for time.Now().Before(deadline) || len(events) > 0 ||
+		!(m.said("w0 ack e2 ") && progressed("e2")()) && time.Now().Before(starved) {
 		time.Sleep(1200 * time.Millisecond)
 		m.killAndRestartWorker()
 		elapsed := run - time.Until(deadline)
-		for len(events) > 0 && elapsed >= events[0].at {
+		for len(events) > 0 && elapsed >= events[0].at && events[0].ready() {
 			events[0].do()
 			events = events[1:]
 		}
@@ -238,6 +245,23 @@ func TestMeetings(t *testing.T) {
 	if !m.said("w0 ack e2 ") {
 		t.Error("w0, alive across the destroy, acknowledged no increment of the new incarnation")
 	}
+}
+
+// minProgress is how many increments an incarnation must count: fewer,
+// and the workers made no real progress.
+const minProgress = 20
+
+// acks is how many increments of epoch were acknowledged.
+func (m *meetings) acks(epoch string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, line := range m.lines {
+		if f := strings.Fields(line); len(f) == 4 && f[1] == "ack" && f[2] == epoch {
+			n++
+		}
+	}
+	return n
 }
 
 func (m *meetings) said(prefix string) bool {
@@ -469,7 +493,7 @@ func (m *meetings) check(epoch, final string) {
 		m.t.Errorf("incarnation %s: %d increments no one acknowledged, but only %d unknown outcomes were reported and %d could have been in flight in killed workers",
 			epoch, gaps, unknown, inFlight)
 	}
-	if total < 20 {
+	if total < minProgress {
 		m.t.Errorf("incarnation %s: only %d increments: the workers made no real progress", epoch, total)
 	}
 }
