@@ -34,6 +34,10 @@ func (f *rootFlags) register(cmd *cobra.Command) {
 	fl.BoolVarP(&f.stopOnError, "stop-on-error", "e", false, "a script stops at its first failed line, exit status 1 (as sh -e)")
 	fl.IntVar(&f.replicas, "replicas", 0, "replicas of a config's stream when this creates it (default: 1 on a standalone server, 3 on a cluster)")
 	fl.StringVar(&f.writer, "writer", defaultWriter(), "the `NAME` others see on this process's changes (LOG, follow mode)")
+	policy := sharedconfig.DefaultCompaction()
+	fl.UintVar(&f.compaction.Removes, "compact-removes", policy.Removes, "compact after every `N`th REMOVE by this process, as the original does (0: never; see docs/consistency.md, Compaction policy)")
+	fl.BoolVar(&f.compaction.OnClear, "compact-on-clear", policy.OnClear, "compact after every CLEAR by this process, as the original does")
+	fl.Uint64Var(&f.compaction.MaxEntries, "compact-entries", policy.MaxEntries, "compact when the history since the last snapshot reaches `N` entries (0: never)")
 	fl.BoolVar(&f.noCache, "no-cache", false, "read the whole config from the server and keep no copy in the user's cache directory (also "+noCacheEnv+"=1)")
 	f.conn.register(cmd)
 	f.source.register(cmd)
@@ -267,7 +271,7 @@ func (f *rootFlags) openOn(cmd *cobra.Command, nc *nats.Conn, via string) (*sess
 	shell.Store(sh)
 	s := &session{nc: nc, log: log, sh: sh, due: due, stopped: cmd.Context().Done()}
 	s.cfg, err = f.openConfig(openCtx, s, sharedconfig.Options{
-		Compaction:       true,
+		CompactionPolicy: &f.compaction,
 		CompactionFailed: sh.CompactionFailed,
 		Trace:            sh.Attempt,
 		CatchingUp:       catchUpProgress(cmd.ErrOrStderr()),

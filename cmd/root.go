@@ -36,6 +36,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/sharedconfig/sharedconfig/repl"
+	"github.com/sharedconfig/sharedconfig/sharedconfig"
 )
 
 // Exit statuses.
@@ -189,6 +190,7 @@ type rootFlags struct {
 	noHistory   bool
 	trace       bool
 	combine     bool
+	compaction  sharedconfig.CompactionPolicy
 	revisions   bool
 	stopOnError bool
 	// missingKeyFails: a GET of an undefined key fails (the one-shot get).

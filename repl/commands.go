@@ -620,6 +620,7 @@ func runStatus(ctx context.Context, sh *Shell, _ []string) reply {
 		say("Server:    %s", sh.server()),
 		say("Revision:  %d local, %d in the stream (%d behind)", st.Revision, st.LastRevision, max(lag, 0)),
 		say("History:   %s since the last compaction", Counted(st.EntriesSinceCompaction, "entry", "entries")),
+		say("Compacts:  %s", describeCompaction(st.Compaction)),
 		say("State:     %s, %s of keys and values", Counted(st.Properties, "property", "properties"), Counted(st.Bytes, "byte", "bytes")),
 		say("Follow:    %s", yesNo(on)),
 		say("Watch:     %s", watched),
@@ -630,18 +631,57 @@ func runStatus(ctx context.Context, sh *Shell, _ []string) reply {
 		"scope": sh.scope, "name": sh.name, "stream": sh.cfg.Log().Name(), "replicas": replicas, "server": sh.server(),
 		"local_revision": st.Revision, "stream_revision": st.LastRevision, "lag": max(lag, 0),
 		"entries_since_compaction": st.EntriesSinceCompaction, "properties": st.Properties, "bytes": st.Bytes,
-		"follow": on, "watching": on, "watch_prefix": prefix, "trace": sh.tracing.Load(), "pid": os.Getpid(),
+		"compaction": fields{"removes": st.Compaction.Removes, "on_clear": st.Compaction.OnClear, "max_entries": st.Compaction.MaxEntries},
+		"follow":     on, "watching": on, "watch_prefix": prefix, "trace": sh.tracing.Load(), "pid": os.Getpid(),
 	}
 	if gone := sh.cfg.StateGone(); gone != nil {
 		// Nothing local to count: say so rather than show an empty state.
 		r.lines[3] = say("Revision:  none local, %d in the stream", st.LastRevision)
-		r.lines[5] = say("State:     unknown (purged by hand: see REFRESH)")
+		r.lines[6] = say("State:     unknown (purged by hand: see REFRESH)")
 		for _, k := range []string{"local_revision", "lag", "properties", "bytes"} {
 			delete(r.result, k)
 		}
 		r.result["state_unknown"] = true
 	}
 	return r
+}
+
+// describeCompaction says when this process compacts by itself (each
+// process by its own policy).
+func describeCompaction(p sharedconfig.CompactionPolicy) string {
+	var rules []string
+	if p.MaxEntries > 0 {
+		rules = append(rules, fmt.Sprintf("at %s of history", Counted(p.MaxEntries, "entry", "entries")))
+	}
+	switch p.Removes {
+	case 0:
+	case 1:
+		rules = append(rules, "after every REMOVE")
+	default:
+		rules = append(rules, fmt.Sprintf("after every %s REMOVE", ordinal(p.Removes)))
+	}
+	if p.OnClear {
+		rules = append(rules, "after every CLEAR")
+	}
+	if len(rules) == 0 {
+		return "only on COMPACT"
+	}
+	return strings.Join(rules, ", ")
+}
+
+// ordinal is n written as 2nd, 3rd, 5th, 11th, 21st.
+func ordinal(n uint) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
 }
 
 func runCompact(ctx context.Context, sh *Shell, _ []string) reply {

@@ -175,7 +175,8 @@ func TestCompactionWaitsForAQuietMomentAfterCarriedCalls(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t)
-	a := e.open(sharedconfig.CompactAt(sharedconfig.Options{Combining: true, CompactionFailed: func(err error) { t.Log(err) }}, 10))
+	a := e.open(sharedconfig.Options{Combining: true, CompactionFailed: func(err error) { t.Log(err) },
+		CompactionPolicy: &sharedconfig.CompactionPolicy{MaxEntries: 10}})
 	b := e.open(sharedconfig.Options{})
 	first := func() uint64 {
 		info, err := a.Log().(*jetstream.Log).Stream().Info(ctx)

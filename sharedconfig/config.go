@@ -40,33 +40,35 @@ import (
 	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
-// compactionPolicy says when a process writes a snapshot and drops the
-// history before it.
-type compactionPolicy struct {
-	// removes: compact after this many Remove calls by this process,
-	// conditional or not, whether or not they removed anything. 0 turns
-	// the rule off.
-	removes int
-	// onClear: compact after every Clear.
-	onClear bool
-	// maxEntries: compact when the history since the last snapshot reaches
-	// this many entries. 0 turns the rule off.
-	maxEntries uint64
+// CompactionPolicy says when a process writes a snapshot and drops the
+// history before it. A zero rule is off.
+type CompactionPolicy struct {
+	// Removes: compact after this many Remove calls by this process,
+	// conditional or not, whether or not they removed anything.
+	Removes uint
+	// OnClear: compact after every Clear.
+	OnClear bool
+	// MaxEntries: compact when the history since the last snapshot
+	// reaches this many entries.
+	MaxEntries uint64
 }
 
-// originalCompaction is the original's policy plus a bound on the history,
-// so that a put-only workload cannot grow it without bound.
-var originalCompaction = compactionPolicy{removes: 5, onClear: true, maxEntries: 1000}
+// DefaultCompaction is the original's policy (every 5th Remove, every
+// Clear) plus a bound on the history, so that a put-only workload cannot
+// grow it without bound.
+func DefaultCompaction() CompactionPolicy {
+	return CompactionPolicy{Removes: 5, OnClear: true, MaxEntries: 1000}
+}
 
 // Options configure Open.
 type Options struct {
-	// Compaction: compact as the original does, after every 5th Remove by
-	// this process and after every Clear, and whenever the history since
-	// the last snapshot reaches 1,000 entries. Without it, the config is
-	// compacted only by Compact.
+	// Compaction: compact by DefaultCompaction, as the original does.
+	// Without it or CompactionPolicy, the config is compacted only by
+	// Compact.
 	Compaction bool
-	// policy, if set (by tests), replaces the one Compaction picks.
-	policy *compactionPolicy
+	// CompactionPolicy, if set, is the policy, in place of the one
+	// Compaction picks.
+	CompactionPolicy *CompactionPolicy
 	// CompactionFailed, if set, hears of compactions that failed. A failed
 	// compaction loses nothing (the history just stays longer) and does not
 	// fail the operation that triggered it.
@@ -110,7 +112,7 @@ type Config struct {
 	sync   *statesync.Synchronizer[State]
 	log    statesync.Log
 	opts   Options
-	policy compactionPolicy
+	policy CompactionPolicy
 	turns  *turns.Manager // the synchronizer's
 
 	mu          sync.Mutex
@@ -142,12 +144,12 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	}
 	c := &Config{log: log, opts: o, leases: newLeaseClient(o.Holder)}
 	switch {
-	case o.policy != nil:
-		c.policy = *o.policy
+	case o.CompactionPolicy != nil:
+		c.policy = *o.CompactionPolicy
 	case o.Compaction:
-		c.policy = originalCompaction
+		c.policy = DefaultCompaction()
 	}
-	c.removesLeft = c.policy.removes
+	c.removesLeft = int(c.policy.Removes)
 	syncOpts = append(syncOpts, statesync.WithApplied(c.applied), statesync.WithBatch(State.applyAll), statesync.WithDropped(c.leases.dropAll))
 	c.turns = turns.New(turns.Options{FromFirstWrite: o.MostlyReads, Trust: o.TurnsTrust})
 	syncOpts = append(syncOpts, statesync.WithTurns(c.turns))
@@ -286,10 +288,10 @@ func (c *Config) compactIfDue(ctx context.Context) {
 // stopped process) reads it late; a later write compacts in its place.
 func (c *Config) compactionDue() bool {
 	n := c.sync.EntriesSinceCompaction()
-	if c.policy.maxEntries == 0 || n < c.policy.maxEntries {
+	if c.policy.MaxEntries == 0 || n < c.policy.MaxEntries {
 		return false
 	}
-	return n >= 4*c.policy.maxEntries || time.Since(c.sync.LastCarried()) >= carriedQuiet
+	return n >= 4*c.policy.MaxEntries || time.Since(c.sync.LastCarried()) >= carriedQuiet
 }
 
 // carriedQuiet is how long compactIfDue waits after an entry that carries
@@ -299,7 +301,7 @@ const carriedQuiet = time.Second
 // compact compacts for the policy, while due (if not nil) says so.
 func (c *Config) compact(ctx context.Context, due func() bool) {
 	c.mu.Lock()
-	c.removesLeft = c.policy.removes
+	c.removesLeft = int(c.policy.Removes)
 	c.mu.Unlock()
 	err := c.sync.CompactIf(ctx, snapshotOf, due)
 	if err != nil && c.opts.CompactionFailed != nil {
@@ -307,9 +309,9 @@ func (c *Config) compact(ctx context.Context, due func() bool) {
 	}
 }
 
-// countRemove applies the original's rule: every fifth remove compacts.
+// countRemove applies the rule on removes: every Removes-th compacts.
 func (c *Config) countRemove(ctx context.Context) {
-	if c.policy.removes <= 0 {
+	if c.policy.Removes == 0 {
 		return
 	}
 	c.mu.Lock()
@@ -351,7 +353,7 @@ func (c *Config) Clear(ctx context.Context) (removed int, err error) {
 		}
 		return updates{clearUpdate{}}, s.Len()
 	})
-	if err == nil && c.policy.onClear {
+	if err == nil && c.policy.OnClear {
 		c.compact(ctx, nil)
 	}
 	return removed, err

@@ -345,7 +345,7 @@ func TestCompactionPolicy(t *testing.T) {
 		t.Fatalf("entries after Clear = %d, want 0 (compacted)", n)
 	}
 
-	bounded := e.open(sharedconfig.CompactAt(sharedconfig.Options{}, 10))
+	bounded := e.open(sharedconfig.Options{CompactionPolicy: &sharedconfig.CompactionPolicy{MaxEntries: 10}})
 	for i := range 25 {
 		put(t, bounded, "k", fmt.Sprint(i))
 		if n := sharedconfig.EntriesSinceCompaction(bounded); n >= 10 {
@@ -408,6 +408,30 @@ func incrementEach(t *testing.T, wg *sync.WaitGroup, s *statesync.Synchronizer[e
 			}
 		}
 	})
+}
+
+// Each rule of the policy is the caller's: here every second remove
+// compacts, a clear does not, and neither does any number of puts.
+func TestCompactionPolicyConfigured(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	c := e.open(sharedconfig.Options{CompactionPolicy: &sharedconfig.CompactionPolicy{Removes: 2}})
+	for i := range 30 {
+		put(t, c, fmt.Sprint(i), "v")
+	}
+	written(t)(c.Remove(ctx, "0"))
+	if n := sharedconfig.EntriesSinceCompaction(c); n != 31 {
+		t.Fatalf("entries after 30 puts and a remove = %d, want 31", n)
+	}
+	written(t)(c.Remove(ctx, "1"))
+	if n := sharedconfig.EntriesSinceCompaction(c); n != 0 {
+		t.Fatalf("entries after the second remove = %d, want 0 (compacted)", n)
+	}
+	put(t, c, "x", "v")
+	must[int](t)(c.Clear(ctx))
+	if n := sharedconfig.EntriesSinceCompaction(c); n != 2 {
+		t.Fatalf("entries after a put and a clear = %d, want 2 (a clear does not compact)", n)
+	}
 }
 
 func TestCompactionRacingWriters(t *testing.T) {

@@ -343,13 +343,15 @@ type Status struct {
 	EntriesSinceCompaction uint64
 	Properties             int
 	Bytes                  int // of keys and values
+	// Compaction is the policy this process compacts by.
+	Compaction CompactionPolicy
 }
 
 // Status reads the log's last revision and describes the local copy.
 func (c *Config) Status(ctx context.Context) (Status, error) {
 	state := c.State()
 	rev, _ := c.Revision() // with no state there too (a purge)
-	st := Status{Revision: rev, EntriesSinceCompaction: c.entriesSinceCompaction()}
+	st := Status{Revision: rev, EntriesSinceCompaction: c.entriesSinceCompaction(), Compaction: c.policy}
 	st.Properties = state.Len()
 	for k, p := range state.All() {
 		st.Bytes += len(k) + len(p.Value)

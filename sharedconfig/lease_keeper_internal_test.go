@@ -100,7 +100,7 @@ func (l stuckCompactions) CompactAfter(ctx context.Context, last statesync.Posit
 func TestKeeperRefreshDoesNotWaitForACompaction(t *testing.T) {
 	ctx := context.Background()
 	log := stuckCompactions{memlog.New("keeper"), &atomic.Bool{}}
-	c, err := Open(ctx, log, CompactAt(Options{Holder: "a"}, 1))
+	c, err := Open(ctx, log, Options{Holder: "a", CompactionPolicy: &CompactionPolicy{MaxEntries: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,13 +14,6 @@ func Watched(s State, name string) bool {
 	return r.watched
 }
 
-// CompactAt is o with a policy that compacts only when the history since
-// the last snapshot reaches maxEntries.
-func CompactAt(o Options, maxEntries uint64) Options {
-	o.policy = &compactionPolicy{maxEntries: maxEntries}
-	return o
-}
-
 // EntriesSinceCompaction is the history a new reader of c would replay.
 func (c *Config) EntriesSinceCompaction() uint64 { return c.sync.EntriesSinceCompaction() }
 
