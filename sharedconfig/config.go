@@ -150,7 +150,8 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 		c.policy = DefaultCompaction()
 	}
 	c.removesLeft = int(c.policy.Removes)
-	syncOpts = append(syncOpts, statesync.WithApplied(c.applied), statesync.WithBatch(State.applyAll), statesync.WithDropped(c.leases.dropAll))
+	syncOpts = append(syncOpts, statesync.WithApplied(c.applied), statesync.WithBatch(State.applyAll), statesync.WithDropped(c.leases.dropAll),
+		statesync.WithRecreate[State](snapshotUpdate{State{}}))
 	c.turns = turns.New(turns.Options{FromFirstWrite: o.MostlyReads, Trust: o.TurnsTrust})
 	syncOpts = append(syncOpts, statesync.WithTurns(c.turns))
 	if o.Combining {

@@ -190,6 +190,10 @@ func (s *Synchronizer[S]) lead(self *request[S]) {
 func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 	ctx, stop := batchContext(batch)
 	defer stop()
+	if err := s.recreateLocked(ctx, batch); err != nil {
+		s.endLocked(batch, ctx, 0, err, s.localAfter)
+		return
+	}
 	b := &batchTry[S]{s: s, members: batch}
 	var handing *turns.Handing
 	if len(batch) == 1 {
@@ -228,8 +232,24 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 			s.runBatchLocked([]*request[S]{m})
 		}
 		return
+	case len(members) > 1 && errors.Is(err, ErrDeleted) && s.local.Load().dropped && s.recreate != nil:
+		// The first call found the log deleted: the calls after it run as
+		// they would after its answer, on the log created again. (One that
+		// found it created again leaves its batch nothing to write on: see
+		// TestBatchThatFindsTheLogGoneWritesNothing.)
+		s.endLocked(members[:1], ctx, lost, err, s.localAfter)
+		s.runBatchLocked(members[1:])
+		return
 	}
-	after := s.afterEach(members, b.base, b.updates, b.ends, b.attempt.Revision, b.theirs)
+	s.endLocked(members, ctx, lost, err, s.afterEach(members, b.base, b.updates, b.ends, b.attempt.Revision, b.theirs))
+}
+
+// localAfter is the local copy, as the state after any member's updates.
+func (s *Synchronizer[S]) localAfter(int) revisioned[S] { return s.local.Load().revisioned }
+
+// endLocked gives each member its outcome, err (the batch's), and the state
+// after(i) just after its updates.
+func (s *Synchronizer[S]) endLocked(members []*request[S], ctx context.Context, lost int, err error, after func(i int) revisioned[S]) {
 	for i, m := range members {
 		m.err = memberError(m, ctx, lost, err)
 		if m.op != nil {
@@ -238,6 +258,18 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 		m.after = after(i)
 		close(m.done)
 	}
+}
+
+// recreateLocked creates the log again (WithRecreate) for a batch whose
+// copy was dropped, by the call before it, which found the log deleted
+// while the batch's calls waited behind it and said so: they are the
+// writes after that answer. A batch that only carries others' calls
+// creates nothing.
+func (s *Synchronizer[S]) recreateLocked(ctx context.Context, batch []*request[S]) error {
+	if s.recreate == nil || !s.local.Load().dropped || batch[0].carryOnly {
+		return nil
+	}
+	return s.initializeLocked(ctx, s.recreate)
 }
 
 // batchTry is a batch's tries, and what the last one did.

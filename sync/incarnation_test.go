@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,6 +221,124 @@ func TestBatchThatFindsTheLogGoneWritesNothing(t *testing.T) {
 			}
 			if last, err := logtest.LastRevision(log, ctx); err != nil || last != tc.last {
 				t.Fatalf("the log ends at %d (%v) after the batch, want %d: the batch wrote into it", last, err, tc.last)
+			}
+		})
+	}
+}
+
+// deletableLog is a gateLog that can be deleted, as a JetStream stream
+// is: every call then fails with ErrDeleted, except a snapshot at the start
+// of an empty log (what Initialize writes), which creates it again.
+type deletableLog struct {
+	*gateLog
+	deleted atomic.Bool
+}
+
+func (l *deletableLog) Delete() {
+	l.Recreate()
+	l.deleted.Store(true)
+}
+
+func (l *deletableLog) gone() error {
+	if l.deleted.Load() {
+		return fmt.Errorf("%s: %w", l.Name(), statesync.ErrDeleted)
+	}
+	return nil
+}
+
+func (l *deletableLog) AppendAfter(ctx context.Context, last statesync.Position, data []byte) (statesync.Position, error) {
+	l.beforeAppend()
+	if err := l.gone(); err != nil {
+		return statesync.Position{}, err
+	}
+	return l.Log.AppendAfter(ctx, last, data)
+}
+
+func (l *deletableLog) CompactAfter(ctx context.Context, last statesync.Position, snapshot []byte) (statesync.Position, error) {
+	if last.Revision == 0 && last.ID == "" {
+		l.deleted.Store(false)
+	}
+	if err := l.gone(); err != nil {
+		return statesync.Position{}, err
+	}
+	return l.Log.CompactAfter(ctx, last, snapshot)
+}
+
+func (l *deletableLog) ReadAfter(ctx context.Context, after statesync.Position, upTo uint64, fn func(statesync.Entry) error) error {
+	if err := l.gone(); err != nil {
+		return err
+	}
+	return l.Log.ReadAfter(ctx, after, upTo, fn)
+}
+
+func (l *deletableLog) LastPosition(ctx context.Context) (statesync.Position, error) {
+	if err := l.gone(); err != nil {
+		return statesync.Position{}, err
+	}
+	return l.Log.LastPosition(ctx)
+}
+
+// A log deleted while writes wait behind the one that finds it: that one
+// says so, and writes nothing; those behind it, in its batch or the next,
+// are the writes after its answer, which create the log again
+// (WithRecreate) and land there in order, as they would had they started
+// after it. Without WithRecreate they say so too.
+func TestWritesBehindTheOneThatFoundTheLogDeletedCreateItAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		sameBatch bool // the finder shares its batch with the calls behind it
+		recreate  bool
+	}{
+		{"next batch", false, true},
+		{"same batch", true, true},
+		{"without WithRecreate", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			log := &deletableLog{gateLog: newGateLog()}
+			var opts []statesync.Option
+			if tc.recreate {
+				opts = append(opts, statesync.WithRecreate[counter](start(0)))
+			}
+			s := newCounter(t, log, opts...)
+			log.gated.Store(true)
+			first := make(chan error, 1)
+			go func() {
+				_, err := increment(ctx, s)
+				first <- err
+			}()
+			<-log.entered
+			finder := first // the call whose append finds the log deleted
+			b := queue(t, ctx, s, adding(10))
+			c := queue(t, ctx, s, adding(100))
+			want := int64(110)
+			if tc.sameBatch {
+				log.gated.Store(true) // b and c's append is held in turn
+				log.release <- struct{}{}
+				if err := <-first; err != nil {
+					t.Fatal(err)
+				}
+				<-log.entered
+				finder = make(chan error, 1)
+				go func() { <-b.done; finder <- b.err }()
+				want = 100
+			}
+			log.Delete()
+			log.release <- struct{}{}
+			if err := <-finder; !errors.Is(err, statesync.ErrDeleted) {
+				t.Fatalf("the call that found the log deleted got %v, want ErrDeleted", err)
+			}
+			<-b.done
+			<-c.done
+			switch {
+			case !tc.recreate:
+				if !errors.Is(b.err, statesync.ErrDeleted) || !errors.Is(c.err, statesync.ErrDeleted) {
+					t.Errorf("the calls behind got %v and %v, want ErrDeleted", b.err, c.err)
+				}
+			case !tc.sameBatch && b.err != nil || c.err != nil:
+				t.Errorf("the calls behind the one that found the log deleted got %v and %v, want them to create it again", b.err, c.err)
+			case value(t, s) != counter(want):
+				t.Errorf("the log created again holds %d, want %d", value(t, s), want)
 			}
 		})
 	}

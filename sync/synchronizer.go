@@ -25,6 +25,7 @@ type Synchronizer[S any] struct {
 	progress func(done, total uint64)
 	batch    func(s S, updates []Update[S], revisions []uint64) S // WithBatch, or nil
 	dropped  func()                                               // WithDropped, or nil
+	recreate InitialUpdate[S]                                     // WithRecreate, or nil
 
 	mu    sync.Mutex // serialises Fetch, UpdateState's batches, Initialize and Compact
 	local atomic.Pointer[local[S]]
@@ -131,6 +132,7 @@ type options struct {
 	progress func(done, total uint64)
 	turns    *turns.Manager
 	dropped  func()
+	recreate any // InitialUpdate[S] for the synchronizer's S
 	combine  bool
 }
 
@@ -174,6 +176,17 @@ func WithCombining() Option { return func(o *options) { o.combine = true } }
 // lock is held: it must not call back into it.
 func WithDropped(fn func()) Option { return func(o *options) { o.dropped = fn } }
 
+// WithRecreate makes init what writes create the log with again when it
+// was deleted while they waited behind the call that found it: that call
+// reports ErrDeleted and drops the copy, and the writes queued behind it
+// (in its batch, or after it) run, in order, on the log created again, as
+// they would have had they started after its answer. Without it they
+// report ErrDeleted too, and the next Initialize creates the log again. S
+// must be the synchronizer's state type: New panics otherwise.
+func WithRecreate[S any](init InitialUpdate[S]) Option {
+	return func(o *options) { o.recreate = init }
+}
+
 // WithBatch makes applyAll the way a catch-up applies a run of updates,
 // for a state that can apply them at once faster than one at a time (say,
 // by keeping only the last write to each key). revisions[i] is the revision
@@ -190,10 +203,11 @@ func WithBatch[S any](applyAll func(s S, updates []Update[S], revisions []uint64
 // New returns a synchronizer over log. Its state is empty and uninitialized
 // until Initialize or Fetch loads it.
 //
-// New panics if a WithApplied or WithBatch option was made for another
-// state type than S: that is a mistake in the program, which would
-// otherwise leave the watcher silently unheard (or the batching unused), and
-// it shows on the first run of any test that builds the synchronizer.
+// New panics if a WithApplied, WithBatch or WithRecreate option was made
+// for another state type than S: that is a mistake in the program, which
+// would otherwise leave the watcher silently unheard (or the batching
+// unused), and it shows on the first run of any test that builds the
+// synchronizer.
 // (Option is not generic, so that WithTrace and WithProgress need no type
 // argument; the price is this check at run time.)
 func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
@@ -211,6 +225,7 @@ func New[S any](log Log, codec Codec[S], opts ...Option) *Synchronizer[S] {
 	}
 	s.applied = optionFor[func(Applied[S])]("WithApplied", o.applied)
 	s.batch = optionFor[func(S, []Update[S], []uint64) S]("WithBatch", o.batch)
+	s.recreate = optionFor[InitialUpdate[S]]("WithRecreate", o.recreate)
 	s.local.Store(&local[S]{})
 	return s
 }
@@ -833,6 +848,10 @@ func (s *Synchronizer[S]) forgetOwnLocked(at Position) {
 func (s *Synchronizer[S]) Initialize(ctx context.Context, init InitialUpdate[S]) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.initializeLocked(ctx, init)
+}
+
+func (s *Synchronizer[S]) initializeLocked(ctx context.Context, init InitialUpdate[S]) error {
 	s.listenEarlyLocked()
 	if s.local.Load().initialized {
 		return nil
