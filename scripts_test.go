@@ -20,6 +20,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/sharedconfig/sharedconfig/internal/localserver"
+	"github.com/sharedconfig/sharedconfig/jetstream"
 )
 
 // TestScripts runs testdata/script/*.txtar. Each script gets its own server,
@@ -57,6 +58,7 @@ func TestScripts(t *testing.T) {
 			"publish":     scriptPublish,
 			"bigjson":     bigJSON,
 			"smallserver": smallServer,
+			"stream":      scriptStream,
 		},
 	})
 }
@@ -274,6 +276,49 @@ func endShell(ts *testscript.TestScript, neg bool, args []string, word string, e
 	if got := sh.cmd.ProcessState.ExitCode(); got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[0], got, want)
 	}
+}
+
+// stream SCOPE NAME SETTING [empty]: creates the stream of config
+// SCOPE/NAME as sharedconfig would but for one setting (memory, maxage,
+// subjects), as another program could; then, unless empty, stores one
+// message in it.
+func scriptStream(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 || len(args) > 4 || len(args) == 4 && args[3] != "empty" {
+		ts.Fatalf("usage: stream SCOPE NAME memory|maxage|subjects [empty]")
+	}
+	scope, name := args[0], args[1]
+	subject := jetstream.Subject(scope, name)
+	cfg := natsjs.StreamConfig{
+		Name:        jetstream.StreamName(scope, name),
+		Subjects:    []string{subject},
+		Storage:     natsjs.FileStorage,
+		DenyDelete:  true,
+		AllowRollup: true,
+		Duplicates:  2 * time.Minute,
+		AllowDirect: true,
+	}
+	switch args[2] {
+	case "memory":
+		cfg.Storage = natsjs.MemoryStorage
+	case "maxage":
+		cfg.MaxAge = time.Hour
+	case "subjects":
+		cfg.Subjects = append(cfg.Subjects, subject+".more")
+	default:
+		ts.Fatalf("stream: unknown setting %q", args[2])
+	}
+	nc, err := nats.Connect(ts.Getenv("NATS_URL"))
+	ts.Check(err)
+	defer nc.Close()
+	js, err := natsjs.New(nc)
+	ts.Check(err)
+	_, err = js.CreateStream(context.Background(), cfg)
+	ts.Check(err)
+	if len(args) == 4 {
+		return
+	}
+	_, err = js.Publish(context.Background(), subject, []byte("not an entry"))
+	ts.Check(err)
 }
 
 // publish SUBJECT BODY [HEADER=VALUE...]: stores one message in the stream
