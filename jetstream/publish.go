@@ -252,7 +252,7 @@ func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *n
 	}
 	wait := retryWait
 	for {
-		attempt, cancel := context.WithTimeout(tries, attemptTimeout)
+		attempt, cancel := context.WithTimeout(tries, attemptTime(tries))
 		ack, err := l.publish(attempt, msg, opts...)
 		err = refusedOr(attempt, err)
 		cancel()
@@ -303,6 +303,18 @@ const (
 	// was cancelled.
 	settleTimeout = 2 * time.Second
 )
+
+// attemptTime bounds one try of a publish under ctx: attemptTimeout, but
+// at most half of what is left, so that after a try nobody answered there
+// is time to look why and try again. (A subscriber to the subject, such as
+// a follower's own, takes a publish that no stream stores, so a deleted
+// stream is silent rather than refused at once.)
+func attemptTime(ctx context.Context) time.Duration {
+	if deadline, ok := ctx.Deadline(); ok {
+		return min(attemptTimeout, time.Until(deadline)/2)
+	}
+	return attemptTimeout
+}
 
 // triesContext is ctx for the tries of a publish: they stop short of
 // ctx's deadline, to leave settle time for its look before it (a share of
