@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/sharedconfig/sharedconfig/internal/localserver"
+	"github.com/sharedconfig/sharedconfig/jetstream"
 )
 
 // TestScripts runs testdata/script/*.txtar. Each script gets its own server,
@@ -57,6 +59,7 @@ func TestScripts(t *testing.T) {
 			"publish":     scriptPublish,
 			"bigjson":     bigJSON,
 			"smallserver": smallServer,
+			"stream":      scriptStream,
 		},
 	})
 }
@@ -144,7 +147,8 @@ func waitPort(ts *testscript.TestScript, neg bool, args []string) {
 //	repl NAME ARGS...   start sharedconfig ARGS with a pipe for its stdin
 //	send NAME LINE      type LINE into it
 //	expect NAME TEXT    wait until it prints a line containing TEXT
-//	close NAME [CODE]   end its input and wait for it to exit with CODE (0)
+//	close NAME [CODE]   end its input and wait for it to exit with CODE (0;
+//	                    0|1 takes either)
 //	term NAME [CODE]    send it SIGTERM and wait likewise
 //
 // close and term leave all it printed in NAME.out.
@@ -252,17 +256,21 @@ func scriptTerm(ts *testscript.TestScript, neg bool, args []string) {
 // endShell serves "close" and "term": it ends the shell named args[0] as
 // end says, reads all it prints until it exits (so that it can finish
 // writing), leaves that in NAME.out and checks its exit status (args[1],
-// default 0).
+// default 0; "0|1" takes either, for a script whose lines may or may not
+// fail as a race goes).
 func endShell(ts *testscript.TestScript, neg bool, args []string, word string, end func(*scriptShell)) {
 	if neg || len(args) < 1 || len(args) > 2 {
-		ts.Fatalf("usage: %s NAME [EXIT-CODE]", word)
+		ts.Fatalf("usage: %s NAME [EXIT-CODE[|EXIT-CODE...]]", word)
 	}
 	sh := shellNamed(ts, args[0])
-	want := 0
+	want, wanted := []int{0}, "0"
 	if len(args) == 2 {
-		var err error
-		want, err = strconv.Atoi(args[1])
-		ts.Check(err)
+		want, wanted = nil, args[1]
+		for code := range strings.SplitSeq(wanted, "|") {
+			n, err := strconv.Atoi(code)
+			ts.Check(err)
+			want = append(want, n)
+		}
 	}
 	end(sh)
 	for line := range sh.lines {
@@ -271,9 +279,52 @@ func endShell(ts *testscript.TestScript, neg bool, args []string, word string, e
 	}
 	sh.cmd.Wait()
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]+".out"), []byte(strings.Join(sh.seen, "\n")+"\n"), 0o644))
-	if got := sh.cmd.ProcessState.ExitCode(); got != want {
-		ts.Fatalf("%s exited with status %d, want %d", args[0], got, want)
+	if got := sh.cmd.ProcessState.ExitCode(); !slices.Contains(want, got) {
+		ts.Fatalf("%s exited with status %d, want %s", args[0], got, wanted)
 	}
+}
+
+// stream SCOPE NAME SETTING [empty]: creates the stream of config
+// SCOPE/NAME as sharedconfig would but for one setting (memory, maxage,
+// subjects), as another program could; then, unless empty, stores one
+// message in it.
+func scriptStream(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 || len(args) > 4 || len(args) == 4 && args[3] != "empty" {
+		ts.Fatalf("usage: stream SCOPE NAME memory|maxage|subjects [empty]")
+	}
+	scope, name := args[0], args[1]
+	subject := jetstream.Subject(scope, name)
+	cfg := natsjs.StreamConfig{
+		Name:        jetstream.StreamName(scope, name),
+		Subjects:    []string{subject},
+		Storage:     natsjs.FileStorage,
+		DenyDelete:  true,
+		AllowRollup: true,
+		Duplicates:  2 * time.Minute,
+		AllowDirect: true,
+	}
+	switch args[2] {
+	case "memory":
+		cfg.Storage = natsjs.MemoryStorage
+	case "maxage":
+		cfg.MaxAge = time.Hour
+	case "subjects":
+		cfg.Subjects = append(cfg.Subjects, subject+".more")
+	default:
+		ts.Fatalf("stream: unknown setting %q", args[2])
+	}
+	nc, err := nats.Connect(ts.Getenv("NATS_URL"))
+	ts.Check(err)
+	defer nc.Close()
+	js, err := natsjs.New(nc)
+	ts.Check(err)
+	_, err = js.CreateStream(context.Background(), cfg)
+	ts.Check(err)
+	if len(args) == 4 {
+		return
+	}
+	_, err = js.Publish(context.Background(), subject, []byte("not an entry"))
+	ts.Check(err)
 }
 
 // publish SUBJECT BODY [HEADER=VALUE...]: stores one message in the stream

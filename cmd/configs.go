@@ -111,9 +111,12 @@ func listCommandFunc(cmd *cobra.Command, f *rootFlags) error {
 		rows = append(rows, []string{c.Scope, c.Name, note, strconv.FormatUint(c.LastRevision, 10), last})
 		item := map[string]any{"scope": c.Scope, "name": c.Name, "stream": c.Stream, "revision": c.LastRevision,
 			"entries": c.Entries, "bytes": c.Bytes, "replicas": c.Replicas}
-		switch {
-		case c.LastRevision == 0: // no entry has a revision 0
+		if c.LastRevision == 0 { // no entry has a revision 0
 			delete(item, "revision")
+		}
+		switch {
+		case c.Unusable != "": // the error says it all
+		case c.LastRevision == 0:
 			item["note"] = "no entries: created, never written"
 		case c.Entries == 0:
 			item["note"] = "no entries: purged by hand (a write starts it afresh, empty)"
@@ -157,6 +160,11 @@ func listed(cmd *cobra.Command, f *rootFlags, configs []jetstream.ConfigInfo) ([
 // countProperties reads a config to count its properties; a config that
 // cannot be read says why instead (and the count is -1).
 func countProperties(ctx context.Context, f *rootFlags, nc *nats.Conn, c jetstream.ConfigInfo) (int, string) {
+	if c.Unusable != "" {
+		// Checked before the count: an empty stream would otherwise
+		// count as a config of no properties.
+		return -1, "not usable as a config: " + c.Unusable
+	}
 	if c.LastRevision == 0 {
 		return 0, "0"
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sharedconfig/sharedconfig/jetstream/jstest"
 )
@@ -28,5 +29,30 @@ func TestReadOutOfTimeIsOneFailedLine(t *testing.T) {
 			}
 			proxy.Thaw()
 		}
+	}
+}
+
+// A write the server stops answering fails within about its --timeout,
+// the look that settles whether it landed included, and says truthfully
+// that the change may or may not have been made.
+func TestWriteUnansweredEndsWithinItsTimeout(t *testing.T) {
+	e := newCacheEnv(t)
+	e.run(0, "put", "a", "1")
+	proxy := jstest.NewProxy(t, strings.TrimPrefix(os.Getenv("NATS_URL"), "nats://"))
+	// The append itself, so that it may have landed: not the reads before.
+	proxy.FreezeOn("HPUB sharedconfig.cache.someConfig _INBOX")
+	const timeout = time.Second
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := Main([]string{"--server", proxy.URL(), "-s", "cache", "--timeout", timeout.String(), "put", "a", "2"}, strings.NewReader(""), &stdout, &stderr)
+	took := time.Since(start)
+	const want = "!!!! Error: no answer from the server within 1s: the change may or may not have been made; REFRESH, then look ("
+	if code != exitFailures || !strings.HasPrefix(stderr.String(), want) {
+		t.Fatalf("put, the server hanging at the append: exit status %d, stderr %q; want %d and a line starting %q", code, stderr.String(), exitFailures, want)
+	}
+	// The ping that tells a silent server, and a loaded machine, may add a
+	// little; the settle look alone used to add seconds.
+	if took > timeout+700*time.Millisecond {
+		t.Fatalf("put with --timeout %s took %s", timeout, took)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -21,6 +22,9 @@ type ConfigInfo struct {
 	// Entries and Bytes are what the stream holds now.
 	Entries, Bytes uint64
 	Replicas       int
+	// Unusable says why sharedconfig cannot use the stream as the config
+	// (settings another program gave it); empty when it can.
+	Unusable string
 }
 
 // ListConfigs describes every config on the server that nc reaches, in
@@ -36,10 +40,12 @@ func ListConfigs(ctx context.Context, nc *nats.Conn) ([]ConfigInfo, error) {
 	var out []ConfigInfo
 	for info := range lister.Info() {
 		scope, name, ok := ParseStreamName(info.Config.Name)
-		if !ok || len(info.Config.Subjects) != 1 || info.Config.Subjects[0] != Subject(scope, name) {
-			continue // not a stream sharedconfig made
+		if !ok || !slices.Contains(info.Config.Subjects, Subject(scope, name)) {
+			continue // not a config's stream
 		}
-		out = append(out, configInfo(scope, name, info))
+		// A stream named as a config and on its subject is the config's,
+		// even with settings sharedconfig cannot use: listed, with why.
+		out = append(out, configInfo(scope, name, info, int(nc.MaxPayload())))
 	}
 	if err := lister.Err(); err != nil {
 		err = refusedOr(ctx, err)
@@ -63,7 +69,7 @@ func StatConfig(ctx context.Context, nc *nats.Conn, scope, name string) (ConfigI
 	if err != nil {
 		return ConfigInfo{}, err
 	}
-	return configInfo(scope, name, s.CachedInfo()), nil
+	return configInfo(scope, name, s.CachedInfo(), int(nc.MaxPayload())), nil
 }
 
 // LookUpConfig returns the stream of scope/name, with its info as of now,
@@ -88,12 +94,16 @@ func LookUpConfig(ctx context.Context, nc *nats.Conn, scope, name string) (jetst
 	return s, nil
 }
 
-func configInfo(scope, name string, info *jetstream.StreamInfo) ConfigInfo {
-	return ConfigInfo{
+func configInfo(scope, name string, info *jetstream.StreamInfo, maxPayload int) ConfigInfo {
+	c := ConfigInfo{
 		Scope: scope, Name: name, Stream: info.Config.Name,
 		LastRevision: info.State.LastSeq, LastChange: info.State.LastTime,
 		Entries: info.State.Msgs, Bytes: info.State.Bytes, Replicas: max(info.Config.Replicas, 1),
 	}
+	if err := checkStreamConfig(info.Config, Subject(scope, name), maxPayload); err != nil {
+		c.Unusable = err.Error()
+	}
+	return c
 }
 
 // noConfig is ErrNoConfig for scope/name.

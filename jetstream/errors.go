@@ -84,7 +84,7 @@ const pingTimeout = 200 * time.Millisecond
 // cancelled wants out at once, and is not kept for a ping.
 func (l *Log) unanswered(ctx context.Context, err error) error {
 	timedOut := errors.As(err, new(noAnswerError)) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, statesync.ErrUnknownOutcome) && errors.Is(ctx.Err(), context.DeadlineExceeded)
+		errors.Is(err, statesync.ErrUnknownOutcome) && pastDeadline(ctx)
 	switch {
 	case err == nil, !timedOut, errors.Is(err, statesync.ErrNoAnswer), errors.Is(ctx.Err(), context.Canceled):
 		return err
@@ -92,6 +92,14 @@ func (l *Log) unanswered(ctx context.Context, err error) error {
 		return err
 	}
 	return silentError{err}
+}
+
+// pastDeadline reports whether ctx's deadline has come, even if ctx's own
+// timer has not yet ended it: a look bounded by the same deadline can end
+// first.
+func pastDeadline(ctx context.Context) bool {
+	deadline, ok := ctx.Deadline()
+	return errors.Is(ctx.Err(), context.DeadlineExceeded) || ok && !time.Now().Before(deadline)
 }
 
 // answers reports whether the server answers a ping within pingTimeout.

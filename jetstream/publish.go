@@ -238,6 +238,10 @@ func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *n
 		// The time ran out on the requests before this one.
 		return 0, id, fmt.Errorf("%s: %w: the write was not sent, so nothing was changed", l.name, describeJSError(err))
 	}
+	// The tries stop short of ctx's deadline, so that settle's look fits
+	// before it: a --timeout bounds the whole write, look included.
+	tries, cancelTries := triesContext(ctx)
+	defer cancelTries()
 	mayHaveLanded := false
 	fail := func(err error) (uint64, string, error) {
 		if mayHaveLanded {
@@ -248,7 +252,7 @@ func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *n
 	}
 	wait := retryWait
 	for {
-		attempt, cancel := context.WithTimeout(ctx, attemptTimeout)
+		attempt, cancel := context.WithTimeout(tries, attemptTime(tries))
 		ack, err := l.publish(attempt, msg, opts...)
 		err = refusedOr(attempt, err)
 		cancel()
@@ -265,7 +269,7 @@ func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *n
 		if refused := l.refused(err, last, len(msg.Data), mayHaveLanded); refused != nil {
 			return 0, id, refused
 		}
-		if err := l.streamGoneAfter(ctx, last, err, mayHaveLanded); err != nil {
+		if err := l.streamGoneAfter(tries, last, err, mayHaveLanded); err != nil {
 			return 0, id, err
 		}
 		mayHaveLanded = mayHaveLanded || mayHaveStored(err) || inProcess(err)
@@ -274,7 +278,7 @@ func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *n
 		}
 		// An earlier try may have landed: trying again with its id, while
 		// the caller waits, is how to learn whether it did.
-		if !retryable(err) && !notSent(err) || ctx.Err() != nil {
+		if !retryable(err) && !notSent(err) || tries.Err() != nil {
 			return fail(err)
 		}
 		if inProcess(err) {
@@ -282,7 +286,7 @@ func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *n
 			// restart): give it time, then ask again.
 			wait = min(2*wait, inProcessWait)
 		}
-		if !sleep(ctx, wait) {
+		if !sleep(tries, wait) {
 			return fail(err)
 		}
 	}
@@ -295,9 +299,34 @@ const (
 	// the server says is still in process.
 	inProcessWait = time.Second
 	// settleTimeout bounds the look at the stream that settles an
-	// ambiguous publish, which may happen after ctx has ended.
+	// ambiguous publish, which may happen after a ctx without a deadline
+	// was cancelled.
 	settleTimeout = 2 * time.Second
 )
+
+// attemptTime bounds one try of a publish under ctx: attemptTimeout, but
+// at most half of what is left, so that after a try nobody answered there
+// is time to look why and try again. (A subscriber to the subject, such as
+// a follower's own, takes a publish that no stream stores, so a deleted
+// stream is silent rather than refused at once.)
+func attemptTime(ctx context.Context) time.Duration {
+	if deadline, ok := ctx.Deadline(); ok {
+		return min(attemptTimeout, time.Until(deadline)/2)
+	}
+	return attemptTimeout
+}
+
+// triesContext is ctx for the tries of a publish: they stop short of
+// ctx's deadline, to leave settle time for its look before it (a share of
+// what is left, at most settleTimeout). Without a deadline, they go on as
+// long as ctx.
+func triesContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, deadline.Add(-min(settleTimeout, time.Until(deadline)/4)))
+}
 
 // sleep waits for d, or until ctx ends, and reports whether ctx is alive.
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -327,15 +356,15 @@ func (l *Log) settle(ctx context.Context, expected uint64, id string, cause erro
 	if expected == statesync.AnyRevision {
 		return unknown("an unconditional write cannot be looked for")
 	}
-	// Looking costs one request; do it even if ctx has just ended, so that
+	// Looking costs one request; do it even if ctx was cancelled, so that
 	// a write that landed is reported as landed. It may take what is left
-	// of ctx (a loaded server answers slowly), but once ctx ends at most
-	// settleTimeout more: a cancelled command is not held up.
-	wait := settleTimeout
+	// of ctx (a loaded server answers slowly; the tries left it some), but
+	// never past ctx's deadline, a user's --timeout, and once ctx ends at
+	// most settleTimeout more: a cancelled command is not held up.
+	checkCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	if deadline, ok := ctx.Deadline(); ok {
-		wait = max(wait, time.Until(deadline))
+		checkCtx, cancel = context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	}
-	checkCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 	defer cancel()
 	defer context.AfterFunc(ctx, func() { time.AfterFunc(settleTimeout, cancel) })()
 	m, err := l.getMsg(checkCtx, expected+1)
