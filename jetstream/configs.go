@@ -125,7 +125,7 @@ func DeleteConfig(ctx context.Context, nc *nats.Conn, scope, name string) error 
 		// A stream that only looks like a config's by its name is someone
 		// else's: refuse it, as opening it does.
 		if err := checkStreamConfig(s.CachedInfo().Config, Subject(scope, name), int(nc.MaxPayload())); err != nil {
-			return fmt.Errorf("stream %s is not one sharedconfig can use as %s/%s, so it is not deleted: %w", stream, scope, name, err)
+			return fmt.Errorf("stream %s is not one sharedconfig can use as %s/%s, so it is not deleted: %w (if it is yours to delete, 'nats stream rm %s' does)", stream, scope, name, err, stream)
 		}
 		err = js.DeleteStream(ctx, stream)
 	}

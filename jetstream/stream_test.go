@@ -122,7 +122,8 @@ func TestDeleteConfigRefusesAStreamThatIsNotAConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := jetstream.DeleteConfig(ctx, nc, "a", "b")
-	if err == nil || !strings.Contains(err.Error(), "stream SC_1_a_b is not one sharedconfig can use as a/b, so it is not deleted: subjects [orders.>] (want [sharedconfig.a.b])") {
+	if err == nil || !strings.Contains(err.Error(), "stream SC_1_a_b is not one sharedconfig can use as a/b, so it is not deleted: subjects [orders.>] (want [sharedconfig.a.b])") ||
+		!strings.Contains(err.Error(), "(if it is yours to delete, 'nats stream rm SC_1_a_b' does)") {
 		t.Fatalf("DeleteConfig of a stream on orders.>: %v, want a refusal naming the subjects", err)
 	}
 	s, err := js.Stream(ctx, stream)
