@@ -264,9 +264,10 @@ func (s *Synchronizer[S]) endLocked(members []*request[S], ctx context.Context, 
 // copy was dropped, by the call before it, which found the log deleted
 // while the batch's calls waited behind it and said so: they are the
 // writes after that answer. A batch that only carries others' calls
-// creates nothing.
+// creates nothing, nor does a write that takes no turns (a lease's expiry,
+// made in the background, which runs alone): nobody asked it to.
 func (s *Synchronizer[S]) recreateLocked(ctx context.Context, batch []*request[S]) error {
-	if s.recreate == nil || !s.local.Load().dropped || batch[0].carryOnly {
+	if s.recreate == nil || !s.local.Load().dropped || batch[0].carryOnly || turns.Exempt(batch[0].ctx) {
 		return nil
 	}
 	return s.initializeLocked(ctx, s.recreate)

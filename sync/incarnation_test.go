@@ -12,6 +12,7 @@ import (
 	"github.com/sharedconfig/sharedconfig/sync/example"
 	"github.com/sharedconfig/sharedconfig/sync/logtest"
 	"github.com/sharedconfig/sharedconfig/sync/memlog"
+	"github.com/sharedconfig/sharedconfig/sync/turns"
 )
 
 // A synchronizer whose log was deleted and created again never mixes the two
@@ -341,5 +342,32 @@ func TestWritesBehindTheOneThatFoundTheLogDeletedCreateItAgain(t *testing.T) {
 				t.Errorf("the log created again holds %d, want %d", value(t, s), want)
 			}
 		})
+	}
+}
+
+// A write that takes no turns (a lease's expiry, made in the background)
+// does not create a deleted log again: only a write someone asked for
+// does, once the copy was dropped.
+func TestWriteWithoutTurnsDoesNotCreateTheLogAgain(t *testing.T) {
+	ctx := context.Background()
+	log := &deletableLog{gateLog: newGateLog()}
+	s := newCounter(t, log, statesync.WithRecreate[counter](start(0)))
+	log.Delete()
+	if err := s.Fetch(ctx); !errors.Is(err, statesync.ErrDeleted) {
+		t.Fatalf("a fetch of the deleted log: %v, want ErrDeleted", err)
+	}
+	if _, _, err := statesync.UpdateState(turns.Without(ctx), s, func(counter) ([]statesync.Update[counter], bool) {
+		return adding(1)(0), true
+	}); !errors.Is(err, statesync.ErrDeleted) {
+		t.Fatalf("a write without turns: %v, want ErrDeleted", err)
+	}
+	if _, err := log.LastPosition(ctx); !errors.Is(err, statesync.ErrDeleted) {
+		t.Fatalf("after a write without turns the log is there again (%v)", err)
+	}
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatalf("a write after the drop: %v, want it to create the log again", err)
+	}
+	if got := value(t, s); got != 1 {
+		t.Errorf("the log created again holds %d, want 1", got)
 	}
 }
