@@ -180,9 +180,10 @@ func WithDropped(fn func()) Option { return func(o *options) { o.dropped = fn } 
 // was deleted while they waited behind the call that found it: that call
 // reports ErrDeleted and drops the copy, and the writes queued behind it
 // (in its batch, or after it) run, in order, on the log created again, as
-// they would have had they started after its answer. Without it they
-// report ErrDeleted too, and the next Initialize creates the log again. S
-// must be the synchronizer's state type: New panics otherwise.
+// they would have had they started after its answer; a write that takes
+// no turns (turns.Without) never does. Without it they report ErrDeleted
+// too, and the next Initialize creates the log again. S must be the
+// synchronizer's state type: New panics otherwise.
 func WithRecreate[S any](init InitialUpdate[S]) Option {
 	return func(o *options) { o.recreate = init }
 }
