@@ -213,16 +213,7 @@ func TestMeetings(t *testing.T) {
 	progressed := func(epoch string) func() bool {
 		return func() bool { return m.acks(epoch) >= minProgress || time.Now().After(starved) }
 	}
-	always := func() bool { return true }
-	events := []struct {
-		at    time.Duration
-		ready func() bool
-		do    func()
-	}{
-		{run * 2 / 10, always, m.restartServer},
-		{run * 3 / 10, progressed("e1"), m.destroyAndRecreate},
-		{run * 7 / 10, always, m.restartServer},
-	}
+	events := m.events(run, progressed)
 	for time.Now().Before(deadline) || len(events) > 0 ||
 		!(m.said("w0 ack e2 ") && progressed("e2")()) && time.Now().Before(starved) {
 		time.Sleep(1200 * time.Millisecond)
@@ -244,6 +235,25 @@ func TestMeetings(t *testing.T) {
 	}
 	if !m.said("w0 ack e2 ") {
 		t.Error("w0, alive across the destroy, acknowledged no increment of the new incarnation")
+	}
+}
+
+// meetingEvent is done once the run is at least at its time and it is
+// ready.
+type meetingEvent struct {
+	at    time.Duration
+	ready func() bool
+	do    func()
+}
+
+// events are the server's restarts, and the destroy once the first
+// incarnation has progressed.
+func (m *meetings) events(run time.Duration, progressed func(epoch string) func() bool) []meetingEvent {
+	always := func() bool { return true }
+	return []meetingEvent{
+		{run * 2 / 10, always, m.restartServer},
+		{run * 3 / 10, progressed("e1"), m.destroyAndRecreate},
+		{run * 7 / 10, always, m.restartServer},
 	}
 }
 

@@ -246,9 +246,14 @@ func TestTerminalCtrlCAndTypeAhead(t *testing.T) {
 		t.Fatalf("exit status %d", code)
 	}
 	p.restored(before)
+	cancelSaidTheTruth(t, p, url)
+}
 
-	// What the cancel said is true: "nothing was changed" means x is not
-	// there, even once the client has reconnected and sent what it held.
+// cancelSaidTheTruth checks that what p's cancel of PUT x said is true:
+// "nothing was changed" means x is not there, even once the client has
+// reconnected and sent what it held.
+func cancelSaidTheTruth(t *testing.T, p *ptyShell, url string) {
+	t.Helper()
 	other := programCommand("--server", url, "--scope", "ttycancel")
 	other.Stdin = strings.NewReader("GET x\n")
 	out, err := other.CombinedOutput()

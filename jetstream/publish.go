@@ -259,12 +259,10 @@ func (l *Log) publishOnceAt(ctx context.Context, last statesync.Position, msg *n
 		if err == nil {
 			return ack.Sequence, id, nil
 		}
-		if current, ok := conflict(err); ok {
-			refused := &statesync.ConflictError{Current: current}
-			if mayHaveLanded {
-				return fail(refused)
-			}
-			return 0, id, refused
+		if current, ok := conflict(err); ok && mayHaveLanded {
+			return fail(&statesync.ConflictError{Current: current})
+		} else if ok {
+			return 0, id, &statesync.ConflictError{Current: current}
 		}
 		if refused := l.refused(err, last, len(msg.Data), mayHaveLanded); refused != nil {
 			return 0, id, refused
