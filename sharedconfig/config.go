@@ -116,7 +116,7 @@ type Config struct {
 	turns  *turns.Manager // the synchronizer's
 
 	mu          sync.Mutex
-	removesLeft int
+	removesLeft uint
 
 	leases   leaseClient
 	life     configLife
@@ -149,7 +149,7 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	case o.Compaction:
 		c.policy = DefaultCompaction()
 	}
-	c.removesLeft = int(c.policy.Removes)
+	c.removesLeft = c.policy.Removes
 	syncOpts = append(syncOpts, statesync.WithApplied(c.applied), statesync.WithBatch(State.applyAll), statesync.WithDropped(c.leases.dropAll),
 		statesync.WithRecreate[State](snapshotUpdate{State{}}))
 	c.turns = turns.New(turns.Options{FromFirstWrite: o.MostlyReads, Trust: o.TurnsTrust})
@@ -302,7 +302,7 @@ const carriedQuiet = time.Second
 // compact compacts for the policy, while due (if not nil) says so.
 func (c *Config) compact(ctx context.Context, due func() bool) {
 	c.mu.Lock()
-	c.removesLeft = int(c.policy.Removes)
+	c.removesLeft = c.policy.Removes
 	c.mu.Unlock()
 	err := c.sync.CompactIf(ctx, snapshotOf, due)
 	if err != nil && c.opts.CompactionFailed != nil {
@@ -316,8 +316,10 @@ func (c *Config) countRemove(ctx context.Context) {
 		return
 	}
 	c.mu.Lock()
-	c.removesLeft--
-	due := c.removesLeft <= 0
+	if c.removesLeft > 0 { // 0: a compaction for the last one is under way
+		c.removesLeft--
+	}
+	due := c.removesLeft == 0
 	c.mu.Unlock()
 	if due {
 		c.compact(ctx, nil)
