@@ -502,3 +502,44 @@ func TestTerminalResizeAsALineIsTyped(t *testing.T) {
 	p.typeKeys("\r")
 	p.waitFor("**** Property 'k' added with value 'vvvv", 1)
 }
+
+// After Ctrl-Z and fg, a line that wraps is drawn again below what the
+// job-control shell printed meanwhile: go-prompt moved up as many rows as
+// the line's cursor was below its prompt, as if the cursor were still
+// where it left it, and drew the line over the shell's lines above.
+func TestTerminalSuspendAWrappedLine(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash to suspend the shell in")
+	}
+	p := startPTYCmd(t, exec.Command(bash, "--norc", "--noprofile", "-i"))
+	p.typeKeys("PS1='bash$ '; '" + program() + "' --server " + srv.ClientURL() + " --scope ttysuspendwrap --no-history\r")
+	p.waitFor("someConfig > ", 1)
+	long := "PUT k , " + strings.Repeat("v", 250) // three rows of 120
+	p.paste(long)
+	p.waitFor(long[len(long)-20:], 1)
+	p.typeKeys("\x1a")
+	p.waitFor("Stopped", 1)
+	p.waitFor("bash$ ", 2)
+	p.typeKeys("fg\r")
+	p.waitFor(long[len(long)-20:], 2) // drawn again
+	time.Sleep(200 * time.Millisecond)
+	p.mu.Lock()
+	shown := strings.Join(render(p.out.String(), 120), "\n")
+	p.mu.Unlock()
+	// bash says the job's command line as it continues it, on the rows
+	// below "fg"; the line comes after, whole.
+	fg := strings.LastIndex(shown, "bash$ fg\n")
+	at := strings.Index(shown[max(fg, 0):], "\nttysuspendwrap/someConfig > "+long[:40])
+	if fg < 0 || at < 0 || !strings.HasSuffix(strings.ReplaceAll(shown[fg:fg+at], "\n", ""), "--scope ttysuspendwrap --no-history") {
+		t.Fatalf("after fg the screen does not show bash's lines, then the line typed:\n%s", shown)
+	}
+	p.typeKeys("x\r")
+	p.waitFor("**** Property 'k' added with value 'vvvv", 1)
+	p.typeKeys("\x04")
+	p.waitFor("**** Exiting...", 1)
+	p.typeKeys("exit\r")
+	p.wait()
+}

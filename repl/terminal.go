@@ -58,7 +58,11 @@ type Terminal struct {
 	interrupt func()   // cancels the running command, if one is running
 	early     bool     // Ctrl-C came before the command's interrupt was set
 	resized   bool     // the line is read on in a new width (ReadLine)
+	continued bool     // the process was stopped; the cursor is below the line
+	dropCopy  bool     // go-prompt's copy of the line ended for a resize goes
+	ended     string   // the line as go-prompt last ended it
 	typed     string   // the line as go-prompt last drew it
+	before    string   // the part of it before the cursor
 	menu      bool     // with completions below it
 }
 
@@ -103,6 +107,9 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 		prompt.OptionHistory(past),
 		// Called as a line ends, Enter or Ctrl-C, with the line as it was.
 		prompt.OptionBreakLineCallback(func(d *prompt.Document) {
+			t.mu.Lock()
+			t.ended = d.Text
+			t.mu.Unlock()
 			if d.Text == "" && keys.firstCtrlC() && !t.resizing() {
 				io.WriteString(t.out, ctrlCHint+"\n")
 			}
@@ -138,7 +145,7 @@ func (t *Terminal) completer(complete func(before string) []Suggestion) prompt.C
 			out = append(out, prompt.Suggest{Text: s.Text, Description: s.Description})
 		}
 		t.mu.Lock()
-		t.typed, t.menu = d.Text, len(out) > 0
+		t.typed, t.before, t.menu = d.Text, d.TextBeforeCursor(), len(out) > 0
 		t.mu.Unlock()
 		return out
 	}
@@ -225,13 +232,20 @@ func (t *Terminal) OnInterrupt(cancel func()) (stop func()) {
 // ignoreKey is a key go-prompt reads as Ignore: it does nothing but redraw.
 var ignoreKey = []byte{0x1b, 0x5b, 0x45}
 
-// redrawLine draws the prompt and the line being typed again, if one is.
-func (t *Terminal) redrawLine() {
+// continuedLine: the process was stopped and is continued. The prompt and
+// the line being typed, if one is, are drawn again on the cursor's row,
+// below what was printed meanwhile, and in the window's width now.
+func (t *Terminal) continuedLine() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.reading {
-		t.keys.redraw()
+	if !t.reading {
+		return
 	}
+	t.continued = true
+	if t.needsNewLine(t.typed, t.menu) {
+		t.resized = true
+	}
+	t.keys.redraw()
 }
 
 // resizeLine: the window's size changed. go-prompt reads it only as a
@@ -298,17 +312,25 @@ func (t *Terminal) PrintAbove(lines []string) bool {
 // go-prompt then redraws it below them. Its redraw starts by moving back as
 // many rows, so it finds the cursor as many rows below the lines printed:
 // without that it drew the prompt over them, and a line that wrapped hid
-// others' changes in follow mode.
+// others' changes in follow mode. After a stop (continued) the cursor is
+// on a line of its own below whatever the job-control shell printed, and
+// the line is left where it was: the redraw goes below.
 func (t *Terminal) flush(inPrompt bool, rows int) {
 	t.mu.Lock()
-	lines := t.pending
+	lines, continued := t.pending, t.continued && inPrompt
 	t.pending = nil
+	if continued && t.resized {
+		t.dropCopy = true
+	}
+	if inPrompt {
+		t.continued = false
+	}
 	t.mu.Unlock()
-	if len(lines) == 0 {
+	if len(lines) == 0 && !continued {
 		return
 	}
 	var b strings.Builder
-	if inPrompt {
+	if inPrompt && !continued {
 		if rows > 0 {
 			fmt.Fprintf(&b, "\x1b[%dA", rows)
 		}
@@ -322,6 +344,28 @@ func (t *Terminal) flush(inPrompt bool, rows int) {
 		b.WriteString(strings.Repeat("\r\n", rows))
 	}
 	io.WriteString(t.out, b.String())
+}
+
+// belowLine moves the cursor from where go-prompt left it to the start of
+// a row of its own below the line being typed, past the rows it wraps
+// onto, and clears the completions shown below it, if any. t.mu is held.
+func (t *Terminal) belowLine() string {
+	cols := t.keys.lineWidth()
+	if cols <= 0 {
+		return "\r\n\x1b[J"
+	}
+	p := runewidth.StringWidth(t.prefix)
+	end := p + runewidth.StringWidth(t.typed)
+	var b strings.Builder
+	if down := end/cols - (p+runewidth.StringWidth(t.before))/cols; down > 0 {
+		fmt.Fprintf(&b, "\x1b[%dB", down)
+	}
+	b.WriteString("\r")
+	if end%cols != 0 { // else go-prompt has started the row below already
+		b.WriteString("\n")
+	}
+	b.WriteString("\x1b[J")
+	return b.String()
 }
 
 // rowsAbove is how many rows of the line being typed, the prompt first,
@@ -342,10 +386,11 @@ func (t *Terminal) ReadLine() (string, error) {
 	t.keys.startLine()
 	t.mu.Lock()
 	t.reading, t.early = true, false
-	t.typed, t.menu = "", false
+	t.typed, t.before, t.menu = "", "", false
 	t.mu.Unlock()
 	line := t.p.Input()
 	for t.takeResized() {
+		t.eraseCopy()
 		line = t.p.Input() // go-prompt keeps the line's text and cursor
 	}
 	t.mu.Lock()
@@ -365,6 +410,25 @@ func (t *Terminal) ReadLine() (string, error) {
 		return "", io.EOF
 	}
 	return line, nil
+}
+
+// eraseCopy erases the copy of the line go-prompt printed as it ended the
+// line for a new width, when the old drawing is gone already: after a
+// stop, the line is drawn anew below what the job-control shell printed,
+// and once is enough. The copy is plain text, wrapped by the terminal in
+// the window's width now.
+func (t *Terminal) eraseCopy() {
+	t.mu.Lock()
+	drop, text := t.dropCopy, t.ended
+	t.dropCopy = false
+	t.mu.Unlock()
+	_, cols, ok := t.console.size()
+	if !drop || !ok || cols == 0 {
+		return
+	}
+	w := runewidth.StringWidth(t.prefix) + runewidth.StringWidth(text)
+	rows := (w + int(cols) - 1) / int(cols)
+	fmt.Fprintf(t.out, "\x1b[%dA\r\x1b[J", max(rows, 1))
 }
 
 func (t *Terminal) takeResized() bool {
