@@ -411,6 +411,9 @@ func TestTerminalClosedPipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// It prompts on the terminal, stderr; its first answer goes to the pipe.
+	p.waitFor("someConfig > ", 1)
+	p.typeKeys("GET_ALL\r")
 	if code := p.wait(); code != 1 {
 		t.Fatalf("the shell ended with %v, want exit status 1; the terminal shows:\n%s", p.cmd.ProcessState, p.lineWith("sharedconfig"))
 	}
@@ -542,4 +545,61 @@ func TestTerminalSuspendAWrappedLine(t *testing.T) {
 	p.waitFor("**** Exiting...", 1)
 	p.typeKeys("exit\r")
 	p.wait()
+}
+
+// With its answers redirected to a file and the keys coming from a
+// terminal, the shell prompts, echoes and completes on the terminal, and
+// the file gets the answers alone: before, the prompt and its escape
+// sequences went into the file, and the user typed blind. The banner goes
+// to the terminal; a failed line's warning goes to stderr, as in a script,
+// so into the file too with 2>&1.
+func TestTerminalAnswersToAFile(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	for _, tc := range []struct {
+		name, scope, redirect string
+		failureInFile         bool
+	}{
+		{"stdout", "ttyfile", `> "$F"`, false},
+		{"stdout and stderr", "ttyfile2", `> "$F" 2>&1`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := t.TempDir() + "/out.txt"
+			sh := exec.Command("/bin/sh", "-c", `exec "$0" "$@" `+tc.redirect, program(), "--server", srv.ClientURL(), "--scope", tc.scope, "--no-history")
+			sh.Env = []string{"F=" + file}
+			p := startPTYCmd(t, sh)
+			p.waitFor("someConfig > ", 1)
+			p.typeKeys("PUT colour, blue\r")
+			p.waitFor("someConfig > ", 2)
+			p.typeKeys("GET co")
+			p.waitFor("colour", 2) // the line typed, and completion offers the key
+			p.typeKeys("lour\r")
+			p.waitFor("someConfig > ", 3)
+			p.typeKeys("GETT\r")
+			p.waitFor("someConfig > ", 4)
+			p.typeKeys("\x04")
+			if code := p.wait(); code != 0 {
+				t.Fatalf("exit status %d", code)
+			}
+			got, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "**** Property 'colour' added with value 'blue'\n**** The value of property 'colour' is 'blue'\n"
+			if tc.failureInFile {
+				want += "!!!! Unknown command: 'GETT' (did you mean GET? HELP lists the commands)\n"
+			}
+			want += "**** Exiting...\n"
+			if string(got) != want {
+				t.Fatalf("the file holds:\n%q\nwant:\n%q", got, want)
+			}
+			if !tc.failureInFile {
+				p.waitFor("!!!! Unknown command: 'GETT'", 1)
+			}
+			p.inOrder("Enter one of the following commands", "someConfig > ", "PUT colour, blue", "GET colour")
+			if n := p.count("**** "); n != 0 {
+				t.Fatalf("%d answers on the terminal too", n)
+			}
+		})
+	}
 }

@@ -41,9 +41,9 @@ type Terminal struct {
 	console console
 	stdin   int // for the terminal's settings
 	saved   *term.State
-	out     io.Writer
-	history *History // nil: lines are not kept
-	prefix  string   // the prompt
+	out     io.Writer // the display
+	history *History  // nil: lines are not kept
+	prefix  string    // the prompt
 	// stopWatch stops handling SIGTSTP, SIGCONT and SIGWINCH; nil when
 	// the shell does not (suspend_unix.go).
 	stopWatch  func()
@@ -73,6 +73,10 @@ type TerminalOptions struct {
 	// History, if set, gives Up and Down the lines of past sessions and
 	// keeps the lines typed in this one.
 	History *History
+	// Display is the terminal the prompt and the line typed are drawn
+	// on; nil means stdout. The shell's answers may go elsewhere: lines
+	// are printed above the line typed only for a writer that is Display.
+	Display io.Writer
 }
 
 // ctrlCHint is said after a first Ctrl-C on an empty line, which a user may
@@ -93,7 +97,10 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 		return nil, err
 	}
 	keys := &keyQueue{console: con}
-	t := &Terminal{keys: keys, console: con, stdin: stdin, saved: saved, out: os.Stdout, history: o.History, prefix: o.Prefix, readDone: make(chan struct{})}
+	if o.Display == nil {
+		o.Display = os.Stdout
+	}
+	t := &Terminal{keys: keys, console: con, stdin: stdin, saved: saved, out: o.Display, history: o.History, prefix: o.Prefix, readDone: make(chan struct{})}
 	var past []string
 	if o.History != nil {
 		past = o.History.Lines()
@@ -102,7 +109,7 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 		func(string) {}, // lines are taken with Input, not run by go-prompt
 		t.completer(o.Complete),
 		prompt.OptionParser(keys),
-		prompt.OptionWriter(keepTitle{prompt.NewStdoutWriter()}),
+		prompt.OptionWriter(newDisplayWriter(o.Display)),
 		prompt.OptionPrefix(o.Prefix),
 		prompt.OptionHistory(past),
 		// Called as a line ends, Enter or Ctrl-C, with the line as it was.
@@ -150,13 +157,6 @@ func (t *Terminal) completer(complete func(before string) []Suggestion) prompt.C
 		return out
 	}
 }
-
-// keepTitle is go-prompt's writer, except that it leaves the terminal's
-// window title alone: go-prompt clears it after every line it reads, so a
-// tab's title, which the user's shell set, went blank at the first command.
-type keepTitle struct{ prompt.ConsoleWriter }
-
-func (keepTitle) ClearTitle() {}
 
 // readKeys reads the terminal until Close, queueing keys for go-prompt.
 func (t *Terminal) readKeys() {
@@ -295,11 +295,12 @@ func (t *Terminal) resizing() bool {
 	return t.resized
 }
 
-// PrintAbove prints lines above the line being typed, if one is.
-func (t *Terminal) PrintAbove(lines []string) bool {
+// PrintAbove prints lines for w above the line being typed, if one is
+// and w shows on the terminal it is drawn on.
+func (t *Terminal) PrintAbove(w io.Writer, lines []string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.reading {
+	if !t.reading || w != t.out {
 		return false
 	}
 	t.pending = append(t.pending, lines...)
