@@ -603,3 +603,32 @@ func TestTerminalAnswersToAFile(t *testing.T) {
 		})
 	}
 }
+
+// A key go-prompt has no name for (Shift-F5, Alt-Up) does nothing: its
+// escape sequence went into the line as text, drawn as "?[15;2~" with the
+// cursor astray, and was stored in the value, ESC and all.
+func TestTerminalUnknownKeysDoNothing(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttyunknownkeys", "--no-history")
+	p.waitFor("someConfig > ", 1)
+	p.typeKeys("PUT k, a")
+	for _, key := range []string{"\x1b[15;2~", "\x1b[1;3A", "\x1b[I"} {
+		p.paste(key) // a terminal sends a key's sequence in one write
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.typeKeys("b")
+	p.waitFor("ab", 1)
+	time.Sleep(100 * time.Millisecond)
+	p.mu.Lock()
+	shown := render(p.out.String(), 120)
+	p.mu.Unlock()
+	if last := shown[len(shown)-1]; last != "ttyunknownkeys/someConfig > PUT k, ab" {
+		t.Fatalf("the line shows as %q", last)
+	}
+	p.typeKeys("\r")
+	p.waitFor("**** Property 'k' added with value ", 1)
+	if line := p.lineWith("**** Property 'k' added"); line != "**** Property 'k' added with value 'ab'" {
+		t.Fatalf("the value typed is stored as %q", line)
+	}
+}

@@ -17,7 +17,8 @@ var (
 // splitKeys splits what one read of the terminal returned into keys, as
 // go-prompt takes them: an escape sequence, a control character, or a run
 // of text (which go-prompt inserts as if typed character by character).
-// "\r\n" is one Enter. Bracketed-paste markers are dropped. A Tab that is
+// "\r\n" is one Enter. Bracketed-paste markers are dropped, and so are
+// escape sequences go-prompt does not know. A Tab that is
 // not the whole read is part of a paste and so text, as in a script: as
 // the Tab key it would complete a key nobody named ("REMOVE \t" removed
 // one). A person's Tab comes alone, in a read of its own. With more (the
@@ -38,6 +39,12 @@ func splitKeys(b []byte, more bool) (keys [][]byte, rest []byte) {
 			continue
 		case k[0] == '\r' && len(b) > 0 && b[0] == '\n':
 			b = b[1:]
+		case k[0] == 0x1b && len(k) > 1 && prompt.GetKey(k) == prompt.NotDefined:
+			// A sequence go-prompt has no key for (Shift-F5, Alt-Up, a
+			// focus report): it would insert it as text, ESC and all,
+			// into the line, drawn as "?[15;2~" and run as typed. It is
+			// a key that does nothing, as in other line editors.
+			continue
 		case pasted && len(k) == 1 && k[0] == '\t':
 			// A text run of one Tab, which go-prompt would still take
 			// for the key. Between two keys that are not text (at a
