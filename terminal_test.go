@@ -632,3 +632,26 @@ func TestTerminalUnknownKeysDoNothing(t *testing.T) {
 		t.Fatalf("the value typed is stored as %q", line)
 	}
 }
+
+// A line taller than the window (a pasted certificate, say) is drawn, as
+// any long output is: go-prompt erased the screen instead and said "Your
+// console window is too small..." in its place.
+func TestTerminalALineTallerThanTheWindow(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttytall", "--no-history")
+	p.waitFor("someConfig > ", 1)
+	long := "PUT cert , " + strings.Repeat("c", 50*120) // 50 rows of a 40-row window
+	p.paste(long)
+	p.waitFor(long[len(long)-200:], 1)
+	p.typeKeys("x")
+	p.waitFor("cx", 1)
+	if n := p.count("too small"); n != 0 {
+		t.Fatalf("the line was not drawn: %q", p.lineWith("too small"))
+	}
+	if n := p.count("\x1b[2J"); n != 0 {
+		t.Fatal("the screen was erased")
+	}
+	p.typeKeys("\r")
+	p.waitFor("**** Property 'cert' added with value 'cccc", 1)
+}

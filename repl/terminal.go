@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -505,16 +506,21 @@ type keyQueue struct {
 func (q *keyQueue) Setup() error    { return nil }
 func (q *keyQueue) TearDown() error { return nil }
 
-// GetWinSize is the terminal's size (go-prompt's panics if the ioctl fails).
+// GetWinSize is the terminal's width (go-prompt's panics if the ioctl
+// fails). Its height is given as the most there can be: go-prompt uses it
+// only to refuse a line taller than the window, with the completions'
+// rows, and then erased the screen and said "Your console window is too
+// small..." in the line's place, so a pasted certificate wiped what the
+// window showed. Drawn anyway, such a line scrolls as any long output does.
 func (q *keyQueue) GetWinSize() *prompt.WinSize {
-	rows, cols, ok := q.console.size()
-	if !ok || rows == 0 || cols == 0 {
-		rows, cols = 24, 80
+	_, cols, ok := q.console.size()
+	if !ok || cols == 0 {
+		cols = 80
 	}
 	q.mu.Lock()
 	q.cols = int(cols)
 	q.mu.Unlock()
-	return &prompt.WinSize{Row: rows, Col: cols}
+	return &prompt.WinSize{Row: math.MaxUint16, Col: cols}
 }
 
 // lineWidth is the window's width go-prompt draws the line in: it asks
