@@ -655,3 +655,34 @@ func TestTerminalALineTallerThanTheWindow(t *testing.T) {
 	p.typeKeys("\r")
 	p.waitFor("**** Property 'cert' added with value 'cccc", 1)
 }
+
+// A Tab in a paste is text, shown as ␉, one column wide, as go-prompt
+// counts it: as a Tab it took the terminal up to eight columns and
+// go-prompt none, so every key after it drew the line in the wrong place.
+// It is still a Tab in the line run. C1 controls in a paste are dropped,
+// as C0 controls are keys: echoed, a terminal could obey them.
+func TestTerminalPastedTabsAndControlsShow(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttytabs", "--no-history")
+	p.waitFor("someConfig > ", 1)
+	p.paste("PUT k, a\tb\tc")
+	time.Sleep(100 * time.Millisecond)
+	p.typeKeys("Z")
+	for range 3 {
+		p.paste("\x1b[D") // Left
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.typeKeys("Y")
+	time.Sleep(200 * time.Millisecond)
+	p.mu.Lock()
+	shown := render(p.out.String(), 120)
+	p.mu.Unlock()
+	if last := shown[len(shown)-1]; last != "ttytabs/someConfig > PUT k, a␉bY␉cZ" {
+		t.Fatalf("the line shows as %q", last)
+	}
+	p.typeKeys("\r")
+	p.waitFor(`**** Property 'k' added with value '"a\tbY\tcZ"'`, 1)
+	p.paste("PUT c1, x\u009b2J\u0085y\r")
+	p.waitFor("**** Property 'c1' added with value 'x2Jy'", 1)
+}

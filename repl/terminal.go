@@ -104,7 +104,9 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 	t := &Terminal{keys: keys, console: con, stdin: stdin, saved: saved, out: o.Display, history: o.History, prefix: o.Prefix, readDone: make(chan struct{})}
 	var past []string
 	if o.History != nil {
-		past = o.History.Lines()
+		for _, l := range o.History.Lines() {
+			past = append(past, lineShown(l))
+		}
 	}
 	t.p = prompt.New(
 		func(string) {}, // lines are taken with Input, not run by go-prompt
@@ -149,7 +151,7 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 func (t *Terminal) completer(complete func(before string) []Suggestion) prompt.Completer {
 	return func(d prompt.Document) []prompt.Suggest {
 		var out []prompt.Suggest
-		for _, s := range complete(d.TextBeforeCursor()) {
+		for _, s := range complete(lineTyped(d.TextBeforeCursor())) {
 			out = append(out, prompt.Suggest{Text: s.Text, Description: s.Description})
 		}
 		t.mu.Lock()
@@ -398,6 +400,7 @@ func (t *Terminal) ReadLine() (string, error) {
 	t.mu.Lock()
 	t.reading = false
 	t.mu.Unlock()
+	line = lineTyped(line)
 	t.flush(false, 0) // lines that came as the line was entered
 	last, ctrlCs, hungUp := t.keys.end()
 	if t.history != nil && line != "" && !hungUp && ctrlCs == 0 {
