@@ -686,3 +686,23 @@ func TestTerminalPastedTabsAndControlsShow(t *testing.T) {
 	p.paste("PUT c1, x\u009b2J\u0085y\r")
 	p.waitFor("**** Property 'c1' added with value 'x2Jy'", 1)
 }
+
+// A long pasted line is drawn a few times, not once for each 4 KiB read
+// of the paste: go-prompt draws the whole line again for each key it
+// takes, and took a minute over a pasted line of 2 MiB.
+func TestTerminalPasteAVeryLongLine(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttyverylong", "--no-history")
+	p.waitFor("someConfig > ", 1)
+	before := p.count("someConfig > ")
+	long := "PUT k , " + strings.Repeat("v", 200000) + "END" // 49 reads
+	// In the background: the terminal takes it as the shell reads it.
+	go p.master.Write([]byte(long))
+	p.waitFor("vEND", 1)
+	if n := p.count("someConfig > ") - before; n > 20 {
+		t.Fatalf("the line was drawn %d times as it was pasted", n)
+	}
+	p.typeKeys("\x03\x04")
+	p.waitFor("**** Exiting...", 1)
+}

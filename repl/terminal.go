@@ -548,6 +548,14 @@ func (q *keyQueue) Read() ([]byte, error) {
 	}
 	k := q.keys[0]
 	q.keys = q.keys[1:]
+	// Text read after it goes with it: go-prompt draws the whole line
+	// again for each key it takes, and a paste comes in reads of 4 KiB,
+	// so a pasted line of 2 MiB took it a minute, writing the line to
+	// the terminal 500 times.
+	for isText(k) && len(q.keys) > 0 && isText(q.keys[0]) {
+		k = append(k[:len(k):len(k)], q.keys[0]...)
+		q.keys = q.keys[1:]
+	}
 	q.last = 0
 	if len(k) == 1 {
 		q.last = k[0]
@@ -563,6 +571,9 @@ func (q *keyQueue) Read() ([]byte, error) {
 	}
 	return k, nil
 }
+
+// isText: k is a run of text, not a control key or an escape sequence.
+func isText(k []byte) bool { return k[0] >= 0x20 && k[0] != 0x7f }
 
 func (q *keyQueue) push(k []byte) {
 	q.mu.Lock()
