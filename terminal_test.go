@@ -706,3 +706,29 @@ func TestTerminalPasteAVeryLongLine(t *testing.T) {
 	p.typeKeys("\x03\x04")
 	p.waitFor("**** Exiting...", 1)
 }
+
+// Up skips a line of the history file that holds control characters (an
+// older version stored the escape sequences of keys it did not know): it
+// was drawn with go-prompt's cursor astray, or obeyed by the terminal.
+func TestTerminalHistorySkipsControls(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	state := t.TempDir()
+	if err := os.MkdirAll(state+"/sharedconfig", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(state+"/sharedconfig/history", []byte("GET good\nPUT k, a\x1b[15;2~b\x07\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startPTYEnv(t, []string{"XDG_STATE_HOME=" + state}, "--server", srv.ClientURL(), "--scope", "ttyhistory")
+	p.waitFor("someConfig > ", 1)
+	p.paste("\x1b[A") // Up
+	p.waitFor("GET good", 1)
+	time.Sleep(100 * time.Millisecond)
+	p.mu.Lock()
+	shown := render(p.out.String(), 120)
+	p.mu.Unlock()
+	if last := shown[len(shown)-1]; last != "ttyhistory/someConfig > GET good" {
+		t.Fatalf("Up shows %q", last)
+	}
+}

@@ -105,7 +105,12 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 	var past []string
 	if o.History != nil {
 		for _, l := range o.History.Lines() {
-			past = append(past, lineShown(l))
+			// A line with control characters, which cannot be typed now
+			// (an older version stored unknown keys' escape sequences),
+			// would be drawn with go-prompt's cursor astray, or obeyed.
+			if printable(strings.ReplaceAll(l, "\t", "")) {
+				past = append(past, lineShown(l))
+			}
 		}
 	}
 	t.p = prompt.New(
