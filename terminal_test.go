@@ -732,3 +732,34 @@ func TestTerminalHistorySkipsControls(t *testing.T) {
 		t.Fatalf("Up shows %q", last)
 	}
 }
+
+// Keys typed once the shell has said goodbye go to the user's shell: the
+// shell read them on while it left (revoking its leases may take its
+// whole exit budget when the server does not answer), and dropped them.
+// TestTerminalSuspend's "exit" to bash was lost so under load.
+func TestTerminalKeysAfterQuitGoToTheShell(t *testing.T) {
+	t.Parallel()
+	srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash to run the shell in")
+	}
+	proxy := jstest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	p := startPTYCmd(t, exec.Command(bash, "--norc", "--noprofile", "-i"))
+	p.typeKeys("PS1='bash$ '; '" + program() + "' --server " + proxy.URL() + " --scope ttyafterquit --no-history\r")
+	p.waitFor("someConfig > ", 1)
+	p.typeKeys("REGISTER_LEASE l, 1h\r")
+	p.waitFor("**** Lease 'l' registered", 1)
+	proxy.Freeze() // the revoke waits out the exit budget
+	p.typeKeys("\x04")
+	p.waitFor("**** Exiting...", 1)
+	time.Sleep(100 * time.Millisecond)
+	p.typeKeys("echo after-$((6*7))\r")
+	p.waitFor("after-42", 1)
+	p.typeKeys("exit\r")
+	p.wait()
+}

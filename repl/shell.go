@@ -44,6 +44,14 @@ type aboveInput interface {
 	PrintAbove(w io.Writer, lines []string) bool
 }
 
+// releasingInput is an Input that holds the terminal. Release gives it
+// back once the last line is read, before the shell leaves, which may take
+// a while (revoking leases): keys typed meanwhile then go to the user's
+// shell, not to a reader about to end, and Ctrl-C is SIGINT again.
+type releasingInput interface {
+	Release()
+}
+
 // numberedInput is an Input that counts its lines: a script. Its failed
 // lines are reported with their numbers.
 type numberedInput interface {
@@ -184,6 +192,9 @@ func (sh *Shell) Run(ctx context.Context, in Input) error {
 		defer func() { sh.position = nil }()
 	}
 	defer sh.KeepLeases()() // QUIT, Ctrl-D and the end of a script revoke
+	if r, ok := in.(releasingInput); ok {
+		defer r.Release() // before the revoke
+	}
 	sh.runCtx.Store(&ctx)
 	keyboard, _ := in.(interruptible)
 	execute := func(line string) outcome { return sh.executeInterruptible(ctx, keyboard, line) }

@@ -460,6 +460,9 @@ type console interface {
 	stop()
 }
 
+// Release is Close: the shell reads no more lines.
+func (t *Terminal) Release() { t.Close() }
+
 // Close restores the terminal's settings and stops reading it. It is safe
 // to call more than once.
 func (t *Terminal) Close() error {
