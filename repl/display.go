@@ -77,7 +77,7 @@ func (v *vt100Writer) ScrollDown()          { v.WriteRaw([]byte{0x1b, 'D'}) }
 func (v *vt100Writer) ScrollUp()            { v.WriteRaw([]byte{0x1b, 'M'}) }
 
 // SetTitle and ClearTitle do nothing: the window's title is the user's
-// shell's, and go-prompt cleared it after every line it read.
+// shell's, and go-prompt clears it after every line it reads.
 func (v *vt100Writer) SetTitle(string) {}
 func (v *vt100Writer) ClearTitle()     {}
 

@@ -58,9 +58,9 @@ func splitKeys(b []byte, more bool) (keys [][]byte, rest []byte) {
 
 // tabShown stands for a pasted Tab in the line go-prompt edits, where it is
 // text: go-prompt counts a Tab as no column wide, the terminal as up to
-// eight, so the line was drawn again in the wrong place at every key.
+// eight, so the line would be drawn again in the wrong place at every key.
 // ReadLine gives the Tab back (lineTyped).
-const tabShown = "␉" // ␉
+const tabShown = "\u2409" // ␉
 
 // lineText is a run of text as go-prompt is to insert it: Tabs are shown
 // as tabShown, and C1 controls (U+0080 to U+009F) are dropped, as C0

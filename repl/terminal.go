@@ -105,9 +105,9 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 	var past []string
 	if o.History != nil {
 		for _, l := range o.History.Lines() {
-			// A line with control characters, which cannot be typed now
-			// (an older version stored unknown keys' escape sequences),
-			// would be drawn with go-prompt's cursor astray, or obeyed.
+			// A line with control characters, which cannot be typed
+			// (unknown keys' escape sequences, say), would be drawn with
+			// go-prompt's cursor astray, or obeyed by the terminal.
 			if printable(strings.ReplaceAll(l, "\t", "")) {
 				past = append(past, lineShown(l))
 			}
@@ -520,9 +520,9 @@ func (q *keyQueue) TearDown() error { return nil }
 // GetWinSize is the terminal's width (go-prompt's panics if the ioctl
 // fails). Its height is given as the most there can be: go-prompt uses it
 // only to refuse a line taller than the window, with the completions'
-// rows, and then erased the screen and said "Your console window is too
-// small..." in the line's place, so a pasted certificate wiped what the
-// window showed. Drawn anyway, such a line scrolls as any long output does.
+// rows, and then erases the screen and says "Your console window is too
+// small..." in the line's place: a pasted certificate would wipe what the
+// window shows. Drawn anyway, such a line scrolls as any long output does.
 func (q *keyQueue) GetWinSize() *prompt.WinSize {
 	_, cols, ok := q.console.size()
 	if !ok || cols == 0 {
@@ -558,8 +558,8 @@ func (q *keyQueue) Read() ([]byte, error) {
 	q.keys = q.keys[1:]
 	// Text read after it goes with it: go-prompt draws the whole line
 	// again for each key it takes, and a paste comes in reads of 4 KiB,
-	// so a pasted line of 2 MiB took it a minute, writing the line to
-	// the terminal 500 times.
+	// so a pasted line of 2 MiB would take it a minute, writing the line
+	// to the terminal 500 times.
 	for isText(k) && len(q.keys) > 0 && isText(q.keys[0]) {
 		k = append(k[:len(k):len(k)], q.keys[0]...)
 		q.keys = q.keys[1:]
