@@ -183,6 +183,26 @@ func (p *ptyShell) waitFor(want string, n int) {
 	p.t.Fatalf("the terminal does not show %q %d times; it shows:\n%s", want, n, p.out.String())
 }
 
+// waitForAfter waits until the output shows want after the last after:
+// say, the prompt drawn after an answer, once the shell reads a line
+// again (a Ctrl-C before that goes to the command that just ended).
+func (p *ptyShell) waitForAfter(after, want string) {
+	p.t.Helper()
+	deadline := time.Now().Add(patience)
+	for time.Now().Before(deadline) {
+		p.mu.Lock()
+		out := p.out.String()
+		p.mu.Unlock()
+		if i := strings.LastIndex(out, after); i >= 0 && strings.Contains(out[i+len(after):], want) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.t.Fatalf("the terminal does not show %q after %q; it shows:\n%s", want, after, p.out.String())
+}
+
 func (p *ptyShell) wait() int {
 	p.t.Helper()
 	select {

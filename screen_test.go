@@ -8,7 +8,7 @@ import (
 )
 
 // screen is the little of a VT100 that go-prompt's drawing uses: text with
-// xterm's deferred wrap, CR, LF, cursor moves (CSI A B C D, ESC D, ESC M)
+// xterm's deferred wrap, CR, LF, Tab, cursor moves (CSI A B C D, ESC D, ESC M)
 // and erasing (CSI J, CSI K). Colours, modes and titles are skipped. It
 // shows what the user sees, where the bytes alone would show text that was
 // drawn over. The screen grows downwards instead of scrolling.
@@ -48,6 +48,8 @@ func (s *screen) feed(out string) string {
 		s.col = 0
 	case c == '\n':
 		s.move(1, 0)
+	case c == '\t': // to the next tab stop, every eight columns
+		s.col = min((s.col/8+1)*8, s.cols-1)
 	case c == 0x1b && len(out) > 1 && out[1] == '[':
 		i := 2
 		for i < len(out) && (out[i] < 0x40 || out[i] > 0x7e) {

@@ -45,7 +45,7 @@ func TestTerminalPromptHistoryAndCtrlC(t *testing.T) {
 	p.typeKeys("PUT a, 1\r")
 	p.waitFor("**** Property 'a' added with value '1'", 1)
 	p.typeKeys("PUT db.password, hunter2\r")
-	p.waitFor("**** Property 'db.password' added with value 'hunter2'", 1)
+	p.waitForAfter("**** Property 'db.password' added with value 'hunter2'", "demo/someConfig > ")
 	p.typeKeys("\x03")
 	p.waitFor("(Ctrl-D or QUIT to leave)", 1)
 	p.typeKeys("GET a\x03") // a Ctrl-C that clears a line says nothing

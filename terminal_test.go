@@ -416,6 +416,9 @@ func TestTerminalClosedPipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// It prompts on the terminal, stderr; its first answer goes to the pipe.
+	p.waitFor("someConfig > ", 1)
+	p.typeKeys("GET_ALL\r")
 	if code := p.wait(); code != 1 {
 		t.Fatalf("the shell ended with %v, want exit status 1; the terminal shows:\n%s", p.cmd.ProcessState, p.lineWith("sharedconfig"))
 	}
@@ -506,4 +509,262 @@ func TestTerminalResizeAsALineIsTyped(t *testing.T) {
 	}
 	p.typeKeys("\r")
 	p.waitFor("**** Property 'k' added with value 'vvvv", 1)
+}
+
+// After Ctrl-Z and fg, a line that wraps is drawn again below what the
+// job-control shell printed meanwhile: go-prompt moved up as many rows as
+// the line's cursor was below its prompt, as if the cursor were still
+// where it left it, and drew the line over the shell's lines above.
+func TestTerminalSuspendAWrappedLine(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash to suspend the shell in")
+	}
+	p := startPTYCmd(t, exec.Command(bash, "--norc", "--noprofile", "-i"))
+	p.typeKeys("PS1='bash$ '; '" + program() + "' --server " + srv.ClientURL() + " --scope ttysuspendwrap --no-history\r")
+	p.waitFor("someConfig > ", 1)
+	long := "PUT k , " + strings.Repeat("v", 250) // three rows of 120
+	p.paste(long)
+	p.waitFor(long[len(long)-20:], 1)
+	p.typeKeys("\x1a")
+	p.waitFor("Stopped", 1)
+	p.waitFor("bash$ ", 2)
+	p.typeKeys("fg\r")
+	p.waitFor(long[len(long)-20:], 2) // drawn again
+	time.Sleep(200 * time.Millisecond)
+	p.mu.Lock()
+	shown := strings.Join(render(p.out.String(), 120), "\n")
+	p.mu.Unlock()
+	// bash says the job's command line as it continues it, on the rows
+	// below "fg"; the line comes after, whole.
+	fg := strings.LastIndex(shown, "bash$ fg\n")
+	at := strings.Index(shown[max(fg, 0):], "\nttysuspendwrap/someConfig > "+long[:40])
+	if fg < 0 || at < 0 || !strings.HasSuffix(strings.ReplaceAll(shown[fg:fg+at], "\n", ""), "--scope ttysuspendwrap --no-history") {
+		t.Fatalf("after fg the screen does not show bash's lines, then the line typed:\n%s", shown)
+	}
+	p.typeKeys("x\r")
+	p.waitFor("**** Property 'k' added with value 'vvvv", 1)
+	p.typeKeys("\x04")
+	p.waitFor("**** Exiting...", 1)
+	p.typeKeys("exit\r")
+	p.wait()
+}
+
+// With its answers redirected to a file and the keys coming from a
+// terminal, the shell prompts, echoes and completes on the terminal, and
+// the file gets the answers alone: before, the prompt and its escape
+// sequences went into the file, and the user typed blind. The banner goes
+// to the terminal; a failed line's warning goes to stderr, as in a script,
+// so into the file too with 2>&1.
+func TestTerminalAnswersToAFile(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	for _, tc := range []struct {
+		name, scope, redirect string
+		failureInFile         bool
+	}{
+		{"stdout", "ttyfile", `> "$F"`, false},
+		{"stdout and stderr", "ttyfile2", `> "$F" 2>&1`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := t.TempDir() + "/out.txt"
+			sh := exec.Command("/bin/sh", "-c", `exec "$0" "$@" `+tc.redirect, program(), "--server", srv.ClientURL(), "--scope", tc.scope, "--no-history")
+			sh.Env = []string{"F=" + file}
+			p := startPTYCmd(t, sh)
+			p.waitFor("someConfig > ", 1)
+			p.typeKeys("PUT colour, blue\r")
+			p.waitFor("someConfig > ", 2)
+			p.typeKeys("GET co")
+			p.waitFor("colour", 2) // the line typed, and completion offers the key
+			p.typeKeys("lour\r")
+			p.waitFor("someConfig > ", 3)
+			p.typeKeys("GETT\r")
+			p.waitFor("someConfig > ", 4)
+			p.typeKeys("\x04")
+			if code := p.wait(); code != 0 {
+				t.Fatalf("exit status %d", code)
+			}
+			got, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "**** Property 'colour' added with value 'blue'\n**** The value of property 'colour' is 'blue'\n"
+			if tc.failureInFile {
+				want += "!!!! Unknown command: 'GETT' (did you mean GET? HELP lists the commands)\n"
+			}
+			want += "**** Exiting...\n"
+			if string(got) != want {
+				t.Fatalf("the file holds:\n%q\nwant:\n%q", got, want)
+			}
+			if !tc.failureInFile {
+				p.waitFor("!!!! Unknown command: 'GETT'", 1)
+			}
+			p.inOrder("Enter one of the following commands", "someConfig > ", "PUT colour, blue", "GET colour")
+			if n := p.count("**** "); n != 0 {
+				t.Fatalf("%d answers on the terminal too", n)
+			}
+		})
+	}
+}
+
+// A key go-prompt has no name for (Shift-F5, Alt-Up) does nothing: its
+// escape sequence went into the line as text, drawn as "?[15;2~" with the
+// cursor astray, and was stored in the value, ESC and all.
+func TestTerminalUnknownKeysDoNothing(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttyunknownkeys", "--no-history")
+	p.waitFor("someConfig > ", 1)
+	p.typeKeys("PUT k, a")
+	for _, key := range []string{"\x1b[15;2~", "\x1b[1;3A", "\x1b[I"} {
+		p.paste(key) // a terminal sends a key's sequence in one write
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.typeKeys("b")
+	p.waitFor("ab", 1)
+	time.Sleep(100 * time.Millisecond)
+	p.mu.Lock()
+	shown := render(p.out.String(), 120)
+	p.mu.Unlock()
+	if last := shown[len(shown)-1]; last != "ttyunknownkeys/someConfig > PUT k, ab" {
+		t.Fatalf("the line shows as %q", last)
+	}
+	p.typeKeys("\r")
+	p.waitFor("**** Property 'k' added with value ", 1)
+	if line := p.lineWith("**** Property 'k' added"); line != "**** Property 'k' added with value 'ab'" {
+		t.Fatalf("the value typed is stored as %q", line)
+	}
+}
+
+// A line taller than the window (a pasted certificate, say) is drawn, as
+// any long output is: go-prompt erased the screen instead and said "Your
+// console window is too small..." in its place.
+func TestTerminalALineTallerThanTheWindow(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttytall", "--no-history")
+	p.waitFor("someConfig > ", 1)
+	long := "PUT cert , " + strings.Repeat("c", 50*120) // 50 rows of a 40-row window
+	p.paste(long)
+	p.waitFor(long[len(long)-200:], 1)
+	p.typeKeys("x")
+	p.waitFor("cx", 1)
+	if n := p.count("too small"); n != 0 {
+		t.Fatalf("the line was not drawn: %q", p.lineWith("too small"))
+	}
+	if n := p.count("\x1b[2J"); n != 0 {
+		t.Fatal("the screen was erased")
+	}
+	p.typeKeys("\r")
+	p.waitFor("**** Property 'cert' added with value 'cccc", 1)
+}
+
+// A Tab in a paste is text, shown as ␉, one column wide, as go-prompt
+// counts it: as a Tab it took the terminal up to eight columns and
+// go-prompt none, so every key after it drew the line in the wrong place.
+// It is still a Tab in the line run. C1 controls in a paste are dropped,
+// as C0 controls are keys: echoed, a terminal could obey them.
+func TestTerminalPastedTabsAndControlsShow(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttytabs", "--no-history")
+	p.waitFor("someConfig > ", 1)
+	p.paste("PUT k, a\tb\tc")
+	time.Sleep(100 * time.Millisecond)
+	p.typeKeys("Z")
+	for range 3 {
+		p.paste("\x1b[D") // Left
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.typeKeys("Y")
+	time.Sleep(200 * time.Millisecond)
+	p.mu.Lock()
+	shown := render(p.out.String(), 120)
+	p.mu.Unlock()
+	if last := shown[len(shown)-1]; last != "ttytabs/someConfig > PUT k, a␉bY␉cZ" {
+		t.Fatalf("the line shows as %q", last)
+	}
+	p.typeKeys("\r")
+	p.waitFor(`**** Property 'k' added with value '"a\tbY\tcZ"'`, 1)
+	p.paste("PUT c1, x\u009b2J\u0085y\r")
+	p.waitFor("**** Property 'c1' added with value 'x2Jy'", 1)
+}
+
+// A long pasted line is drawn a few times, not once for each 4 KiB read
+// of the paste: go-prompt draws the whole line again for each key it
+// takes, and took a minute over a pasted line of 2 MiB.
+func TestTerminalPasteAVeryLongLine(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttyverylong", "--no-history")
+	p.waitFor("someConfig > ", 1)
+	before := p.count("someConfig > ")
+	long := "PUT k , " + strings.Repeat("v", 200000) + "END" // 49 reads
+	// In the background: the terminal takes it as the shell reads it.
+	go p.master.Write([]byte(long))
+	p.waitFor("vEND", 1)
+	if n := p.count("someConfig > ") - before; n > 20 {
+		t.Fatalf("the line was drawn %d times as it was pasted", n)
+	}
+	p.typeKeys("\x03\x04")
+	p.waitFor("**** Exiting...", 1)
+}
+
+// Up skips a line of the history file that holds control characters (an
+// older version stored the escape sequences of keys it did not know): it
+// was drawn with go-prompt's cursor astray, or obeyed by the terminal.
+func TestTerminalHistorySkipsControls(t *testing.T) {
+	t.Parallel()
+	srv := jstest.Server(t)
+	state := t.TempDir()
+	if err := os.MkdirAll(state+"/sharedconfig", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(state+"/sharedconfig/history", []byte("GET good\nPUT k, a\x1b[15;2~b\x07\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startPTYEnv(t, []string{"XDG_STATE_HOME=" + state}, "--server", srv.ClientURL(), "--scope", "ttyhistory")
+	p.waitFor("someConfig > ", 1)
+	p.paste("\x1b[A") // Up
+	p.waitFor("GET good", 1)
+	time.Sleep(100 * time.Millisecond)
+	p.mu.Lock()
+	shown := render(p.out.String(), 120)
+	p.mu.Unlock()
+	if last := shown[len(shown)-1]; last != "ttyhistory/someConfig > GET good" {
+		t.Fatalf("Up shows %q", last)
+	}
+}
+
+// Keys typed once the shell has said goodbye go to the user's shell: the
+// shell read them on while it left (revoking its leases may take its
+// whole exit budget when the server does not answer), and dropped them.
+// TestTerminalSuspend's "exit" to bash was lost so under load.
+func TestTerminalKeysAfterQuitGoToTheShell(t *testing.T) {
+	t.Parallel()
+	srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash to run the shell in")
+	}
+	proxy := jstest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	p := startPTYCmd(t, exec.Command(bash, "--norc", "--noprofile", "-i"))
+	p.typeKeys("PS1='bash$ '; '" + program() + "' --server " + proxy.URL() + " --scope ttyafterquit --no-history\r")
+	p.waitFor("someConfig > ", 1)
+	p.typeKeys("REGISTER_LEASE l, 1h\r")
+	p.waitFor("**** Lease 'l' registered", 1)
+	proxy.Freeze() // the revoke waits out the exit budget
+	p.typeKeys("\x04")
+	p.waitFor("**** Exiting...", 1)
+	time.Sleep(100 * time.Millisecond)
+	p.typeKeys("echo after-$((6*7))\r")
+	p.waitFor("after-42", 1)
+	p.typeKeys("exit\r")
+	p.wait()
 }

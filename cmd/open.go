@@ -352,10 +352,10 @@ func (f *rootFlags) openConfig(ctx context.Context, s *session, o sharedconfig.O
 }
 
 // errorStream is where a shell's failures and warnings go: stderr, so that
-// stdout carries only answers; on a terminal the shell's own output, which
-// keeps them in order with the prompt.
+// stdout carries only answers; at a terminal that shows the answers, the
+// shell's own output, which keeps them in order with the prompt.
 func (f *rootFlags) errorStream(cmd *cobra.Command) io.Writer {
-	if f.interactive {
+	if f.interactive && writesToTerminal(cmd.OutOrStdout()) {
 		return nil
 	}
 	return cmd.ErrOrStderr()

@@ -299,20 +299,21 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 	}
 	defer sess.Close()
 	defer sess.cutWhenSignalled(ctx)()
-	sh, out := sess.sh, cmd.OutOrStdout()
+	sh := sess.sh
 	if f.follow {
 		if err := sh.SetFollow(true); err != nil {
 			return &exitError{exitStartup, err}
 		}
 	}
+	var display io.Writer
 	if interactive {
-		t, closeTerminal, err := f.terminal(cmd, sh)
+		t, d, closeTerminal, err := f.terminal(cmd, sh)
 		if err != nil {
 			return &exitError{exitStartup, err}
 		}
 		defer closeTerminal()
-		in = t
-		sh.PrintHelp()
+		in, display = t, d
+		sh.PrintHelp(display)
 	}
 	err = sh.Run(ctx, in)
 	sess.leaving()
@@ -321,7 +322,7 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 		// SIGINT or SIGTERM: a clean exit, off the prompt's line. (Ctrl-C
 		// in the terminal is a key, not a signal: see repl.Terminal.)
 		if interactive {
-			fmt.Fprintln(out)
+			fmt.Fprintln(display)
 		}
 	case err != nil:
 		return &exitError{exitFailures, fmt.Errorf("reading input: %w", err)}
@@ -333,21 +334,42 @@ func runShell(cmd *cobra.Command, f rootFlags) error {
 }
 
 // terminal reads the terminal the shell runs on: with go-prompt, unless
-// the terminal cannot be drawn on.
-func (f *rootFlags) terminal(cmd *cobra.Command, sh *repl.Shell) (repl.Input, func(), error) {
+// the terminal cannot be drawn on. It prompts on display.
+func (f *rootFlags) terminal(cmd *cobra.Command, sh *repl.Shell) (in repl.Input, display io.Writer, closeTerminal func(), err error) {
+	display, closeDisplay := openDisplay(cmd)
 	if repl.IsDumbTerminal() {
-		return repl.NewPlainTerminal(cmd.InOrStdin(), cmd.OutOrStdout(), f.promptPrefix()), func() {}, nil
+		return repl.NewPlainTerminal(cmd.InOrStdin(), display, f.promptPrefix()), display, closeDisplay, nil
 	}
-	t, err := repl.NewTerminal(repl.TerminalOptions{Prefix: f.promptPrefix(), Complete: sh.Complete, History: f.history()})
+	t, err := repl.NewTerminal(repl.TerminalOptions{Prefix: f.promptPrefix(), Complete: sh.Complete, History: f.history(), Display: display})
 	if err != nil {
-		return nil, nil, err
+		closeDisplay()
+		return nil, nil, nil, err
 	}
 	// Answers piped to a reader that has left ("sharedconfig | head -1")
 	// must end the shell as any output that cannot be written does, not
 	// by SIGPIPE, which would leave the terminal raw and the leases held.
 	// With SIGPIPE asked for, the write fails with EPIPE instead.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	return t, func() { t.Close() }, nil
+	return t, display, func() { t.Close(); closeDisplay() }, nil
+}
+
+// openDisplay is the terminal the shell prompts on, and echoes what is
+// typed on: stdout, unless the answers are redirected (sharedconfig >
+// out.txt), which must then get the answers alone; else stderr, as python
+// prompts, if that is the terminal; else the terminal itself (2>&1 too).
+// Lines that go to the writer it returns go above the line being typed.
+func openDisplay(cmd *cobra.Command) (io.Writer, func()) {
+	switch out, errs := cmd.OutOrStdout(), cmd.ErrOrStderr(); {
+	case writesToTerminal(out):
+		return out, func() {}
+	case isTerminal(errs):
+		return errs, func() {}
+	}
+	tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0)
+	if err != nil {
+		return cmd.ErrOrStderr(), func() {}
+	}
+	return tty, func() { tty.Close() }
 }
 
 // scriptInput opens the script the shell runs: --file, or stdin when it is

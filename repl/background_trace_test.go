@@ -2,6 +2,7 @@ package repl
 
 import (
 	"encoding/json"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -52,7 +53,7 @@ type aboveRecorder struct {
 	lines []string
 }
 
-func (a *aboveRecorder) PrintAbove(lines []string) bool {
+func (a *aboveRecorder) PrintAbove(_ io.Writer, lines []string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.lines = append(a.lines, lines...)

@@ -4,6 +4,7 @@ package repl
 
 import (
 	"errors"
+	"io"
 	"os"
 	"sync/atomic"
 	"time"
@@ -47,3 +48,12 @@ func (c *pollConsole) size() (rows, cols uint16, ok bool) {
 }
 
 func (c *pollConsole) stop() { c.stopped.Store(true) }
+
+// newDisplayWriter is go-prompt's writer, on stdout, the only display here.
+func newDisplayWriter(io.Writer) prompt.ConsoleWriter { return keepTitle{prompt.NewStdoutWriter()} }
+
+// keepTitle is go-prompt's writer, except that it leaves the terminal's
+// window title alone: go-prompt clears it after every line it reads.
+type keepTitle struct{ prompt.ConsoleWriter }
+
+func (keepTitle) ClearTitle() {}

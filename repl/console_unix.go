@@ -3,8 +3,10 @@
 package repl
 
 import (
+	"io"
 	"os"
 
+	prompt "github.com/c-bata/go-prompt"
 	"golang.org/x/sys/unix"
 )
 
@@ -72,3 +74,5 @@ func (c *ttyConsole) size() (rows, cols uint16, ok bool) {
 }
 
 func (c *ttyConsole) stop() { c.f.Close() }
+
+func newDisplayWriter(display io.Writer) prompt.ConsoleWriter { return &vt100Writer{w: display} }

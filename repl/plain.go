@@ -25,7 +25,8 @@ type PlainTerminal struct {
 // IsDumbTerminal: the terminal says it can only print text (TERM=dumb).
 func IsDumbTerminal() bool { return os.Getenv("TERM") == "dumb" }
 
-// NewPlainTerminal reads lines from in, prompting with prefix on out.
+// NewPlainTerminal reads lines from in, prompting with prefix on out, the
+// terminal.
 func NewPlainTerminal(in io.Reader, out io.Writer, prefix string) *PlainTerminal {
 	return &PlainTerminal{lines: NewScript(in), out: out, prefix: prefix}
 }
@@ -51,13 +52,14 @@ func (t *PlainTerminal) ReadLine() (string, error) {
 // key reaches it to cancel a command with: Ctrl-C is a signal here.
 func (t *PlainTerminal) OnInterrupt(func()) (stop func()) { return func() {} }
 
-// PrintAbove prints lines (follow mode's) on lines of their own, not after
-// the prompt, and prompts again. Nothing can be redrawn: what was typed
-// of the line stays where it was, and still counts.
-func (t *PlainTerminal) PrintAbove(lines []string) bool {
+// PrintAbove prints lines (follow mode's) for w on lines of their own, not
+// after the prompt, and prompts again, if w is the terminal's out. Nothing
+// can be redrawn: what was typed of the line stays where it was, and
+// still counts.
+func (t *PlainTerminal) PrintAbove(w io.Writer, lines []string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.waiting {
+	if !t.waiting || w != t.out {
 		return false
 	}
 	io.WriteString(t.out, "\n"+strings.Join(lines, "\n")+"\n"+t.prefix)

@@ -37,10 +37,19 @@ type Input interface {
 }
 
 // aboveInput is an Input that can print lines above the line being typed
-// without garbling it. PrintAbove returns false when no line is being read,
-// and then prints nothing.
+// without garbling it. PrintAbove returns false, and prints nothing, when no
+// line is being read or w does not show where it is (answers redirected to
+// a file): w is then written to as usual.
 type aboveInput interface {
-	PrintAbove(lines []string) bool
+	PrintAbove(w io.Writer, lines []string) bool
+}
+
+// releasingInput is an Input that holds the terminal. Release gives it
+// back once the last line is read, before the shell leaves, which may take
+// a while (revoking leases): keys typed meanwhile then go to the user's
+// shell, not to a reader about to end, and Ctrl-C is SIGINT again.
+type releasingInput interface {
+	Release()
 }
 
 // numberedInput is an Input that counts its lines: a script. Its failed
@@ -166,8 +175,9 @@ func (sh *Shell) Close() {
 // an error. A command that answers "no" ("was NOT replaced") did not fail.
 func (sh *Shell) Failures() int { return sh.failed }
 
-// PrintHelp prints the help text, as the interactive shell does on start.
-func (sh *Shell) PrintHelp() { sh.print(strings.Split(helpText(), "\n")) }
+// PrintHelp prints the help text to w, as the interactive shell does on
+// start on the terminal it prompts on.
+func (sh *Shell) PrintHelp(w io.Writer) { sh.printTo(w, strings.Split(helpText(), "\n")) }
 
 // Run executes lines from in until QUIT, the end of input, or ctx ends.
 func (sh *Shell) Run(ctx context.Context, in Input) error {
@@ -182,6 +192,9 @@ func (sh *Shell) Run(ctx context.Context, in Input) error {
 		defer func() { sh.position = nil }()
 	}
 	defer sh.KeepLeases()() // QUIT, Ctrl-D and the end of a script revoke
+	if r, ok := in.(releasingInput); ok {
+		defer r.Release() // before the revoke
+	}
 	sh.runCtx.Store(&ctx)
 	keyboard, _ := in.(interruptible)
 	execute := func(line string) outcome { return sh.executeInterruptible(ctx, keyboard, line) }
@@ -399,7 +412,7 @@ func (sh *Shell) printTo(w io.Writer, lines []string) {
 // printAsync prints lines that arrive on their own (follow mode): above the
 // prompt when a line is being typed, else straight out.
 func (sh *Shell) printAsync(lines []string) {
-	if a := sh.above.Load(); a != nil && (*a).PrintAbove(lines) {
+	if a := sh.above.Load(); a != nil && (*a).PrintAbove(sh.out, lines) {
 		return
 	}
 	sh.print(lines)
@@ -408,7 +421,7 @@ func (sh *Shell) printAsync(lines []string) {
 // warnAsync prints a warning that arrives on its own, as printAsync does,
 // but to the error stream when no line is being typed.
 func (sh *Shell) warnAsync(line string) {
-	if a := sh.above.Load(); a != nil && (*a).PrintAbove([]string{line}) {
+	if a := sh.above.Load(); a != nil && (*a).PrintAbove(sh.err, []string{line}) {
 		return
 	}
 	sh.printTo(sh.err, []string{line})

@@ -62,23 +62,24 @@ func (t *Terminal) signalled(c *ttyConsole, sig os.Signal) {
 		// Continued, after our stop or one we could not catch (SIGSTOP):
 		// raw again, and the line drawn again.
 		_ = c.setRaw()
-		t.redrawLine()
+		t.continuedLine()
 	case syscall.SIGWINCH:
 		t.resizeLine()
 	}
 }
 
 // suspend stops the process, with the terminal's own settings back and
-// the cursor on a line of its own for the job-control shell's report.
-// The terminal ignores Ctrl-Z in an orphaned process group, which no
-// job-control shell could continue; so does suspend.
+// the cursor on a line of its own, below the line being typed, for the
+// job-control shell's report. The terminal ignores Ctrl-Z in an orphaned
+// process group, which no job-control shell could continue; so does
+// suspend.
 func (t *Terminal) suspend(c *ttyConsole) {
 	if orphaned() {
 		return
 	}
 	t.mu.Lock()
 	if t.reading {
-		io.WriteString(t.out, "\x1b[J\r\n") // the completions shown below the line, if any, go
+		io.WriteString(t.out, t.belowLine())
 	}
 	t.mu.Unlock()
 	_ = c.setCooked()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -41,9 +42,9 @@ type Terminal struct {
 	console console
 	stdin   int // for the terminal's settings
 	saved   *term.State
-	out     io.Writer
-	history *History // nil: lines are not kept
-	prefix  string   // the prompt
+	out     io.Writer // the display
+	history *History  // nil: lines are not kept
+	prefix  string    // the prompt
 	// stopWatch stops handling SIGTSTP, SIGCONT and SIGWINCH; nil when
 	// the shell does not (suspend_unix.go).
 	stopWatch  func()
@@ -58,7 +59,11 @@ type Terminal struct {
 	interrupt func()   // cancels the running command, if one is running
 	early     bool     // Ctrl-C came before the command's interrupt was set
 	resized   bool     // the line is read on in a new width (ReadLine)
+	continued bool     // the process was stopped; the cursor is below the line
+	dropCopy  bool     // go-prompt's copy of the line ended for a resize goes
+	ended     string   // the line as go-prompt last ended it
 	typed     string   // the line as go-prompt last drew it
+	before    string   // the part of it before the cursor
 	menu      bool     // with completions below it
 }
 
@@ -69,6 +74,10 @@ type TerminalOptions struct {
 	// History, if set, gives Up and Down the lines of past sessions and
 	// keeps the lines typed in this one.
 	History *History
+	// Display is the terminal the prompt and the line typed are drawn
+	// on; nil means stdout. The shell's answers may go elsewhere: lines
+	// are printed above the line typed only for a writer that is Display.
+	Display io.Writer
 }
 
 // ctrlCHint is said after a first Ctrl-C on an empty line, which a user may
@@ -89,20 +98,33 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 		return nil, err
 	}
 	keys := &keyQueue{console: con}
-	t := &Terminal{keys: keys, console: con, stdin: stdin, saved: saved, out: os.Stdout, history: o.History, prefix: o.Prefix, readDone: make(chan struct{})}
+	if o.Display == nil {
+		o.Display = os.Stdout
+	}
+	t := &Terminal{keys: keys, console: con, stdin: stdin, saved: saved, out: o.Display, history: o.History, prefix: o.Prefix, readDone: make(chan struct{})}
 	var past []string
 	if o.History != nil {
-		past = o.History.Lines()
+		for _, l := range o.History.Lines() {
+			// A line with control characters, which cannot be typed
+			// (unknown keys' escape sequences, say), would be drawn with
+			// go-prompt's cursor astray, or obeyed by the terminal.
+			if printable(strings.ReplaceAll(l, "\t", "")) {
+				past = append(past, lineShown(l))
+			}
+		}
 	}
 	t.p = prompt.New(
 		func(string) {}, // lines are taken with Input, not run by go-prompt
 		t.completer(o.Complete),
 		prompt.OptionParser(keys),
-		prompt.OptionWriter(keepTitle{prompt.NewStdoutWriter()}),
+		prompt.OptionWriter(newDisplayWriter(o.Display)),
 		prompt.OptionPrefix(o.Prefix),
 		prompt.OptionHistory(past),
 		// Called as a line ends, Enter or Ctrl-C, with the line as it was.
 		prompt.OptionBreakLineCallback(func(d *prompt.Document) {
+			t.mu.Lock()
+			t.ended = d.Text
+			t.mu.Unlock()
 			if d.Text == "" && keys.firstCtrlC() && !t.resizing() {
 				io.WriteString(t.out, ctrlCHint+"\n")
 			}
@@ -134,22 +156,15 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 func (t *Terminal) completer(complete func(before string) []Suggestion) prompt.Completer {
 	return func(d prompt.Document) []prompt.Suggest {
 		var out []prompt.Suggest
-		for _, s := range complete(d.TextBeforeCursor()) {
+		for _, s := range complete(lineTyped(d.TextBeforeCursor())) {
 			out = append(out, prompt.Suggest{Text: s.Text, Description: s.Description})
 		}
 		t.mu.Lock()
-		t.typed, t.menu = d.Text, len(out) > 0
+		t.typed, t.before, t.menu = d.Text, d.TextBeforeCursor(), len(out) > 0
 		t.mu.Unlock()
 		return out
 	}
 }
-
-// keepTitle is go-prompt's writer, except that it leaves the terminal's
-// window title alone: go-prompt clears it after every line it reads, so a
-// tab's title, which the user's shell set, went blank at the first command.
-type keepTitle struct{ prompt.ConsoleWriter }
-
-func (keepTitle) ClearTitle() {}
 
 // readKeys reads the terminal until Close, queueing keys for go-prompt.
 func (t *Terminal) readKeys() {
@@ -225,13 +240,20 @@ func (t *Terminal) OnInterrupt(cancel func()) (stop func()) {
 // ignoreKey is a key go-prompt reads as Ignore: it does nothing but redraw.
 var ignoreKey = []byte{0x1b, 0x5b, 0x45}
 
-// redrawLine draws the prompt and the line being typed again, if one is.
-func (t *Terminal) redrawLine() {
+// continuedLine: the process was stopped and is continued. The prompt and
+// the line being typed, if one is, are drawn again on the cursor's row,
+// below what was printed meanwhile, and in the window's width now.
+func (t *Terminal) continuedLine() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.reading {
-		t.keys.redraw()
+	if !t.reading {
+		return
 	}
+	t.continued = true
+	if t.needsNewLine(t.typed, t.menu) {
+		t.resized = true
+	}
+	t.keys.redraw()
 }
 
 // resizeLine: the window's size changed. go-prompt reads it only as a
@@ -281,11 +303,12 @@ func (t *Terminal) resizing() bool {
 	return t.resized
 }
 
-// PrintAbove prints lines above the line being typed, if one is.
-func (t *Terminal) PrintAbove(lines []string) bool {
+// PrintAbove prints lines for w above the line being typed, if one is
+// and w shows on the terminal it is drawn on.
+func (t *Terminal) PrintAbove(w io.Writer, lines []string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.reading {
+	if !t.reading || w != t.out {
 		return false
 	}
 	t.pending = append(t.pending, lines...)
@@ -298,17 +321,25 @@ func (t *Terminal) PrintAbove(lines []string) bool {
 // go-prompt then redraws it below them. Its redraw starts by moving back as
 // many rows, so it finds the cursor as many rows below the lines printed:
 // without that it drew the prompt over them, and a line that wrapped hid
-// others' changes in follow mode.
+// others' changes in follow mode. After a stop (continued) the cursor is
+// on a line of its own below whatever the job-control shell printed, and
+// the line is left where it was: the redraw goes below.
 func (t *Terminal) flush(inPrompt bool, rows int) {
 	t.mu.Lock()
-	lines := t.pending
+	lines, continued := t.pending, t.continued && inPrompt
 	t.pending = nil
+	if continued && t.resized {
+		t.dropCopy = true
+	}
+	if inPrompt {
+		t.continued = false
+	}
 	t.mu.Unlock()
-	if len(lines) == 0 {
+	if len(lines) == 0 && !continued {
 		return
 	}
 	var b strings.Builder
-	if inPrompt {
+	if inPrompt && !continued {
 		if rows > 0 {
 			fmt.Fprintf(&b, "\x1b[%dA", rows)
 		}
@@ -322,6 +353,28 @@ func (t *Terminal) flush(inPrompt bool, rows int) {
 		b.WriteString(strings.Repeat("\r\n", rows))
 	}
 	io.WriteString(t.out, b.String())
+}
+
+// belowLine moves the cursor from where go-prompt left it to the start of
+// a row of its own below the line being typed, past the rows it wraps
+// onto, and clears the completions shown below it, if any. t.mu is held.
+func (t *Terminal) belowLine() string {
+	cols := t.keys.lineWidth()
+	if cols <= 0 {
+		return "\r\n\x1b[J"
+	}
+	p := runewidth.StringWidth(t.prefix)
+	end := p + runewidth.StringWidth(t.typed)
+	var b strings.Builder
+	if down := end/cols - (p+runewidth.StringWidth(t.before))/cols; down > 0 {
+		fmt.Fprintf(&b, "\x1b[%dB", down)
+	}
+	b.WriteString("\r")
+	if end%cols != 0 { // else go-prompt has started the row below already
+		b.WriteString("\n")
+	}
+	b.WriteString("\x1b[J")
+	return b.String()
 }
 
 // rowsAbove is how many rows of the line being typed, the prompt first,
@@ -342,15 +395,17 @@ func (t *Terminal) ReadLine() (string, error) {
 	t.keys.startLine()
 	t.mu.Lock()
 	t.reading, t.early = true, false
-	t.typed, t.menu = "", false
+	t.typed, t.before, t.menu = "", "", false
 	t.mu.Unlock()
 	line := t.p.Input()
 	for t.takeResized() {
+		t.eraseCopy()
 		line = t.p.Input() // go-prompt keeps the line's text and cursor
 	}
 	t.mu.Lock()
 	t.reading = false
 	t.mu.Unlock()
+	line = lineTyped(line)
 	t.flush(false, 0) // lines that came as the line was entered
 	last, ctrlCs, hungUp := t.keys.end()
 	if t.history != nil && line != "" && !hungUp && ctrlCs == 0 {
@@ -365,6 +420,25 @@ func (t *Terminal) ReadLine() (string, error) {
 		return "", io.EOF
 	}
 	return line, nil
+}
+
+// eraseCopy erases the copy of the line go-prompt printed as it ended the
+// line for a new width, when the old drawing is gone already: after a
+// stop, the line is drawn anew below what the job-control shell printed,
+// and once is enough. The copy is plain text, wrapped by the terminal in
+// the window's width now.
+func (t *Terminal) eraseCopy() {
+	t.mu.Lock()
+	drop, text := t.dropCopy, t.ended
+	t.dropCopy = false
+	t.mu.Unlock()
+	_, cols, ok := t.console.size()
+	if !drop || !ok || cols == 0 {
+		return
+	}
+	w := runewidth.StringWidth(t.prefix) + runewidth.StringWidth(text)
+	rows := (w + int(cols) - 1) / int(cols)
+	fmt.Fprintf(t.out, "\x1b[%dA\r\x1b[J", max(rows, 1))
 }
 
 func (t *Terminal) takeResized() bool {
@@ -385,6 +459,9 @@ type console interface {
 	// stop ends reading, a pending read included.
 	stop()
 }
+
+// Release is Close: the shell reads no more lines.
+func (t *Terminal) Release() { t.Close() }
 
 // Close restores the terminal's settings and stops reading it. It is safe
 // to call more than once.
@@ -440,16 +517,21 @@ type keyQueue struct {
 func (q *keyQueue) Setup() error    { return nil }
 func (q *keyQueue) TearDown() error { return nil }
 
-// GetWinSize is the terminal's size (go-prompt's panics if the ioctl fails).
+// GetWinSize is the terminal's width (go-prompt's panics if the ioctl
+// fails). Its height is given as the most there can be: go-prompt uses it
+// only to refuse a line taller than the window, with the completions'
+// rows, and then erases the screen and says "Your console window is too
+// small..." in the line's place: a pasted certificate would wipe what the
+// window shows. Drawn anyway, such a line scrolls as any long output does.
 func (q *keyQueue) GetWinSize() *prompt.WinSize {
-	rows, cols, ok := q.console.size()
-	if !ok || rows == 0 || cols == 0 {
-		rows, cols = 24, 80
+	_, cols, ok := q.console.size()
+	if !ok || cols == 0 {
+		cols = 80
 	}
 	q.mu.Lock()
 	q.cols = int(cols)
 	q.mu.Unlock()
-	return &prompt.WinSize{Row: rows, Col: cols}
+	return &prompt.WinSize{Row: math.MaxUint16, Col: cols}
 }
 
 // lineWidth is the window's width go-prompt draws the line in: it asks
@@ -474,6 +556,14 @@ func (q *keyQueue) Read() ([]byte, error) {
 	}
 	k := q.keys[0]
 	q.keys = q.keys[1:]
+	// Text read after it goes with it: go-prompt draws the whole line
+	// again for each key it takes, and a paste comes in reads of 4 KiB,
+	// so a pasted line of 2 MiB would take it a minute, writing the line
+	// to the terminal 500 times.
+	for isText(k) && len(q.keys) > 0 && isText(q.keys[0]) {
+		k = append(k[:len(k):len(k)], q.keys[0]...)
+		q.keys = q.keys[1:]
+	}
 	q.last = 0
 	if len(k) == 1 {
 		q.last = k[0]
@@ -489,6 +579,9 @@ func (q *keyQueue) Read() ([]byte, error) {
 	}
 	return k, nil
 }
+
+// isText: k is a run of text, not a control key or an escape sequence.
+func isText(k []byte) bool { return k[0] >= 0x20 && k[0] != 0x7f }
 
 func (q *keyQueue) push(k []byte) {
 	q.mu.Lock()
