@@ -115,8 +115,10 @@ type Config struct {
 	policy CompactionPolicy
 	turns  *turns.Manager // the synchronizer's
 
-	mu          sync.Mutex
-	removesLeft int
+	mu sync.Mutex
+	// removes counts Remove calls since this process last compacted, in
+	// Removes' own type: an int of a Removes past MaxInt64 is negative.
+	removes uint
 
 	leases   leaseClient
 	life     configLife
@@ -149,7 +151,6 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	case o.Compaction:
 		c.policy = DefaultCompaction()
 	}
-	c.removesLeft = int(c.policy.Removes)
 	syncOpts = append(syncOpts, statesync.WithApplied(c.applied), statesync.WithBatch(State.applyAll), statesync.WithDropped(c.leases.dropAll),
 		statesync.WithRecreate[State](snapshotUpdate{State{}}))
 	c.turns = turns.New(turns.Options{FromFirstWrite: o.MostlyReads, Trust: o.TurnsTrust})
@@ -302,7 +303,7 @@ const carriedQuiet = time.Second
 // compact compacts for the policy, while due (if not nil) says so.
 func (c *Config) compact(ctx context.Context, due func() bool) {
 	c.mu.Lock()
-	c.removesLeft = int(c.policy.Removes)
+	c.removes = 0
 	c.mu.Unlock()
 	err := c.sync.CompactIf(ctx, snapshotOf, due)
 	if err != nil && c.opts.CompactionFailed != nil {
@@ -316,8 +317,8 @@ func (c *Config) countRemove(ctx context.Context) {
 		return
 	}
 	c.mu.Lock()
-	c.removesLeft--
-	due := c.removesLeft <= 0
+	c.removes++
+	due := c.removes >= c.policy.Removes
 	c.mu.Unlock()
 	if due {
 		c.compact(ctx, nil)
