@@ -311,6 +311,9 @@ func (c *Config) compact(ctx context.Context, due func() bool) {
 	}
 }
 
+// always is the rule on removes' due: once counted, the compaction is due.
+func always() bool { return true }
+
 // countRemove applies the rule on removes: every Removes-th compacts.
 func (c *Config) countRemove(ctx context.Context) {
 	if c.policy.Removes == 0 {
@@ -321,7 +324,7 @@ func (c *Config) countRemove(ctx context.Context) {
 	due := c.removes >= c.policy.Removes
 	c.mu.Unlock()
 	if due {
-		c.compact(ctx, nil)
+		c.compact(ctx, always) // a policy's: not of a copy since dropped
 	}
 }
 

@@ -343,3 +343,28 @@ func TestWritesBehindTheOneThatFoundTheLogDeletedCreateItAgain(t *testing.T) {
 		})
 	}
 }
+
+// Compactions a policy judged due before one of them found the log
+// deleted (each call of a batch asks after its answer, at once) write
+// nothing and fail nothing once the copy is dropped: there is nothing to
+// compact. They used to load the log again, and each failed with
+// ErrDeleted, so a script with a small --compact-entries said "Compaction
+// failed" once for every line of the batch.
+func TestPolicyCompactionsOfADroppedCopyWriteNothing(t *testing.T) {
+	ctx := context.Background()
+	log := &deletableLog{gateLog: newGateLog()}
+	s := newCounter(t, log)
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	due := func() bool { return s.EntriesSinceCompaction() >= 1 }
+	log.Delete()
+	if err := s.CompactIf(ctx, counterSnapshot, due); !errors.Is(err, statesync.ErrDeleted) {
+		t.Fatalf("the compaction that finds the log deleted got %v, want ErrDeleted", err)
+	}
+	for range 3 {
+		if err := s.CompactIf(ctx, counterSnapshot, func() bool { return true }); err != nil {
+			t.Fatalf("a compaction due before the copy was dropped got %v, want nothing done", err)
+		}
+	}
+}
