@@ -368,3 +368,29 @@ func TestPolicyCompactionsOfADroppedCopyWriteNothing(t *testing.T) {
 		}
 	}
 }
+
+// A decision to write nothing that finds the log deleted drops the copy, as
+// a write that finds it does, so that the next write creates the log
+// again. It used to keep the copy: every later decision on it said the log
+// was deleted, and so did the first write after ("QUIT, or PUT to create
+// it again", and that PUT said the same), and the writes queued behind it
+// never created the log again (WithRecreate).
+func TestDecisionToWriteNothingThatFindsTheLogDeletedDropsTheCopy(t *testing.T) {
+	ctx := context.Background()
+	log := &deletableLog{gateLog: newGateLog()}
+	s := newCounter(t, log)
+	log.Delete()
+	nothing := func(counter) ([]statesync.Update[counter], struct{}) { return nil, struct{}{} }
+	if _, _, err := statesync.UpdateState(ctx, s, nothing); !errors.Is(err, statesync.ErrDeleted) {
+		t.Fatalf("the decision got %v, want ErrDeleted", err)
+	}
+	if _, ok := s.Revision(); ok {
+		t.Fatal("the copy of the deleted log was kept")
+	}
+	if err := s.Initialize(ctx, start(0)); err != nil { // as the next write of a Config does
+		t.Fatal(err)
+	}
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatalf("the write after it got %v, want the log created again", err)
+	}
+}

@@ -662,11 +662,14 @@ func (s *Synchronizer[S]) readBackLocked(ctx context.Context, rev uint64) error 
 // on cur: it returns a *ConflictError if the log has moved past cur. A log
 // that ends at cur's revision with another entry there was deleted and
 // created again to the same length, and never held the state decided on:
-// the copy is reloaded and ErrReplaced returned, as a write would find.
+// the copy is reloaded and ErrReplaced returned, as a write would find; a
+// log deleted drops the copy (ErrDeleted).
 func (s *Synchronizer[S]) confirmCurrentLocked(ctx context.Context, cur local[S]) error {
 	last, err := s.log.LastPosition(ctx)
 	if err != nil {
-		return err
+		// A log deleted drops the copy, as a write that finds it does:
+		// kept, it would make every later decision find the same.
+		return s.replacedLocked(ctx, err)
 	}
 	if last.Revision != cur.Revision {
 		return &ConflictError{Current: last.Revision}
