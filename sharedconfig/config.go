@@ -300,8 +300,12 @@ func (c *Config) compactionDue() bool {
 // handed calls.
 const carriedQuiet = time.Second
 
-// compact compacts for the policy, while due (if not nil) says so.
+// compact compacts for the policy, while due (nil: always) says so. Being
+// the policy's, it leaves a copy since dropped alone (see CompactIf).
 func (c *Config) compact(ctx context.Context, due func() bool) {
+	if due == nil {
+		due = always
+	}
 	c.mu.Lock()
 	c.removes = 0
 	c.mu.Unlock()
@@ -311,7 +315,7 @@ func (c *Config) compact(ctx context.Context, due func() bool) {
 	}
 }
 
-// always is the rule on removes' due: once counted, the compaction is due.
+// always is the due of the rules on removes and clears, once they call.
 func always() bool { return true }
 
 // countRemove applies the rule on removes: every Removes-th compacts.
@@ -324,7 +328,7 @@ func (c *Config) countRemove(ctx context.Context) {
 	due := c.removes >= c.policy.Removes
 	c.mu.Unlock()
 	if due {
-		c.compact(ctx, always) // a policy's: not of a copy since dropped
+		c.compact(ctx, nil)
 	}
 }
 
