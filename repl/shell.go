@@ -502,10 +502,21 @@ func describeAttempt(a statesync.Attempt) string {
 }
 
 // CompactionFailed is the config's hook for a compaction that failed after
-// a command: a warning, since nothing is lost.
+// a command: a warning, since nothing is lost, unless the compaction found
+// the config destroyed (or purged).
 func (sh *Shell) CompactionFailed(err error) {
 	if sh.stoppedBy(err) {
 		return // the shell is leaving: nothing to try again
+	}
+	// A compaction that found the config destroyed dropped the copy, as a
+	// command would have: its state is lost, and nothing is tried again.
+	if lost, ok := sh.describeLost(err); ok {
+		if sh.json {
+			sh.printJSONAsync(fields{"event": "error", "error": lost})
+			return
+		}
+		sh.warnAsync(warn("%s", lost))
+		return
 	}
 	if sh.json {
 		sh.printJSONAsync(fields{"event": "compaction_failed", "error": sh.explain(err, sh.timeout)})

@@ -115,8 +115,10 @@ type Config struct {
 	policy CompactionPolicy
 	turns  *turns.Manager // the synchronizer's
 
-	mu          sync.Mutex
-	removesLeft uint
+	mu sync.Mutex
+	// removes counts Remove calls since this process last compacted, in
+	// Removes' own type: an int of a Removes past MaxInt64 is negative.
+	removes uint
 
 	leases   leaseClient
 	life     configLife
@@ -149,7 +151,6 @@ func Open(ctx context.Context, log statesync.Log, o Options) (*Config, error) {
 	case o.Compaction:
 		c.policy = DefaultCompaction()
 	}
-	c.removesLeft = c.policy.Removes
 	syncOpts = append(syncOpts, statesync.WithApplied(c.applied), statesync.WithBatch(State.applyAll), statesync.WithDropped(c.leases.dropAll),
 		statesync.WithRecreate[State](snapshotUpdate{State{}}))
 	c.turns = turns.New(turns.Options{FromFirstWrite: o.MostlyReads, Trust: o.TurnsTrust})
@@ -299,10 +300,14 @@ func (c *Config) compactionDue() bool {
 // handed calls.
 const carriedQuiet = time.Second
 
-// compact compacts for the policy, while due (if not nil) says so.
+// compact compacts for the policy, while due (nil: always) says so. Being
+// the policy's, it leaves a copy since dropped alone (see CompactIf).
 func (c *Config) compact(ctx context.Context, due func() bool) {
+	if due == nil {
+		due = always
+	}
 	c.mu.Lock()
-	c.removesLeft = c.policy.Removes
+	c.removes = 0
 	c.mu.Unlock()
 	err := c.sync.CompactIf(ctx, snapshotOf, due)
 	if err != nil && c.opts.CompactionFailed != nil {
@@ -310,16 +315,17 @@ func (c *Config) compact(ctx context.Context, due func() bool) {
 	}
 }
 
+// always is the due of the rules on removes and clears, once they call.
+func always() bool { return true }
+
 // countRemove applies the rule on removes: every Removes-th compacts.
 func (c *Config) countRemove(ctx context.Context) {
 	if c.policy.Removes == 0 {
 		return
 	}
 	c.mu.Lock()
-	if c.removesLeft > 0 { // 0: a compaction for the last one is under way
-		c.removesLeft--
-	}
-	due := c.removesLeft == 0
+	c.removes++
+	due := c.removes >= c.policy.Removes
 	c.mu.Unlock()
 	if due {
 		c.compact(ctx, nil)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/sharedconfig/sharedconfig/internal/testmain"
 	"maps"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -431,6 +432,22 @@ func TestCompactionPolicyConfigured(t *testing.T) {
 	must[int](t)(c.Clear(ctx))
 	if n := sharedconfig.EntriesSinceCompaction(c); n != 2 {
 		t.Fatalf("entries after a put and a clear = %d, want 2 (a clear does not compact)", n)
+	}
+}
+
+// A Removes count past MaxInt64 (a flag takes any uint) means almost
+// never, not every remove: its conversion to int was negative, so the first
+// remove compacted.
+func TestCompactionPolicyHugeRemoves(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	for _, n := range []uint{math.MaxUint, math.MaxUint - 1, 1<<63 + 1} {
+		c := e.open(sharedconfig.Options{CompactionPolicy: &sharedconfig.CompactionPolicy{Removes: n}})
+		put(t, c, "k", "v")
+		written(t)(c.Remove(ctx, "k"))
+		if got := sharedconfig.EntriesSinceCompaction(c); got == 0 {
+			t.Fatalf("Removes %d: the first remove compacted", n)
+		}
 	}
 }
 

@@ -345,6 +345,57 @@ func TestWritesBehindTheOneThatFoundTheLogDeletedCreateItAgain(t *testing.T) {
 	}
 }
 
+// Compactions a policy judged due before one of them found the log
+// deleted (each call of a batch asks after its answer, at once) write
+// nothing and fail nothing once the copy is dropped: there is nothing to
+// compact. They used to load the log again, and each failed with
+// ErrDeleted, so a script with a small --compact-entries said "Compaction
+// failed" once for every line of the batch.
+func TestPolicyCompactionsOfADroppedCopyWriteNothing(t *testing.T) {
+	ctx := context.Background()
+	log := &deletableLog{gateLog: newGateLog()}
+	s := newCounter(t, log)
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	due := func() bool { return s.EntriesSinceCompaction() >= 1 }
+	log.Delete()
+	if err := s.CompactIf(ctx, counterSnapshot, due); !errors.Is(err, statesync.ErrDeleted) {
+		t.Fatalf("the compaction that finds the log deleted got %v, want ErrDeleted", err)
+	}
+	for range 3 {
+		if err := s.CompactIf(ctx, counterSnapshot, func() bool { return true }); err != nil {
+			t.Fatalf("a compaction due before the copy was dropped got %v, want nothing done", err)
+		}
+	}
+}
+
+// A decision to write nothing that finds the log deleted drops the copy, as
+// a write that finds it does, so that the next write creates the log
+// again. It used to keep the copy: every later decision on it said the log
+// was deleted, and so did the first write after ("QUIT, or PUT to create
+// it again", and that PUT said the same), and the writes queued behind it
+// never created the log again (WithRecreate).
+func TestDecisionToWriteNothingThatFindsTheLogDeletedDropsTheCopy(t *testing.T) {
+	ctx := context.Background()
+	log := &deletableLog{gateLog: newGateLog()}
+	s := newCounter(t, log)
+	log.Delete()
+	nothing := func(counter) ([]statesync.Update[counter], struct{}) { return nil, struct{}{} }
+	if _, _, err := statesync.UpdateState(ctx, s, nothing); !errors.Is(err, statesync.ErrDeleted) {
+		t.Fatalf("the decision got %v, want ErrDeleted", err)
+	}
+	if _, ok := s.Revision(); ok {
+		t.Fatal("the copy of the deleted log was kept")
+	}
+	if err := s.Initialize(ctx, start(0)); err != nil { // as the next write of a Config does
+		t.Fatal(err)
+	}
+	if _, err := increment(ctx, s); err != nil {
+		t.Fatalf("the write after it got %v, want the log created again", err)
+	}
+}
+
 // A write that takes no turns (a lease's expiry, made in the background)
 // does not create a deleted log again: only a write someone asked for
 // does, once the copy was dropped.

@@ -663,11 +663,14 @@ func (s *Synchronizer[S]) readBackLocked(ctx context.Context, rev uint64) error 
 // on cur: it returns a *ConflictError if the log has moved past cur. A log
 // that ends at cur's revision with another entry there was deleted and
 // created again to the same length, and never held the state decided on:
-// the copy is reloaded and ErrReplaced returned, as a write would find.
+// the copy is reloaded and ErrReplaced returned, as a write would find; a
+// log deleted drops the copy (ErrDeleted).
 func (s *Synchronizer[S]) confirmCurrentLocked(ctx context.Context, cur local[S]) error {
 	last, err := s.log.LastPosition(ctx)
 	if err != nil {
-		return err
+		// A log deleted drops the copy, as a write that finds it does:
+		// kept, it would make every later decision find the same.
+		return s.replacedLocked(ctx, err)
 	}
 	if last.Revision != cur.Revision {
 		return &ConflictError{Current: last.Revision}
@@ -946,10 +949,17 @@ func (s *Synchronizer[S]) Compact(ctx context.Context, snapshot func(state S) In
 // once the policy no longer calls for it (another writer compacted while
 // this one caught up, or the catch-up read an entry that carries calls).
 // due runs under the synchronizer's lock: it may read the copy's figures
-// (EntriesSinceCompaction, LastCarried), nothing more.
+// (EntriesSinceCompaction, LastCarried), nothing more. With due, a copy
+// dropped (the log was found deleted) is not compacted, nor loaded again.
 func (s *Synchronizer[S]) CompactIf(ctx context.Context, snapshot func(state S) InitialUpdate[S], due func() bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if due != nil && s.local.Load().dropped {
+		// Judged due before another call found the log deleted (each call
+		// of a batch asks after its answer): nothing is left to compact,
+		// and a load would find the log deleted again, once per call.
+		return nil
+	}
 	return s.retryOnConflictLocked(ctx, func(int, time.Duration) error {
 		s.letHandersReadLocked(ctx) // also after a catch-up that read such entries
 		if due != nil && !due() {
