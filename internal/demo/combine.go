@@ -3,8 +3,10 @@ package demo
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sharedconfig/sharedconfig/internal/asciitable"
@@ -55,7 +57,7 @@ func (c Combining) Worst() CombiningWriter {
 // same without combining, for comparison.
 func combine(ctx context.Context, r *run) error {
 	d := r.runLength()
-	r.say("Scenario combine: %d writers each PUT their own key back to back for %s, combining as every command does.", r.o.Writers, d)
+	r.say("Scenario combine: %d writers each PUT their own key back to back for %s (longer if no PUT was carried yet), combining as every command does.", r.o.Writers, d)
 	r.say("Every append is conditional on the whole stream, so writers of different keys still refuse each other's appends.")
 	r.say("Combining: a writer that keeps losing hands its PUT (by a request, outside the stream) to the writer of the newest entry,")
 	r.say("which commits it inside its own next entry; the hander reads that entry, finds its PUT there, and is done.")
@@ -116,7 +118,13 @@ func (r *run) combineRun(ctx context.Context, on bool, d time.Duration) (Combini
 		}
 	}()
 	from := len(r.rec.tries())
-	puts, err := r.loopOwnKeys(ws, d)
+	enough := func() bool { return true }
+	if on {
+		// A run that happened to carry nothing would show nothing: it
+		// goes on, up to 5 times as long, until a PUT is carried.
+		enough = func() bool { return r.carriedSince(from) }
+	}
+	puts, err := r.loopOwnKeys(ws, d, enough)
 	if err != nil {
 		return Combining{}, err
 	}
@@ -149,17 +157,36 @@ func (r *run) runLength() time.Duration {
 	return max(time.Duration(float64(time.Second)/r.o.Speed), 200*time.Millisecond)
 }
 
+// carriedSince: a try recorded after the first from was carried.
+func (r *run) carriedSince(from int) bool {
+	return slices.ContainsFunc(r.rec.tries()[from:], func(t timeline.Try) bool { return t.Outcome == timeline.Carried })
+}
+
 // loopOwnKeys has each writer PUT its own key (its name) with 1, 2, ...
-// until d has passed, all at once, and returns how many PUTs each made.
-func (r *run) loopOwnKeys(ws []*writer, d time.Duration) ([]int, error) {
+// all at once, until d has passed and enough says so (or 5 times d has),
+// and returns how many PUTs each made.
+func (r *run) loopOwnKeys(ws []*writer, d time.Duration, enough func() bool) ([]int, error) {
 	puts := make([]int, len(ws))
 	errs := make([]error, len(ws))
 	var wg sync.WaitGroup
-	end := time.Now().Add(d)
+	start := time.Now()
+	end, last := start.Add(d), start.Add(5*d)
+	var done atomic.Bool
+	going := func() bool {
+		now := time.Now()
+		if done.Load() || now.After(last) {
+			return false
+		}
+		if now.Before(end) {
+			return true
+		}
+		done.Store(enough())
+		return !done.Load()
+	}
 	for i, w := range ws {
 		wg.Go(func() {
 			errs[i] = w.do("PUT "+w.name, func(c *sharedconfig.Config) error {
-				for time.Now().Before(end) {
+				for going() {
 					ctx, cancel := ctxFor(r)
 					_, err := c.Put(ctx, w.name, strconv.Itoa(puts[i]+1))
 					cancel()
