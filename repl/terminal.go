@@ -102,24 +102,13 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 		o.Display = os.Stdout
 	}
 	t := &Terminal{keys: keys, console: con, stdin: stdin, saved: saved, out: o.Display, history: o.History, prefix: o.Prefix, readDone: make(chan struct{})}
-	var past []string
-	if o.History != nil {
-		for _, l := range o.History.Lines() {
-			// A line with control characters, which cannot be typed
-			// (unknown keys' escape sequences, say), would be drawn with
-			// go-prompt's cursor astray, or obeyed by the terminal.
-			if printable(strings.ReplaceAll(l, "\t", "")) {
-				past = append(past, lineShown(l))
-			}
-		}
-	}
 	t.p = prompt.New(
 		func(string) {}, // lines are taken with Input, not run by go-prompt
 		t.completer(o.Complete),
 		prompt.OptionParser(keys),
 		prompt.OptionWriter(newDisplayWriter(o.Display)),
 		prompt.OptionPrefix(o.Prefix),
-		prompt.OptionHistory(past),
+		prompt.OptionHistory(offered(o.History)),
 		// Called as a line ends, Enter or Ctrl-C, with the line as it was.
 		prompt.OptionBreakLineCallback(func(d *prompt.Document) {
 			t.mu.Lock()
@@ -149,6 +138,23 @@ func NewTerminal(o TerminalOptions) (*Terminal, error) {
 	t.stopWatch = t.watchSignals()
 	go t.readKeys()
 	return t, nil
+}
+
+// offered is what Up offers of the history: its lines as shown, but for
+// those with control characters, which cannot be typed (unknown keys'
+// escape sequences, say), and would be drawn with go-prompt's cursor
+// astray, or obeyed by the terminal.
+func offered(h *History) []string {
+	if h == nil {
+		return nil
+	}
+	var past []string
+	for _, l := range h.Lines() {
+		if printable(strings.ReplaceAll(l, "\t", "")) {
+			past = append(past, lineShown(l))
+		}
+	}
+	return past
 }
 
 // completer is go-prompt's completer, which it calls after every key: it
