@@ -232,11 +232,10 @@ func (s *Synchronizer[S]) runBatchLocked(batch []*request[S]) {
 			s.runBatchLocked([]*request[S]{m})
 		}
 		return
-	case len(members) > 1 && errors.Is(err, ErrDeleted) && s.local.Load().dropped && s.recreate != nil:
-		// The first call found the log deleted: the calls after it run as
-		// they would after its answer, on the log created again. (One that
-		// found it created again leaves its batch nothing to write on: see
-		// TestBatchThatFindsTheLogGoneWritesNothing.)
+	case len(members) > 1 && s.goesOnAfterLocked(err):
+		// The first call found the log deleted, or created again: it says
+		// so and writes nothing; the calls after it run as they would
+		// after its answer, on the log created again or the copy reloaded.
 		s.endLocked(members[:1], ctx, lost, err, s.localAfter)
 		s.runBatchLocked(members[1:])
 		return
@@ -271,6 +270,15 @@ func (s *Synchronizer[S]) recreateLocked(ctx context.Context, batch []*request[S
 		return nil
 	}
 	return s.initializeLocked(ctx, s.recreate)
+}
+
+// goesOnAfterLocked: err, a batch's, found the log deleted and the calls
+// after the first can create it again (WithRecreate), or found it created
+// again and the copy is reloaded.
+func (s *Synchronizer[S]) goesOnAfterLocked(err error) bool {
+	cur := s.local.Load()
+	return errors.Is(err, ErrDeleted) && cur.dropped && s.recreate != nil ||
+		errors.Is(err, ErrReplaced) && cur.initialized
 }
 
 // batchTry is a batch's tries, and what the last one did.

@@ -183,25 +183,30 @@ func TestUnconditionalWriteIntoAReplacedLogSaysSo(t *testing.T) {
 }
 
 // A batch of queued calls whose append finds the log deleted and created
-// again, or purged by hand, writes nothing, as a lone call does: its calls
-// were decided on a state the log no longer holds, and the copy it then
-// reloads is not theirs to write on. (A batch that found the log created
-// again used to fall back to one try per call, as for a refusal of what one
-// call's updates are, and each then landed in the new log.)
+// again, or purged by hand, lands nothing of what it tried: its calls were
+// decided on a state the log no longer holds. The first call says what it
+// found; the calls after it, as the writes after that answer, run again on
+// the copy reloaded from the new log (WithRecreate is not needed there),
+// while after a purge they say it too, as the copy holds no state. (A batch
+// that found the log created again used to fall back to one try per call,
+// as for a refusal of what one call's updates are, and each then landed in
+// the new log, the first one too: nobody heard that the log had changed.)
 func TestBatchThatFindsTheLogGoneWritesNothing(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		do   func(*gateLog) // done while the batch's append is held
-		want error
-		last uint64 // the log's last revision after
+		name     string
+		do       func(*gateLog) // done while the batch's append is held
+		want     error
+		wantNext error  // the second call's outcome
+		last     uint64 // the log's last revision after
+		value    counter
 	}{
 		{"created again", func(l *gateLog) {
 			l.Recreate()
 			if _, err := increment(context.Background(), newCounter(t, l.Log)); err != nil {
 				t.Fatal(err)
 			}
-		}, statesync.ErrReplaced, 2},
-		{"purged", func(l *gateLog) { l.Purge() }, statesync.ErrEmptied, 2},
+		}, statesync.ErrReplaced, nil, 3, 11},
+		{"purged", func(l *gateLog) { l.Purge() }, statesync.ErrEmptied, statesync.ErrEmptied, 2, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -217,11 +222,14 @@ func TestBatchThatFindsTheLogGoneWritesNothing(t *testing.T) {
 			log.release <- struct{}{}
 			<-b.done
 			<-c.done
-			if !errors.Is(b.err, tc.want) || !errors.Is(c.err, tc.want) {
-				t.Errorf("the batch's calls got %v and %v, want %v", b.err, c.err, tc.want)
+			if !errors.Is(b.err, tc.want) || !errors.Is(c.err, tc.wantNext) {
+				t.Errorf("the batch's calls got %v and %v, want %v and %v", b.err, c.err, tc.want, tc.wantNext)
 			}
 			if last, err := logtest.LastRevision(log, ctx); err != nil || last != tc.last {
-				t.Fatalf("the log ends at %d (%v) after the batch, want %d: the batch wrote into it", last, err, tc.last)
+				t.Fatalf("the log ends at %d (%v) after the batch, want %d", last, err, tc.last)
+			}
+			if tc.wantNext == nil && value(t, old) != tc.value {
+				t.Errorf("the copy holds %d, want %d: the second call's 10 on the new log's 1", value(t, old), tc.value)
 			}
 		})
 	}
