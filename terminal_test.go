@@ -128,11 +128,7 @@ func TestTerminalFollowPrintsAbove(t *testing.T) {
 // mode does, and nothing of other keys.
 func TestTerminalWatchPrintsAbove(t *testing.T) {
 	t.Parallel()
-	srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := jstest.Server(t)
 	p := startPTY(t, "--server", srv.ClientURL(), "--scope", "ttywatch")
 	p.waitFor("someConfig > ", 1)
 	p.typeKeys("WATCH app.\r")
@@ -744,11 +740,7 @@ func TestTerminalHistorySkipsControls(t *testing.T) {
 // TestTerminalSuspend's "exit" to bash was lost so under load.
 func TestTerminalKeysAfterQuitGoToTheShell(t *testing.T) {
 	t.Parallel()
-	srv, err := localserver.StartServer(localserver.ServerOptions{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := jstest.Server(t)
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash to run the shell in")

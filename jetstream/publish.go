@@ -359,9 +359,12 @@ func (l *Log) settle(ctx context.Context, expected uint64, id string, cause erro
 	// of ctx (a loaded server answers slowly; the tries left it some), but
 	// never past ctx's deadline, a user's --timeout, and once ctx ends at
 	// most settleTimeout more: a cancelled command is not held up.
-	checkCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var checkCtx context.Context
+	var cancel context.CancelFunc
 	if deadline, ok := ctx.Deadline(); ok {
 		checkCtx, cancel = context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	} else {
+		checkCtx, cancel = context.WithCancel(context.WithoutCancel(ctx))
 	}
 	defer cancel()
 	defer context.AfterFunc(ctx, func() { time.AfterFunc(settleTimeout, cancel) })()
